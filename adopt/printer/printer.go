@@ -1,0 +1,55 @@
+// Package printer renders plans for people and machines: an aligned table,
+// JSON and YAML, one file per format. It writes only to the io.Writer it is
+// given and never decides anything about the objects it prints.
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
+
+// Formats lists the -o values Print accepts.
+var Formats = []string{"table", "json", "yaml"}
+
+// Options tune the human output.
+type Options struct {
+	// Color enables ANSI colour for risk levels (off under NO_COLOR or when
+	// stdout is not a terminal).
+	Color bool
+	// ShowSkipped lists skipped objects and types with their reasons.
+	ShowSkipped bool
+}
+
+// Print writes p in format f.
+func Print(w io.Writer, p *plan.Plan, f string, o Options) error {
+	switch f {
+	case "", "table":
+		return Table(w, p, o)
+	case "json":
+		return JSON(w, p)
+	case "yaml":
+		return YAML(w, p)
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(Formats, ", "))
+}
+
+// Bytes formats n with thousands separators: 262,144 B.
+func Bytes(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,17 @@
+package printer
+
+import (
+	"io"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
+
+// YAML writes p as YAML, the plan file format.
+func YAML(w io.Writer, p *plan.Plan) error {
+	b, err := plan.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/adopt-dev/adopt/adopt/discover"
+)
+
+// cluster is a resolved connection to one cluster.
+type cluster struct {
+	rest    *rest.Config
+	context string
+	clients discover.Clients
+}
+
+// connect resolves kubeconfig flags into clients. It makes no request.
+func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, usageErrorf("cannot load kubeconfig: %v. Check --kubeconfig, $KUBECONFIG and --context", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
+	ctxName := ""
+	if err == nil {
+		ctxName = raw.CurrentContext
+		if flags.Context != nil && *flags.Context != "" {
+			ctxName = *flags.Context
+		}
+	}
+	c := &cluster{rest: cfg, context: ctxName}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn}
+	return c, nil
+}
+
+// explain turns a client error into one sentence that says where and what to
+// do next.
+func (c *cluster) explain(err error) error {
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server at %s rejected the credentials (401): %v. Refresh the token in your kubeconfig or pick another --context", c.rest.Host, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("forbidden by the API server at %s: %v. Ask for list and get on these resources (see examples/rbac)", c.rest.Host, err)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("the API server at %s did not answer within --request-timeout: %v. Check that the cluster is up and reachable", c.rest.Host, err)
+	case errors.As(err, &ue):
+		return fmt.Errorf("cannot reach the API server at %s: %v. Check --kubeconfig, --context and that the cluster is up", c.rest.Host, ue.Err)
+	}
+	return fmt.Errorf("talking to the API server at %s: %w", c.rest.Host, err)
+}
