@@ -3,8 +3,6 @@
 // cap. It is pure arithmetic: it never talks to the cluster.
 package budget
 
-
-
 // AnnotationCap is the API server's limit on the total size of an object's
 // annotations (apimachinery's TotalAnnotationSizeLimitB). A total of exactly
 // AnnotationCap bytes is allowed.
@@ -67,4 +65,3 @@ func (b Budget) Level() Level {
 	}
 	return LevelOK
 }
-

@@ -360,4 +360,3 @@ func writeRSAKey(path string) error {
 	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 	return os.WriteFile(path, b, 0o600)
 }
-
