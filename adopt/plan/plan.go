@@ -27,7 +27,10 @@ type Plan struct {
 	Cluster    Cluster          `json:"cluster" yaml:"cluster"`
 	Tracking   argoapp.Tracking `json:"tracking" yaml:"tracking"`
 	Summary    Summary          `json:"summary" yaml:"summary"`
-	Objects    []Object         `json:"objects" yaml:"objects"`
+	// Applications are the proposed Argo CD Applications; each names its
+	// objects by Object.Ref.
+	Applications []Application `json:"applications" yaml:"applications"`
+	Objects      []Object      `json:"objects" yaml:"objects"`
 	Skipped    []Skipped        `json:"skipped,omitempty" yaml:"skipped,omitempty"`
 	NotScanned []NotScanned     `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
 }
@@ -64,6 +67,32 @@ type Object struct {
 	DataBytes  int           `json:"dataBytes" yaml:"dataBytes"`
 	Budget     budget.Budget `json:"budget" yaml:"budget"`
 	Level      budget.Level  `json:"level" yaml:"level"`
+	// App is the name of the proposed Application that adopts the object.
+	App string `json:"app" yaml:"app"`
+	// Git is where the object's manifest lives in the GitOps repo; nil when
+	// it is not in Git (or no repo was given).
+	Git *GitMatch `json:"git,omitempty" yaml:"git,omitempty"`
+}
+
+// GitMatch locates an object's manifest in the GitOps repo.
+type GitMatch struct {
+	Path string `json:"path" yaml:"path"`
+	Line int    `json:"line" yaml:"line"`
+}
+
+// Application is one proposed Argo CD Application.
+type Application struct {
+	Name string `json:"name" yaml:"name"`
+	// Namespace is the destination namespace ("" for cluster-scoped only).
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Project   string `json:"project" yaml:"project"`
+	// SourcePath is the directory in the GitOps repo the Application syncs.
+	SourcePath string `json:"sourcePath" yaml:"sourcePath"`
+	// Include lists file names for directory.include when SourcePath holds
+	// more than the adopted objects.
+	Include []string `json:"include,omitempty" yaml:"include,omitempty"`
+	// Objects are the adopted objects, by Object.Ref.
+	Objects []string `json:"objects" yaml:"objects"`
 }
 
 // Ref is group/kind namespace/name, the way errors and reports name it.
@@ -129,6 +158,7 @@ func Build(res *discover.Result, t argoapp.Tracking, c Cluster) *Plan {
 		p.Objects = append(p.Objects, po)
 	}
 	p.Sort()
+	p.Group()
 	p.Summary.Objects = len(p.Objects)
 	for _, o := range p.Objects {
 		switch o.Level {
