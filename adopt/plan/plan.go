@@ -31,8 +31,8 @@ type Plan struct {
 	// objects by Object.Ref.
 	Applications []Application `json:"applications" yaml:"applications"`
 	Objects      []Object      `json:"objects" yaml:"objects"`
-	Skipped    []Skipped        `json:"skipped,omitempty" yaml:"skipped,omitempty"`
-	NotScanned []NotScanned     `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
+	Skipped      []Skipped     `json:"skipped,omitempty" yaml:"skipped,omitempty"`
+	NotScanned   []NotScanned  `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
 }
 
 // Cluster names the cluster a plan was made for.
