@@ -32,6 +32,8 @@ func SkipType(t discover.Type) string {
 		return "nodes are registered by kubelets, not declared in Git"
 	case t.Group == "certificates.k8s.io" && t.Kind == "CertificateSigningRequest":
 		return "certificate signing requests are transient"
+	case t.Group == "networking.k8s.io" && t.Kind == "IPAddress":
+		return "IP addresses are allocated by the API server for Services"
 	case t.Group == "events.k8s.io":
 		return "events are records, not desired state"
 	}
@@ -60,6 +62,8 @@ func SkipObject(o *discover.Object) string {
 		return "API priority and fairness default, maintained by the API server"
 	case o.Labels["kube-aggregator.kubernetes.io/automanaged"] != "":
 		return "APIService maintained by the aggregator"
+	case o.Type.Group == "networking.k8s.io" && o.Type.Kind == "ServiceCIDR" && o.Name == "kubernetes":
+		return "the cluster's default ServiceCIDR, created by the API server"
 	case o.Type.Group == "scheduling.k8s.io" && strings.HasPrefix(o.Name, "system-"):
 		return "built-in priority class"
 	case strings.HasPrefix(o.Name, "system:") && strings.HasPrefix(o.Type.Group, "rbac.authorization.k8s.io"):
