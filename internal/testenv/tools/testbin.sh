@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds (or finds in the cache) every real part the tests run against and
+# prints how long each phase took, so slow phases are visible in CI.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+phase() {
+  local name=$1; shift
+  local start=$(date +%s)
+  "$@" >/dev/null
+  echo "phase: $name $(( $(date +%s) - start ))s"
+}
+[ -x "$here/install-debs.sh" ] && phase "debian packages" "$here/install-debs.sh"
+phase "kubernetes control plane" "$here/build.sh"
+for v in ${ADOPT_ARGOCD_VERSIONS:-}; do
+  phase "argo cd $v" "$here/build-argocd.sh" "$v"
+done
+if [ -n "${ADOPT_GITEA:-}" ] && [ -x "$here/build-gitea.sh" ]; then
+  phase "gitea" "$here/build-gitea.sh"
+fi
