@@ -1,0 +1,486 @@
+// Package gitops owns everything Git: the repository seam (clone, branch,
+// write files, commit, push) built on go-git, and its credentials. It clones
+// in memory (or into a directory the caller names), never touches a local
+// repository's working tree or its checked-out branch, never force-pushes
+// unless asked, and redacts credentials from every error it returns. It does
+// not know what an Application or a plan is: callers hand it files.
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// DefaultAttempts bounds how many times Publish rebuilds its commit on top
+// of a branch that moved while it was pushing.
+const DefaultAttempts = 4
+
+const remoteName = "origin"
+
+// CloneOptions says which repository to clone and how.
+type CloneOptions struct {
+	// URL is https://, http://, ssh://, user@host:path, or a local path
+	// (a bare repository or a clone with a working tree).
+	URL  string
+	Auth Auth
+	// Dir clones into this directory instead of memory, so the result
+	// survives the process (used with --no-push on a remote URL).
+	Dir string
+}
+
+// Repo is a clone of the GitOps repository.
+type Repo struct {
+	repo          *git.Repository
+	wt            *git.Worktree
+	fs            billy.Filesystem
+	url           string
+	display       string
+	local         bool
+	auth          transport.AuthMethod
+	secrets       []string
+	defaultBranch string
+	dir           string
+}
+
+// Clone clones the repository. A local path must have a clean working
+// tree; it is read through git's own upload-pack, without any network.
+func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
+	r := &Repo{url: o.URL, display: CleanURL(o.URL), secrets: o.Auth.secrets(), dir: o.Dir}
+	if isLocalPath(o.URL) {
+		abs, err := filepath.Abs(o.URL)
+		if err != nil {
+			return nil, newError(ErrNotFound, r.secrets, "repository %s: %v", o.URL, err)
+		}
+		if err := checkClean(abs); err != nil {
+			return nil, err
+		}
+		r.url, r.display, r.local = abs, abs, true
+	}
+	auth, err := o.Auth.method(r.url)
+	if err != nil {
+		return nil, err
+	}
+	r.auth = auth
+	co := &git.CloneOptions{URL: r.url, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
+	if o.Dir != "" {
+		r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
+	} else {
+		r.fs = memfs.New()
+		r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co)
+	}
+	if err != nil {
+		return nil, wrap("clone", r.display, err, r.secrets)
+	}
+	if r.wt, err = r.repo.Worktree(); err != nil {
+		return nil, wrap("open worktree of", r.display, err, r.secrets)
+	}
+	r.fs = r.wt.Filesystem
+	if head, err := r.repo.Reference(plumbing.HEAD, false); err == nil && head.Type() == plumbing.SymbolicReference {
+		r.defaultBranch = head.Target().Short()
+	}
+	return r, nil
+}
+
+// isLocalPath reports whether u names a directory on this machine.
+func isLocalPath(u string) bool {
+	if strings.HasPrefix(u, "file://") {
+		return false
+	}
+	if strings.Contains(u, "://") || isSSH(u) {
+		return false
+	}
+	return true
+}
+
+// checkClean refuses a local repository whose working tree has changes.
+func checkClean(dir string) error {
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		return newError(ErrNotFound, nil, "repository %s: %v. Pass the root of a Git repository, or a URL", dir, err)
+	}
+	wt, err := r.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		return nil
+	}
+	if err != nil {
+		return newError(ErrGit, nil, "repository %s: %v", dir, err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return newError(ErrGit, nil, "status of %s: %v", dir, err)
+	}
+	var dirty []string
+	for p, s := range st {
+		if s.Worktree == git.Untracked && s.Staging == git.Untracked {
+			continue // untracked files are not at risk
+		}
+		if s.Worktree != git.Unmodified || s.Staging != git.Unmodified {
+			dirty = append(dirty, p)
+		}
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	sort.Strings(dirty)
+	more := ""
+	if len(dirty) > 3 {
+		more = fmt.Sprintf(" and %d more", len(dirty)-3)
+		dirty = dirty[:3]
+	}
+	return newError(ErrDirty, nil, "refusing to touch %s: its working tree has uncommitted changes (%s%s). Commit or stash them, then run again", dir, strings.Join(dirty, ", "), more)
+}
+
+// DefaultBranch is the remote's default branch (its HEAD), or "".
+func (r *Repo) DefaultBranch() string { return r.defaultBranch }
+
+// URL is the repository URL without credentials, or the local path.
+func (r *Repo) URL() string { return r.display }
+
+// Local reports whether the repository is a path on this machine.
+func (r *Repo) Local() bool { return r.local }
+
+// Dir is the on-disk clone, or "" for an in-memory clone.
+func (r *Repo) Dir() string { return r.dir }
+
+// ReadFile reads a file of the checked-out tree.
+func (r *Repo) ReadFile(p string) ([]byte, error) {
+	f, err := r.fs.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// Files lists the checked-out tree's files, slash-separated, sorted.
+func (r *Repo) Files() ([]string, error) {
+	var out []string
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		infos, err := r.fs.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, fi := range infos {
+			p := path.Join(dir, fi.Name())
+			switch {
+			case fi.IsDir() && fi.Name() == ".git":
+			case fi.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			case fi.Mode().IsRegular():
+				out = append(out, strings.TrimPrefix(p, "/"))
+			}
+		}
+		return nil
+	}
+	if err := walk("/"); err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", r.display, err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Signature is a commit author.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Change is one commit to make on a branch.
+type Change struct {
+	Branch string
+	// Base is where a new branch starts.
+	Base string
+	// Files computes the files to write, from the tree checked out at the
+	// branch tip (or Base). A nil value deletes the file. It is called again
+	// whenever the commit is rebuilt on top of a concurrent push.
+	Files   func(r *Repo) (map[string][]byte, error)
+	Message string
+	Author  Signature
+}
+
+// PublishOptions say whether and how to push.
+type PublishOptions struct {
+	// NoPush commits locally only. For an in-memory clone the commit is
+	// then only reported (dry run).
+	NoPush bool
+	// Force resets the branch to Base and force-pushes it.
+	Force bool
+	// Attempts bounds the rebuilds after a non-fast-forward push;
+	// 0 means DefaultAttempts.
+	Attempts int
+	// Now stamps the commit; zero means time.Now.
+	Now time.Time
+}
+
+// Result says what Publish did.
+type Result struct {
+	Branch string
+	// Start is the commit the change was built on; Commit the new one (equal
+	// to Start when nothing changed).
+	Start   string
+	Commit  string
+	Changed bool
+	Pushed  bool
+	// NewBranch is true when the branch did not exist on the remote.
+	NewBranch bool
+	// Attempts is how many times the commit was built (more than 1 after a
+	// concurrent push).
+	Attempts int
+	// Paths lists the files the commit changed.
+	Paths []string
+	// Diff is the unified diff from Start to Commit.
+	Diff string
+}
+
+// Publish builds the change on the branch, commits it when it changes
+// anything, and pushes it. When the branch moved on the remote meanwhile, it
+// fetches, rebuilds the commit on the new tip and retries, a bounded number
+// of times. It never force-pushes unless Force is set.
+func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result, error) {
+	attempts := o.Attempts
+	if attempts <= 0 {
+		attempts = DefaultAttempts
+	}
+	for i := 1; ; i++ {
+		res, err := r.commit(c, o)
+		if err != nil {
+			return nil, err
+		}
+		res.Attempts = i
+		if !res.Changed || o.NoPush {
+			return res, nil
+		}
+		err = r.push(ctx, c.Branch, o.Force)
+		if err == nil {
+			res.Pushed = true
+			return res, nil
+		}
+		if !errors.Is(err, ErrNonFastForward) || o.Force {
+			return nil, err
+		}
+		if i >= attempts {
+			return nil, newError(ErrNonFastForward, r.secrets, "push %s to %s: the branch kept moving; gave up after %d attempts. Run again, or pick another --branch", c.Branch, r.display, i)
+		}
+		if err := r.fetch(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// remoteRef returns the remote-tracking ref of branch, or nil.
+func (r *Repo) remoteRef(branch string) *plumbing.Reference {
+	ref, err := r.repo.Reference(plumbing.NewRemoteReferenceName(remoteName, branch), true)
+	if err != nil {
+		return nil
+	}
+	return ref
+}
+
+// commit checks out the start point, writes the files and commits.
+func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
+	res := &Result{Branch: c.Branch}
+	base := r.remoteRef(c.Base)
+	if base == nil {
+		return nil, newError(ErrNoBase, r.secrets, "base branch %q not found in %s. Pass --base with an existing branch", c.Base, r.display)
+	}
+	existing := r.remoteRef(c.Branch)
+	res.NewBranch = existing == nil
+	start := base.Hash()
+	if existing != nil && !o.Force {
+		start = existing.Hash()
+	}
+	res.Start = start.String()
+	local := plumbing.NewBranchReferenceName(c.Branch)
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, start)); err != nil {
+		return nil, wrap("create branch "+c.Branch+" in", r.display, err, r.secrets)
+	}
+	if err := r.wt.Checkout(&git.CheckoutOptions{Branch: local, Force: true}); err != nil {
+		return nil, wrap("check out "+c.Branch+" of", r.display, err, r.secrets)
+	}
+	files, err := c.Files(r)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := r.writeFile(p, files[p]); err != nil {
+			return nil, wrap("write "+p+" in", r.display, err, r.secrets)
+		}
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	sig := &object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: now}
+	h, err := r.wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig})
+	if errors.Is(err, git.ErrEmptyCommit) {
+		res.Commit = res.Start
+		return res, nil
+	}
+	if err != nil {
+		return nil, wrap("commit to", r.display, err, r.secrets)
+	}
+	if o.Force && existing != nil && sameTree(r.repo, h, existing.Hash()) {
+		// --force rebuilt exactly what the branch already holds.
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, existing.Hash())); err != nil {
+			return nil, wrap("reset branch in", r.display, err, r.secrets)
+		}
+		res.Start, res.Commit = existing.Hash().String(), existing.Hash().String()
+		return res, nil
+	}
+	res.Commit, res.Changed = h.String(), true
+	res.Paths, res.Diff, err = r.diff(start, h)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (r *Repo) writeFile(p string, data []byte) error {
+	if data == nil {
+		if _, err := r.fs.Stat(p); err != nil {
+			return nil
+		}
+		_, err := r.wt.Remove(p)
+		return err
+	}
+	if err := r.fs.MkdirAll(path.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := r.fs.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	_, err = r.wt.Add(p)
+	return err
+}
+
+func sameTree(repo *git.Repository, a, b plumbing.Hash) bool {
+	ca, err1 := repo.CommitObject(a)
+	cb, err2 := repo.CommitObject(b)
+	return err1 == nil && err2 == nil && ca.TreeHash == cb.TreeHash
+}
+
+// diff is the list of changed paths and the unified diff between commits.
+func (r *Repo) diff(from, to plumbing.Hash) ([]string, string, error) {
+	a, err := r.repo.CommitObject(from)
+	if err != nil {
+		return nil, "", wrap("read commit of", r.display, err, r.secrets)
+	}
+	b, err := r.repo.CommitObject(to)
+	if err != nil {
+		return nil, "", wrap("read commit of", r.display, err, r.secrets)
+	}
+	p, err := a.Patch(b)
+	if err != nil {
+		return nil, "", wrap("diff in", r.display, err, r.secrets)
+	}
+	var paths []string
+	for _, fp := range p.FilePatches() {
+		f, t := fp.Files()
+		switch {
+		case t != nil:
+			paths = append(paths, t.Path())
+		case f != nil:
+			paths = append(paths, f.Path())
+		}
+	}
+	sort.Strings(paths)
+	return paths, p.String(), nil
+}
+
+func (r *Repo) push(ctx context.Context, branch string, force bool) error {
+	spec := "refs/heads/" + branch + ":refs/heads/" + branch
+	if force {
+		spec = "+" + spec
+	}
+	err := r.repo.PushContext(ctx, &git.PushOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []gitconfig.RefSpec{gitconfig.RefSpec(spec)},
+		Auth:       r.auth,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return wrap("push "+branch+" to", r.display, err, r.secrets)
+}
+
+// fetch updates every remote-tracking branch.
+func (r *Repo) fetch(ctx context.Context) error {
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []gitconfig.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
+		Auth:       r.auth,
+		Tags:       git.NoTags,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return wrap("fetch", r.display, err, r.secrets)
+}
+
+// ParseAuthor reads "Name <email>".
+func ParseAuthor(s string) (Signature, error) {
+	name, rest, ok := strings.Cut(s, "<")
+	email, _, ok2 := strings.Cut(rest, ">")
+	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
+	if !ok || !ok2 || name == "" || email == "" {
+		return Signature{}, fmt.Errorf("author %q is not in the form \"Name <email>\"", s)
+	}
+	return Signature{Name: name, Email: email}, nil
+}
+
+// ConfiguredAuthor reads user.name and user.email from the local
+// repository's config (when dir is one) and then the global git config.
+func ConfiguredAuthor(dir string) (Signature, bool) {
+	var s Signature
+	if dir != "" {
+		if r, err := git.PlainOpen(dir); err == nil {
+			if c, err := r.Config(); err == nil {
+				s = Signature{Name: c.User.Name, Email: c.User.Email}
+			}
+		}
+	}
+	if s.Name == "" || s.Email == "" {
+		if c, err := gitconfig.LoadConfig(gitconfig.GlobalScope); err == nil {
+			if s.Name == "" {
+				s.Name = c.User.Name
+			}
+			if s.Email == "" {
+				s.Email = c.User.Email
+			}
+		}
+	}
+	return s, s.Name != "" && s.Email != ""
+}
