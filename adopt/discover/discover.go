@@ -27,8 +27,8 @@ import (
 )
 
 // MaxKeptAnnotationValue is the largest annotation value kept verbatim on an
-// Object. Larger values (last-applied copies, mostly) are counted, then
-// dropped, so memory does not grow with annotation size.
+// Object. Larger values are counted, then dropped, so memory does not grow
+// with annotation size. last-applied-configuration is always dropped.
 const MaxKeptAnnotationValue = 4096
 
 // Type is one listable resource type.
@@ -329,7 +329,9 @@ func fromMeta(t Type, m *metav1.ObjectMeta, dataBytes int) Object {
 		Labels: m.Labels, Budget: budget.MeasureBudget(m.Annotations), DataBytes: dataBytes,
 	}
 	for k, v := range m.Annotations {
-		if len(v) > MaxKeptAnnotationValue {
+		// last-applied is never kept: it is large, and on a Secret it holds
+		// the Secret's values.
+		if len(v) > MaxKeptAnnotationValue || k == budget.LastAppliedKey {
 			o.Elided = append(o.Elided, k)
 			continue
 		}
