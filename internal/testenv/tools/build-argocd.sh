@@ -11,8 +11,16 @@
 # that its replace directives apply (they would not if it were built as a
 # dependency of another module). The module cache is read-only; go build
 # writes nothing there when the module's go.sum is complete, which it is for
-# release tags. It is safe to run concurrently (flock) and does nothing when
-# the cache is complete. Prints the cache directory on stdout.
+# release tags.
+#
+# One line of Argo CD is changed, through `go build -overlay` (the module
+# cache stays untouched): the application controller's metrics listener,
+# hard-coded to 0.0.0.0 in v2.14 and v3.2, binds 127.0.0.1 instead, because
+# servers started by the tests listen on loopback only. The build stops if
+# that line is not found exactly once.
+#
+# It is safe to run concurrently (flock) and does nothing when the cache is
+# complete. Prints the cache directory on stdout.
 set -euo pipefail
 version=${1:?usage: build-argocd.sh VERSION (for example v2.14.21)}
 case "$version" in
@@ -22,7 +30,9 @@ v3.*) mod=github.com/argoproj/argo-cd/v3 ;;
 esac
 cache=${ADOPT_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin}/argocd-$version
 mkdir -p "$cache"
-complete() { [ -x "$cache/argocd" ] && [ -d "$cache/crds" ] && [ -d "$cache/config" ]; }
+# recipe changes whenever the way the binary is built changes.
+recipe="overlay-controller-metrics-loopback-1"
+complete() { [ -x "$cache/argocd" ] && [ -d "$cache/crds" ] && [ -d "$cache/config" ] && [ "$(cat "$cache/.recipe" 2>/dev/null)" = "$recipe" ]; }
 exec 9>"$cache/.lock"
 flock 9
 if complete; then echo "$cache"; exit 0; fi
@@ -36,11 +46,20 @@ echo "building Argo CD $version from $dir into $cache (5 to 8 minutes on 2 cores
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-# Version stamps, the same variables Argo CD's Makefile sets, so that
-# argocd-server reports the real version through /api/version.
+# Version stamps, the variables Argo CD's Makefile sets. The module proxy
+# does not say which commit a tag is, so argocd-server's /api/version reports
+# for example "v2.14.21+unknown" (a release image says "v2.14.21+<commit>").
 pkg=$mod/common
 ldflags="-s -w -X $pkg.version=${version#v} -X $pkg.gitTag=$version -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$tmp/argocd" ./cmd)
+src="$dir/controller/appcontroller.go"
+pattern='"0.0.0.0:%d", metricsPort'
+if [ "$(grep -cF "$pattern" "$src")" != 1 ]; then
+  echo "build-argocd.sh: $src does not contain $pattern exactly once; update the overlay for $version" >&2
+  exit 1
+fi
+sed 's/"0\.0\.0\.0:%d", metricsPort/"127.0.0.1:%d", metricsPort/' "$src" >"$tmp/appcontroller.go"
+printf '{"Replace":{"%s":"%s"}}\n' "$src" "$tmp/appcontroller.go" >"$tmp/overlay.json"
+(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -overlay "$tmp/overlay.json" -ldflags "$ldflags" -o "$tmp/argocd" ./cmd)
 rm -rf "$tmp/crds" "$tmp/config"
 cp -r "$dir/manifests/crds" "$tmp/crds"
 cp -r "$dir/manifests/base/config" "$tmp/config"
@@ -48,5 +67,6 @@ chmod -R u+w "$tmp"
 rm -rf "$cache/crds" "$cache/config"
 mv "$tmp/crds" "$tmp/config" "$cache/"
 mv -f "$tmp/argocd" "$cache/argocd"
+echo "$recipe" >"$cache/.recipe"
 echo "built Argo CD $version in $(( $(date +%s) - start ))s, $(du -m "$cache/argocd" | cut -f1) MB" >&2
 echo "$cache"
