@@ -7,12 +7,17 @@ package argoapp
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/pager"
 )
 
 // TrackingMethod is Argo CD's application.resourceTrackingMethod.
@@ -34,7 +39,11 @@ const (
 	keyTrackingMethod        = "application.resourceTrackingMethod"
 	keyInstanceLabelKey      = "application.instanceLabelKey"
 	keyInstallationID        = "installationID"
+	controllerName           = "argocd-application-controller"
 )
+
+// ApplicationGVR is the Argo CD Application resource.
+var ApplicationGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 
 // Tracking is how the Argo CD installation marks the objects it manages.
 type Tracking struct {
@@ -45,32 +54,105 @@ type Tracking struct {
 	Namespace string `json:"namespace" yaml:"namespace"`
 	// Installed is false when argocd-cm was not found.
 	Installed bool `json:"installed" yaml:"installed"`
+	// Version is the Argo CD version used to pick the default method
+	// ("" when unknown); VersionSource says where it came from.
+	Version       string `json:"version,omitempty" yaml:"version,omitempty"`
+	VersionSource string `json:"versionSource,omitempty" yaml:"versionSource,omitempty"`
 	// Reason says where Method came from, for the user.
 	Reason string `json:"reason" yaml:"reason"`
 }
 
 // ReadTracking reads the tracking configuration from argocd-cm in namespace
-// ns. A missing argocd-cm is not an error: Argo CD 3's default, annotation
-// tracking, is assumed and Installed is false.
-func ReadTracking(ctx context.Context, c kubernetes.Interface, ns string) (Tracking, error) {
+// ns. version overrides the Argo CD version; when empty it is read from the
+// image tag of the argocd-application-controller workload in ns. A missing
+// argocd-cm is not an error: Installed is false and the version's default
+// method is assumed (annotation when the version is unknown).
+func ReadTracking(ctx context.Context, c kubernetes.Interface, ns, version string) (Tracking, error) {
+	source := "--argocd-version"
+	if version == "" {
+		version, source = controllerVersion(ctx, c, ns)
+	}
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		t := TrackingFromConfig(nil, ns)
-		t.Reason = fmt.Sprintf("%s not found in namespace %q (Argo CD not installed there?); assuming %q, Argo CD 3's default", ConfigMapName, ns, t.Method)
+		t := TrackingFromConfig(nil, ns, version)
+		t.VersionSource = source
+		t.Reason = fmt.Sprintf("%s not found in namespace %q (Argo CD not installed there?); assuming %q, %s", ConfigMapName, ns, t.Method, defaultWhy(version))
+		return t, nil
+	case apierrors.IsForbidden(err):
+		t := TrackingFromConfig(nil, ns, version)
+		t.VersionSource = source
+		t.Reason = fmt.Sprintf("may not read ConfigMap %s/%s (403); assuming %q, %s", ns, ConfigMapName, t.Method, defaultWhy(version))
 		return t, nil
 	case err != nil:
 		return Tracking{}, fmt.Errorf("read ConfigMap %s/%s: %w", ns, ConfigMapName, err)
 	}
-	t := TrackingFromConfig(cm, ns)
+	t := TrackingFromConfig(cm, ns, version)
+	t.VersionSource = source
 	t.Installed = true
 	return t, nil
 }
 
+// controllerVersion reads the tag of the application controller's image
+// (StatefulSet, then Deployment). It returns "" when none is found.
+func controllerVersion(ctx context.Context, c kubernetes.Interface, ns string) (string, string) {
+	var containers []corev1.Container
+	if ss, err := c.AppsV1().StatefulSets(ns).Get(ctx, controllerName, metav1.GetOptions{}); err == nil {
+		containers = ss.Spec.Template.Spec.Containers
+	} else if d, err := c.AppsV1().Deployments(ns).Get(ctx, controllerName, metav1.GetOptions{}); err == nil {
+		containers = d.Spec.Template.Spec.Containers
+	} else {
+		return "", ""
+	}
+	for _, ct := range containers {
+		if i := strings.LastIndex(ct.Image, ":"); i >= 0 && !strings.Contains(ct.Image[i:], "/") {
+			tag := ct.Image[i+1:]
+			if at := strings.Index(tag, "@"); at >= 0 {
+				tag = tag[:at]
+			}
+			if strings.HasPrefix(tag, "v") {
+				return tag, fmt.Sprintf("image tag of %s/%s", ns, controllerName)
+			}
+		}
+	}
+	return "", ""
+}
+
+// majorVersion is 2 for "v2.14.21", 0 when unknown.
+func majorVersion(v string) int {
+	v = strings.TrimPrefix(v, "v")
+	switch {
+	case strings.HasPrefix(v, "2."):
+		return 2
+	case strings.HasPrefix(v, "3."):
+		return 3
+	}
+	return 0
+}
+
+// defaultMethod is Argo CD's default tracking method for version v: label
+// up to v2, annotation from v3 (and when the version is unknown).
+func defaultMethod(v string) TrackingMethod {
+	if majorVersion(v) == 2 {
+		return TrackingLabel
+	}
+	return TrackingAnnotation
+}
+
+func defaultWhy(v string) string {
+	switch majorVersion(v) {
+	case 2:
+		return "Argo CD " + v + "'s default"
+	case 3:
+		return "Argo CD " + v + "'s default"
+	}
+	return "Argo CD 3's default (version unknown)"
+}
+
 // TrackingFromConfig derives the tracking configuration from argocd-cm's
-// contents (cm may be nil).
-func TrackingFromConfig(cm *corev1.ConfigMap, ns string) Tracking {
-	t := Tracking{Method: TrackingAnnotation, InstanceLabelKey: DefaultInstanceLabelKey, Namespace: ns}
+// contents (cm may be nil) and the Argo CD version ("" when unknown).
+func TrackingFromConfig(cm *corev1.ConfigMap, ns, version string) Tracking {
+	t := Tracking{Method: defaultMethod(version), InstanceLabelKey: DefaultInstanceLabelKey, Namespace: ns, Version: version}
 	var data map[string]string
 	if cm != nil {
 		data = cm.Data
@@ -84,27 +166,156 @@ func TrackingFromConfig(cm *corev1.ConfigMap, ns string) Tracking {
 		t.Method = m
 		t.Reason = fmt.Sprintf("%s in %s/%s", keyTrackingMethod, ns, ConfigMapName)
 	case "":
-		t.Reason = fmt.Sprintf("%s not set in %s/%s; assuming %q, Argo CD 3's default", keyTrackingMethod, ns, ConfigMapName, t.Method)
+		t.Reason = fmt.Sprintf("%s not set in %s/%s; assuming %q, %s", keyTrackingMethod, ns, ConfigMapName, t.Method, defaultWhy(version))
 	default:
 		t.Reason = fmt.Sprintf("unknown %s %q in %s/%s; assuming %q as Argo CD does", keyTrackingMethod, m, ns, ConfigMapName, t.Method)
 	}
 	return t
 }
 
+// Ref names one live object the way a tracking id does.
+type Ref struct {
+	Group, Kind, Namespace, Name string
+}
+
+// Mark is what an object's labels and annotations claim about its owner,
+// under one tracking configuration.
+type Mark struct {
+	// App is the qualified Application name the object names
+	// (<app-namespace>_<app-name> or <app-name>); "" when unmarked.
+	App string
+	// ID is the parsed tracking id (annotation methods only).
+	ID *TrackingID
+	// Foreign is set when the object carries a tracking id for another
+	// Argo CD installation (installation-id differs).
+	Foreign string
+}
+
+// MarkOf reads the owner an object claims, following Argo CD's own rules:
+// label tracking reads the instance label; annotation tracking (and
+// annotation+label) reads the tracking id, and only when the object's
+// installation-id matches the installation's.
+func (t Tracking) MarkOf(labels, annotations map[string]string) Mark {
+	switch t.Method {
+	case TrackingLabel:
+		return Mark{App: labels[t.InstanceLabelKey]}
+	default:
+		raw := annotations[AnnotationTrackingID]
+		if raw == "" {
+			return Mark{}
+		}
+		if annotations[AnnotationInstallationID] != t.InstallationID {
+			return Mark{Foreign: fmt.Sprintf("tracking id belongs to installation %q, this Argo CD is %q", annotations[AnnotationInstallationID], t.InstallationID)}
+		}
+		id, err := ParseTrackingID(raw)
+		if err != nil {
+			return Mark{}
+		}
+		return Mark{App: id.AppQualifiedName(), ID: &id}
+	}
+}
+
 // TrackedBy reports which Application marks an object as its own, judged by
 // the object's labels and annotations alone. The empty string means the
 // object carries no tracking under this method.
 func (t Tracking) TrackedBy(labels, annotations map[string]string) string {
-	switch t.Method {
-	case TrackingLabel:
-		return labels[t.InstanceLabelKey]
-	default:
-		id, err := ParseTrackingID(annotations[AnnotationTrackingID])
-		if err != nil {
-			return ""
-		}
-		return id.AppQualifiedName()
+	return t.MarkOf(labels, annotations).App
+}
+
+// AppKey is the namespace/name of the Application an app part names: a bare
+// name lives in the control-plane namespace.
+func (t Tracking) AppKey(qualified string) string {
+	if ns, name, ok := strings.Cut(qualified, "_"); ok && ns != "" && name != "" {
+		return ns + "/" + name
 	}
+	return t.Namespace + "/" + qualified
+}
+
+// Applications is the set of Argo CD Applications in the cluster.
+type Applications struct {
+	// Installed is false when the Application CRD is not served.
+	Installed bool `json:"installed" yaml:"installed"`
+	// Verified is false when the Applications could not be listed: tracking
+	// ids are then taken at their word.
+	Verified bool `json:"verified" yaml:"verified"`
+	// Names holds namespace/name of every Application.
+	Names []string `json:"names,omitempty" yaml:"names,omitempty"`
+	// Note says what was found, for the user.
+	Note string `json:"note" yaml:"note"`
+	set  map[string]bool
+}
+
+// NewApplications builds the set from namespace/name keys.
+func NewApplications(keys []string) Applications {
+	a := Applications{Installed: true, Verified: true, set: map[string]bool{}}
+	for _, k := range keys {
+		a.set[k] = true
+	}
+	a.Names = append([]string(nil), keys...)
+	sort.Strings(a.Names)
+	a.Note = fmt.Sprintf("%d Argo CD Applications found", len(a.Names))
+	return a
+}
+
+// Has reports whether namespace/name is an Application.
+func (a Applications) Has(key string) bool { return a.set[key] }
+
+// ListApplications lists every Application (metadata only, all namespaces).
+// When the CRD is absent it says Argo CD is not installed and returns no
+// error; when listing is forbidden it says ids cannot be verified.
+func ListApplications(ctx context.Context, c metadata.Interface) (Applications, error) {
+	var keys []string
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.Resource(ApplicationGVR).List(ctx, opts)
+	})
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+			keys = append(keys, m.Namespace+"/"+m.Name)
+		}
+		return nil
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Applications{Note: "Argo CD is not installed (no applications.argoproj.io CRD): every tracking id names a missing Application"}, nil
+	case apierrors.IsForbidden(err):
+		return Applications{Installed: true, Note: "may not list applications.argoproj.io (403): tracking ids are not checked against Applications"}, nil
+	case err != nil:
+		return Applications{}, fmt.Errorf("list argoproj.io/Application: %w", err)
+	}
+	return NewApplications(keys), nil
+}
+
+// Tracked is the verdict on one object's tracking.
+type Tracked struct {
+	// App is the Application that really tracks the object; "" when none.
+	App string
+	// Stale says why a tracking mark does not count; "" when it counts or
+	// there is none.
+	Stale string
+}
+
+// Check decides whether the object r, with its labels and annotations, is
+// tracked by an existing Application. A mark is stale when it names an
+// Application that does not exist, or (annotation methods) names another
+// object than the carrier, as Argo CD's self-reference check does.
+func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Applications) Tracked {
+	m := t.MarkOf(labels, annotations)
+	if m.Foreign != "" {
+		return Tracked{Stale: m.Foreign}
+	}
+	if m.App == "" {
+		return Tracked{}
+	}
+	if m.ID != nil && !m.ID.Names(r) {
+		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.refString())}
+	}
+	if apps.Verified && !apps.Has(t.AppKey(m.App)) {
+		return Tracked{Stale: fmt.Sprintf("names Application %s, which does not exist", t.AppKey(m.App))}
+	}
+	if !apps.Verified && !apps.Installed {
+		return Tracked{Stale: fmt.Sprintf("names Application %s, but Argo CD is not installed", t.AppKey(m.App))}
+	}
+	return Tracked{App: m.App}
 }
 
 // TrackingID is the value of argocd.argoproj.io/tracking-id:
@@ -133,28 +344,45 @@ func (id TrackingID) String() string {
 	return fmt.Sprintf("%s:%s/%s:%s/%s", id.AppQualifiedName(), id.Group, id.Kind, id.Namespace, id.Name)
 }
 
-// ParseTrackingID parses a tracking-id annotation value.
+// Names is Argo CD's self-reference check: the id names r when group, kind
+// and name match and the namespace matches or r is cluster-scoped (a
+// cluster-scoped object carries the Application's destination namespace).
+func (id TrackingID) Names(r Ref) bool {
+	return (r.Namespace == id.Namespace || r.Namespace == "") && r.Name == id.Name && r.Group == id.Group && r.Kind == id.Kind
+}
+
+func (id TrackingID) refString() string {
+	gk := id.Kind
+	if id.Group != "" {
+		gk = id.Group + "/" + id.Kind
+	}
+	return gk + " " + id.Namespace + "/" + id.Name
+}
+
+// ParseTrackingID parses a tracking-id annotation value the way Argo CD
+// does: three colon-separated parts (the last may hold colons, as RBAC names
+// do), then <group>/<kind> and <namespace>/<name> with exactly one slash.
 func ParseTrackingID(s string) (TrackingID, error) {
 	if s == "" {
 		return TrackingID{}, fmt.Errorf("empty tracking id")
 	}
-	parts := strings.Split(s, ":")
+	parts := strings.SplitN(s, ":", 3)
 	if len(parts) != 3 {
 		return TrackingID{}, fmt.Errorf("tracking id %q: want <app>:<group>/<kind>:<namespace>/<name>", s)
 	}
 	app, gk, nn := parts[0], parts[1], parts[2]
-	group, kind, ok := strings.Cut(gk, "/")
-	if !ok || kind == "" {
+	g := strings.Split(gk, "/")
+	if len(g) != 2 || g[1] == "" {
 		return TrackingID{}, fmt.Errorf("tracking id %q: %q is not <group>/<kind>", s, gk)
 	}
-	ns, name, ok := strings.Cut(nn, "/")
-	if !ok || name == "" {
+	n := strings.Split(nn, "/")
+	if len(n) != 2 || n[1] == "" {
 		return TrackingID{}, fmt.Errorf("tracking id %q: %q is not <namespace>/<name>", s, nn)
 	}
 	if app == "" {
 		return TrackingID{}, fmt.Errorf("tracking id %q: empty application name", s)
 	}
-	id := TrackingID{AppName: app, Group: group, Kind: kind, Namespace: ns, Name: name}
+	id := TrackingID{AppName: app, Group: g[0], Kind: g[1], Namespace: n[0], Name: n[1]}
 	if appNS, appName, ok := strings.Cut(app, "_"); ok && appNS != "" && appName != "" {
 		id.AppNamespace, id.AppName = appNS, appName
 	}

@@ -1,0 +1,209 @@
+// Package config owns adopt.yaml: the user's overrides for planning —
+// exclusions by group/kind/namespace/name glob (like Argo CD's
+// resource.exclusions), the Applications' destination, project, repo URL,
+// apps directory and naming. It reads and validates the file; it never
+// talks to the cluster or to Git.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// APIVersion and Kind identify adopt.yaml.
+const (
+	APIVersion = "adopt.dev/v1alpha1"
+	Kind       = "AdoptConfig"
+)
+
+// DefaultFile is read when --config is not given and the file exists.
+const DefaultFile = "adopt.yaml"
+
+// Config is adopt.yaml.
+type Config struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	// Exclusions leave matching objects out of the plan.
+	Exclusions []Rule `yaml:"exclusions"`
+	// Destination of every proposed Application.
+	Destination Destination `yaml:"destination"`
+	// Project of every proposed Application.
+	Project string `yaml:"project"`
+	// RepoURL is the GitOps repo the Applications point at.
+	RepoURL string `yaml:"repoURL"`
+	// AppsDir is where the Application manifests go in the repo.
+	AppsDir string `yaml:"appsDir"`
+	// ExportDir is where objects not found in Git are exported.
+	ExportDir string `yaml:"exportDir"`
+	// Naming is the Application name template. Placeholders: {namespace},
+	// {key} (the group's label value or directory name) and {dir}.
+	Naming string `yaml:"naming"`
+	// GroupBy is the default grouping rule (see plan.GroupBy).
+	GroupBy string `yaml:"groupBy"`
+}
+
+// Destination is spec.destination: a server URL or a cluster name.
+type Destination struct {
+	Server string `yaml:"server"`
+	Name   string `yaml:"name"`
+}
+
+// Rule excludes objects. Each list holds globs (path.Match syntax); an empty
+// list matches everything. The core group is "".
+type Rule struct {
+	APIGroups  []string `yaml:"apiGroups"`
+	Kinds      []string `yaml:"kinds"`
+	Namespaces []string `yaml:"namespaces"`
+	Names      []string `yaml:"names"`
+}
+
+// Default is the configuration when no file is given.
+func Default() *Config {
+	return &Config{
+		APIVersion:  APIVersion,
+		Kind:        Kind,
+		Destination: Destination{Server: "https://kubernetes.default.svc"},
+		Project:     "default",
+		AppsDir:     "apps",
+		ExportDir:   "adopted",
+		Naming:      "{namespace}-{key}",
+		GroupBy:     "auto",
+	}
+}
+
+// Load reads path over the defaults. When path is "" it reads DefaultFile
+// if present, else returns the defaults.
+func Load(p string) (*Config, error) {
+	explicit := p != ""
+	if !explicit {
+		p = DefaultFile
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", p, err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", p, err)
+	}
+	return c, nil
+}
+
+// Parse decodes adopt.yaml over the defaults, rejecting unknown fields.
+func Parse(b []byte) (*Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s; see docs/plan.md for the fields", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return c, c.Validate()
+}
+
+var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Validate checks the values, one clear sentence per problem.
+func (c *Config) Validate() error {
+	if c.APIVersion != APIVersion || c.Kind != Kind {
+		return fmt.Errorf("apiVersion %q kind %q: want apiVersion %s, kind %s", c.APIVersion, c.Kind, APIVersion, Kind)
+	}
+	if c.Destination.Server != "" && c.Destination.Name != "" {
+		return fmt.Errorf("destination: set server or name, not both")
+	}
+	if c.Destination.Server == "" && c.Destination.Name == "" {
+		return fmt.Errorf("destination: set server or name")
+	}
+	if c.Project == "" || !dns1123.MatchString(c.Project) {
+		return fmt.Errorf("project %q is not a valid AppProject name", c.Project)
+	}
+	if !strings.Contains(c.Naming, "{") {
+		return fmt.Errorf("naming %q has no placeholder: use {namespace}, {key} or {dir}", c.Naming)
+	}
+	for _, d := range []struct{ name, v string }{{"appsDir", c.AppsDir}, {"exportDir", c.ExportDir}} {
+		if d.v == "" || path.IsAbs(d.v) || strings.HasPrefix(path.Clean(d.v), "..") {
+			return fmt.Errorf("%s %q must be a relative path inside the repo", d.name, d.v)
+		}
+	}
+	for i, r := range c.Exclusions {
+		for _, globs := range [][]string{r.APIGroups, r.Kinds, r.Namespaces, r.Names} {
+			for _, g := range globs {
+				if _, err := path.Match(g, ""); err != nil {
+					return fmt.Errorf("exclusions[%d]: bad glob %q: %v", i, g, err)
+				}
+			}
+		}
+	}
+	switch c.GroupBy {
+	case "auto", "git-dir", "label", "namespace":
+	default:
+		return fmt.Errorf("groupBy %q: use auto, git-dir, label or namespace", c.GroupBy)
+	}
+	return nil
+}
+
+// Excluded returns which rule excludes the object, as "exclusions[i]", or "".
+func (c *Config) Excluded(group, kind, namespace, name string) string {
+	for i, r := range c.Exclusions {
+		if matchAny(r.APIGroups, group) && matchAny(r.Kinds, kind) && matchAny(r.Namespaces, namespace) && matchAny(r.Names, name) {
+			return fmt.Sprintf("exclusions[%d]", i)
+		}
+	}
+	return ""
+}
+
+// ExcludesType reports whether a rule excludes every object of a type: its
+// groups and kinds match and it does not narrow by namespace or name.
+func (c *Config) ExcludesType(group, kind string) string {
+	for i, r := range c.Exclusions {
+		if len(r.Namespaces) == 0 && len(r.Names) == 0 && matchAny(r.APIGroups, group) && matchAny(r.Kinds, kind) {
+			return fmt.Sprintf("exclusions[%d]", i)
+		}
+	}
+	return ""
+}
+
+func matchAny(globs []string, v string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, v); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// AppName renders the naming template into a valid Application name (DNS
+// label, at most 63 bytes). An empty result falls back to "adopt-cluster".
+func (c *Config) AppName(namespace, key, dir string) string {
+	if key == namespace {
+		key = ""
+	}
+	r := strings.NewReplacer("{namespace}", namespace, "{key}", key, "{dir}", strings.ReplaceAll(dir, "/", "-"))
+	s := nonName.ReplaceAllString(strings.ToLower(r.Replace(c.Naming)), "-")
+	for strings.Contains(s, "--") {
+		s = strings.ReplaceAll(s, "--", "-")
+	}
+	s = strings.Trim(s, "-")
+	if len(s) > 63 {
+		s = strings.Trim(s[:63], "-")
+	}
+	if s == "" {
+		return "adopt-cluster"
+	}
+	return s
+}

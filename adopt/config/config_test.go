@@ -1,0 +1,60 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	c, err := Parse([]byte(`apiVersion: adopt.dev/v1alpha1
+kind: AdoptConfig
+exclusions:
+- kinds: [Secret]
+  namespaces: ["litellm-*"]
+- apiGroups: ["*.example.com"]
+destination: {name: prod, server: ""}
+project: platform
+repoURL: https://git.example.invalid/gitops.git
+appsDir: argocd/apps
+naming: "adopt-{namespace}-{key}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Project != "platform" || c.Destination.Name != "prod" || c.AppsDir != "argocd/apps" || c.ExportDir != "adopted" {
+		t.Fatalf("%+v", c)
+	}
+	if got := c.Excluded("", "Secret", "litellm-test", "x"); got != "exclusions[0]" {
+		t.Fatalf("secret in litellm-test: %q", got)
+	}
+	if got := c.Excluded("", "Secret", "other", "x"); got != "" {
+		t.Fatalf("secret in other: %q", got)
+	}
+	if got := c.ExcludesType("widgets.example.com", "Widget"); got != "exclusions[1]" {
+		t.Fatalf("type rule: %q", got)
+	}
+	if got := c.ExcludesType("", "Secret"); got != "" {
+		t.Fatalf("namespace-narrowed rule excluded a whole type: %q", got)
+	}
+	if got := c.AppName("Litellm_Test", "usage hook", ""); got != "adopt-litellm-test-usage-hook" {
+		t.Fatalf("name %q", got)
+	}
+	if got := c.AppName("", "", ""); got != "adopt" {
+		t.Fatalf("empty name %q", got)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for in, want := range map[string]string{
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nprojekt: x\n":                        "projekt",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\ndestination: {server: a, name: b}\n": "not both",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nexclusions: [{kinds: ['[']}]\n":      "bad glob",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nappsDir: ../x\n":                     "inside the repo",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnaming: fixed\n":                     "placeholder",
+		"apiVersion: v1\nkind: ConfigMap\n":                                                      "want apiVersion",
+	} {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %v, want one line with %q", in, err, want)
+		}
+	}
+}
