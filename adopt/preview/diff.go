@@ -1,0 +1,220 @@
+package preview
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// shortLimit is the longest value shown whole; longer values, and values
+// with line breaks, are shortened and counted in bytes.
+const shortLimit = 64
+
+// diff lists the leaf fields that differ between before and after, by path
+// ("spec.template.spec.containers[name=main].image"), sorted by path.
+// Lists whose items all carry a unique name are matched by name, other
+// lists item by item when their lengths agree, and whole otherwise. secret
+// hides values and keeps byte counts.
+func diff(before, after map[string]any, secret bool) []Change {
+	var out []Change
+	walk("", before, after, true, true, secret, &out)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
+	if hasA && hasB && reflect.DeepEqual(a, b) {
+		return
+	}
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if hasA && hasB && okA && okB {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		for k := range keys {
+			va, ina := ma[k]
+			vb, inb := mb[k]
+			walk(join(path, k), va, vb, ina, inb, secret, out)
+		}
+		return
+	}
+	la, okA := a.([]any)
+	lb, okB := b.([]any)
+	if hasA && hasB && okA && okB {
+		na, nb := byName(la), byName(lb)
+		switch {
+		case na != nil && nb != nil:
+			keys := map[string]bool{}
+			for k := range na {
+				keys[k] = true
+			}
+			for k := range nb {
+				keys[k] = true
+			}
+			for k := range keys {
+				va, ina := na[k]
+				vb, inb := nb[k]
+				walk(path+"[name="+k+"]", va, vb, ina, inb, secret, out)
+			}
+			return
+		case len(la) == len(lb):
+			for i := range la {
+				walk(fmt.Sprintf("%s[%d]", path, i), la[i], lb[i], true, true, secret, out)
+			}
+			return
+		}
+	}
+	*out = append(*out, change(path, a, b, hasA, hasB, secret))
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// byName indexes a list of objects by their "name" field, or returns nil
+// when an item has no string name or two share one.
+func byName(l []any) map[string]any {
+	if len(l) == 0 {
+		return nil
+	}
+	m := map[string]any{}
+	for _, it := range l {
+		o, ok := it.(map[string]any)
+		if !ok {
+			return nil
+		}
+		n, ok := o["name"].(string)
+		if !ok {
+			return nil
+		}
+		if _, dup := m[n]; dup {
+			return nil
+		}
+		m[n] = o
+	}
+	return m
+}
+
+// change describes one differing field.
+func change(path string, a, b any, hasA, hasB, secret bool) Change {
+	c := Change{Path: path, Op: "replace"}
+	var ra, rb string
+	if hasA {
+		ra = render(a)
+		c.BeforeBytes = size(path, ra, secret)
+	}
+	if hasB {
+		rb = render(b)
+		c.AfterBytes = size(path, rb, secret)
+	}
+	switch {
+	case !hasA:
+		c.Op = "add"
+	case !hasB:
+		c.Op = "remove"
+	}
+	long := secret || isLong(ra) || isLong(rb)
+	if !secret {
+		c.Before, c.After = shorten(ra), shorten(rb)
+	}
+	switch {
+	case c.Op == "add" && long:
+		c.Text = fmt.Sprintf("%s added (%s B)", path, Bytes(c.AfterBytes))
+	case c.Op == "remove" && long:
+		c.Text = fmt.Sprintf("%s removed (%s B)", path, Bytes(c.BeforeBytes))
+	case long:
+		c.Text = fmt.Sprintf("%s %s B (%s B → %s B)", path, signed(c.AfterBytes-c.BeforeBytes), Bytes(c.BeforeBytes), Bytes(c.AfterBytes))
+	case c.Op == "add":
+		c.Text = fmt.Sprintf("%s: (none) → %s", path, c.After)
+	case c.Op == "remove":
+		c.Text = fmt.Sprintf("%s: %s → (none)", path, c.Before)
+	default:
+		c.Text = fmt.Sprintf("%s: %s → %s", path, c.Before, c.After)
+	}
+	return c
+}
+
+// render is a value as text: strings as they are, anything else as JSON.
+func render(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// size counts a value's bytes; a Secret's data values are counted decoded.
+func size(path, v string, secret bool) int {
+	if secret && strings.HasPrefix(path, "data.") {
+		if d, err := base64.StdEncoding.DecodeString(v); err == nil {
+			return len(d)
+		}
+	}
+	return len(v)
+}
+
+func isLong(s string) bool {
+	return len(s) > shortLimit || strings.ContainsAny(s, "\n\r")
+}
+
+// shorten keeps the first line's first 40 bytes (on a rune boundary) of a
+// long value and marks the cut with "…".
+func shorten(s string) string {
+	if !isLong(s) {
+		return s
+	}
+	if i := strings.IndexAny(s, "\n\r"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 40 {
+		s = s[:40]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s + "…"
+}
+
+// Bytes formats n with thousands separators: 262,144.
+func Bytes(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// signed is Bytes with a sign: +8,126, -12, ±0.
+func signed(n int) string {
+	switch {
+	case n > 0:
+		return "+" + Bytes(n)
+	case n == 0:
+		return "±0"
+	}
+	return Bytes(n)
+}

@@ -1,0 +1,305 @@
+package preview
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
+)
+
+// isHand reports whether a field manager is a person's kubectl (apply,
+// client-side apply, last-applied, edit, create, patch, annotate, …) or the
+// pre-managedFields placeholder.
+func isHand(manager string) bool {
+	return manager == "kubectl" || strings.HasPrefix(manager, "kubectl-") || manager == "before-first-apply"
+}
+
+// owner is one managedFields entry with its parsed field set.
+type owner struct {
+	entry metav1.ManagedFieldsEntry
+	set   *fieldpath.Set
+}
+
+func (o owner) String() string {
+	s := o.entry.Manager + " (" + string(o.entry.Operation)
+	if o.entry.Subresource != "" {
+		s += ", " + o.entry.Subresource
+	}
+	return s + ")"
+}
+
+func (o owner) key() string {
+	return o.entry.Manager + "\x00" + string(o.entry.Operation) + "\x00" + o.entry.Subresource
+}
+
+// owners parses u's managedFields.
+func owners(u *unstructured.Unstructured) ([]owner, error) {
+	var out []owner
+	for _, e := range u.GetManagedFields() {
+		s := &fieldpath.Set{}
+		if e.FieldsV1 != nil {
+			if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+				return nil, fmt.Errorf("%s: managedFields of %s: %w", ref(u), e.Manager, err)
+			}
+		}
+		out = append(out, owner{entry: e, set: s})
+	}
+	return out, nil
+}
+
+// pendingDeletions names the fields hand-apply managers still own after the
+// sync and the manifest lacks. Fields whose live value is what the server
+// would default anyway (found by a dry-run create of the manifest) and
+// addresses the server allocated are left out: removing them changes
+// nothing.
+func (p *Previewer) pendingDeletions(ctx context.Context, r *Result, client dynamic.ResourceInterface, manifest, live, synced *unstructured.Unstructured, secret bool) error {
+	os, err := owners(synced)
+	if err != nil {
+		return err
+	}
+	hand, argo := &fieldpath.Set{}, &fieldpath.Set{}
+	for _, o := range os {
+		switch {
+		case o.entry.Subresource != "":
+		case isHand(o.entry.Manager):
+			hand = hand.Union(o.set)
+		case o.entry.Manager == FieldManager:
+			argo = argo.Union(o.set)
+		}
+	}
+	var candidates []fieldpath.Path
+	hand.Difference(argo).Leaves().Iterate(func(fp fieldpath.Path) {
+		if _, ok := lookup(live.Object, fp); ok && !allocated(live, fp) {
+			candidates = append(candidates, fp.Copy())
+		}
+	})
+	if len(candidates) == 0 {
+		return nil
+	}
+	defaulted := dryRunCreate(ctx, client, manifest, r)
+	for _, fp := range candidates {
+		v, _ := lookup(live.Object, fp)
+		if defaulted != nil {
+			if dv, ok := lookup(defaulted.Object, fp); ok && render(dv) == render(v) {
+				continue
+			}
+		}
+		f := Field{Path: pathString(fp), Bytes: size(pathString(fp), render(v), secret)}
+		for _, o := range os {
+			if o.entry.Subresource == "" && isHand(o.entry.Manager) && o.set.Has(fp) {
+				f.Managers = append(f.Managers, o.String())
+			}
+		}
+		sort.Strings(f.Managers)
+		r.PendingDeletions = append(r.PendingDeletions, f)
+	}
+	sort.SliceStable(r.PendingDeletions, func(i, j int) bool { return r.PendingDeletions[i].Path < r.PendingDeletions[j].Path })
+	return nil
+}
+
+// dryRunCreate asks the server to create the manifest under a generated
+// name, writing nothing, to learn its defaults. It returns nil, with a note
+// on r, when the server refuses.
+func dryRunCreate(ctx context.Context, client dynamic.ResourceInterface, manifest *unstructured.Unstructured, r *Result) *unstructured.Unstructured {
+	c := manifest.DeepCopy()
+	prefix := c.GetName()
+	if len(prefix) > 40 {
+		prefix = prefix[:40]
+	}
+	c.SetName("")
+	c.SetGenerateName(prefix + "-")
+	c.SetResourceVersion("")
+	out, err := client.Create(ctx, c, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+	if err != nil {
+		r.Notes = append(r.Notes, "pending deletions may include server defaults: the dry-run create that finds them failed: "+strings.ReplaceAll(err.Error(), "\n", " "))
+		return nil
+	}
+	return out
+}
+
+// allocated reports whether fp is an address the server allocated and keeps
+// when a manifest omits it (a Service's cluster IPs and node ports).
+func allocated(live *unstructured.Unstructured, fp fieldpath.Path) bool {
+	if live.GetKind() != "Service" || live.GroupVersionKind().Group != "" {
+		return false
+	}
+	s := pathString(fp)
+	return s == "spec.clusterIP" || strings.HasPrefix(s, "spec.clusterIPs") || s == "spec.healthCheckNodePort" ||
+		strings.HasPrefix(s, "spec.ports[") && strings.HasSuffix(s, "].nodePort")
+}
+
+// lookup finds the value at fp in an unstructured object.
+func lookup(obj any, fp fieldpath.Path) (any, bool) {
+	cur := obj
+	for _, pe := range fp {
+		switch {
+		case pe.FieldName != nil:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[*pe.FieldName]; !ok {
+				return nil, false
+			}
+		case pe.Key != nil, pe.Value != nil:
+			l, ok := cur.([]any)
+			if !ok {
+				return nil, false
+			}
+			found := false
+			for _, it := range l {
+				if matches(it, pe) {
+					cur, found = it, true
+					break
+				}
+			}
+			if !found {
+				return nil, false
+			}
+		case pe.Index != nil:
+			l, ok := cur.([]any)
+			if !ok || *pe.Index >= len(l) {
+				return nil, false
+			}
+			cur = l[*pe.Index]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func matches(item any, pe fieldpath.PathElement) bool {
+	if pe.Value != nil {
+		return fmt.Sprint(item) == fmt.Sprint((*pe.Value).Unstructured())
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, k := range *pe.Key {
+		if fmt.Sprint(m[k.Name]) != fmt.Sprint(k.Value.Unstructured()) {
+			return false
+		}
+	}
+	return true
+}
+
+// pathString renders fp the way diff names paths:
+// spec.template.spec.containers[name=main].env[name=A].value.
+func pathString(fp fieldpath.Path) string {
+	var b strings.Builder
+	for _, pe := range fp {
+		switch {
+		case pe.FieldName != nil:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(*pe.FieldName)
+		case pe.Key != nil:
+			var kv []string
+			for _, k := range *pe.Key {
+				kv = append(kv, fmt.Sprintf("%s=%v", k.Name, k.Value.Unstructured()))
+			}
+			b.WriteString("[" + strings.Join(kv, ",") + "]")
+		case pe.Value != nil:
+			fmt.Fprintf(&b, "[=%v]", (*pe.Value).Unstructured())
+		case pe.Index != nil:
+			fmt.Fprintf(&b, "[%d]", *pe.Index)
+		}
+	}
+	return b.String()
+}
+
+// jsonPointer renders fp as a JSON pointer when it names only map fields.
+func jsonPointer(fp fieldpath.Path) (string, bool) {
+	var b strings.Builder
+	for _, pe := range fp {
+		if pe.FieldName == nil {
+			return "", false
+		}
+		b.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(*pe.FieldName))
+	}
+	return b.String(), true
+}
+
+// hpaResource is the autoscaling/v2 HorizontalPodAutoscaler resource.
+var hpaResource = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+
+// ignoreDifferences suggests entries for fields another controller owns:
+// fields a non-kubectl manager set that the forced sync takes over (the
+// controller will set them back, and the Application would flap), and
+// spec.replicas when a HorizontalPodAutoscaler scales the object.
+func (p *Previewer) ignoreDifferences(ctx context.Context, r *Result, in Input, live, synced *unstructured.Unstructured) error {
+	base := IgnoreDifference{Group: live.GroupVersionKind().Group, Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
+	before, err := owners(live)
+	if err != nil {
+		return err
+	}
+	after, err := owners(synced)
+	if err != nil {
+		return err
+	}
+	kept := map[string]*fieldpath.Set{}
+	for _, o := range after {
+		kept[o.key()] = o.set
+	}
+	for _, o := range before {
+		if isHand(o.entry.Manager) || o.entry.Manager == FieldManager {
+			continue
+		}
+		lost := o.set
+		if k := kept[o.key()]; k != nil {
+			lost = o.set.Difference(k)
+		}
+		var paths, ptrs []string
+		lost.Leaves().Iterate(func(fp fieldpath.Path) {
+			paths = append(paths, pathString(fp))
+			if ptr, ok := jsonPointer(fp); ok {
+				ptrs = append(ptrs, ptr)
+			}
+		})
+		if len(paths) == 0 {
+			continue
+		}
+		s := base
+		s.ManagedFieldsManagers = []string{o.entry.Manager}
+		s.JSONPointers = ptrs
+		s.Reason = fmt.Sprintf("%s owns %s and Git says otherwise; the forced sync takes the field(s) over and the controller will set them back",
+			o, strings.Join(paths, ", "))
+		r.IgnoreDifferences = append(r.IgnoreDifferences, s)
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(in.Manifest.Object, "spec", "replicas"); set && live.GetNamespace() != "" {
+		hpas, err := p.Client.Resource(hpaResource).Namespace(live.GetNamespace()).List(ctx, metav1.ListOptions{})
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+			r.Notes = append(r.Notes, "HorizontalPodAutoscalers not checked: "+err.Error())
+		case err != nil:
+			return fmt.Errorf("%s: list HorizontalPodAutoscalers in %s: %w", r.Ref, live.GetNamespace(), err)
+		default:
+			for _, h := range hpas.Items {
+				kind, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "kind")
+				name, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "name")
+				av, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "apiVersion")
+				gv, _ := schema.ParseGroupVersion(av)
+				if kind != live.GetKind() || name != live.GetName() || gv.Group != base.Group {
+					continue
+				}
+				s := base
+				s.JSONPointers = []string{"/spec/replicas"}
+				s.Reason = fmt.Sprintf("HorizontalPodAutoscaler %s/%s scales it; Git's spec.replicas would fight the autoscaler", h.GetNamespace(), h.GetName())
+				r.IgnoreDifferences = append(r.IgnoreDifferences, s)
+			}
+		}
+	}
+	sort.SliceStable(r.IgnoreDifferences, func(i, j int) bool { return r.IgnoreDifferences[i].Reason < r.IgnoreDifferences[j].Reason })
+	return nil
+}

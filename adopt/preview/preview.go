@@ -1,0 +1,343 @@
+// Package preview shows what Argo CD's first sync will do to an adopted
+// object before it happens. It sends the manifest Argo CD will sync to the
+// real API server as a server-side apply with dryRun=All, as the field
+// manager argocd-controller with force (what a sync with ServerSideApply=true
+// sends), and compares the server's answer with the live object: no-op,
+// field changes, or the server's refusal, quoted. It also names the rollout
+// a pod template change starts and whether its pods fit (package capacity),
+// the fields that become deletions once finalize drops the hand-apply
+// managers, and the ignoreDifferences a controller-owned field needs.
+//
+// It must never write: every request it sends is a dry run or a read. It
+// does not build manifests (the caller gives the Git file or the clean
+// export) and it does not print; results are plain data.
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/adopt-dev/adopt/adopt/capacity"
+)
+
+// FieldManager is the manager Argo CD's server-side apply writes as.
+const FieldManager = "argocd-controller"
+
+// TrackingAnnotation is the annotation Argo CD adds to every object it
+// syncs under annotation tracking. The preview adds it as the sync would and
+// does not count it as a change.
+const TrackingAnnotation = "argocd.argoproj.io/tracking-id"
+
+// Previewer runs previews against one cluster.
+type Previewer struct {
+	// Client sends the dry runs and reads HorizontalPodAutoscalers.
+	Client dynamic.Interface
+	// Capacity is the cluster's nodes and pods (capacity.Read); when nil,
+	// rollouts are reported without a capacity check.
+	Capacity *capacity.Snapshot
+}
+
+// Input is one adopted object.
+type Input struct {
+	// Resource is the object's API resource, e.g. apps/v1 deployments.
+	Resource schema.GroupVersionResource
+	// Manifest is what the Application will sync: the Git file when matched,
+	// otherwise the clean export. It is not modified.
+	Manifest *unstructured.Unstructured
+	// Live is the object as it is in the cluster now.
+	Live *unstructured.Unstructured
+	// TrackingID is the tracking-id annotation value Argo CD will add, or
+	// "" under label tracking.
+	TrackingID string
+}
+
+// Outcome is what the first sync does to one object.
+type Outcome string
+
+// Outcomes.
+const (
+	NoOp      Outcome = "no-op"
+	Changes   Outcome = "changes"
+	WouldFail Outcome = "would-fail"
+)
+
+// Result is the preview of one object. Every list is sorted.
+type Result struct {
+	// Ref is group/kind namespace/name.
+	Ref        string  `json:"ref" yaml:"ref"`
+	APIVersion string  `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string  `json:"kind" yaml:"kind"`
+	Namespace  string  `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name       string  `json:"name" yaml:"name"`
+	Outcome    Outcome `json:"outcome" yaml:"outcome"`
+	// Verdict is the API server's (or a webhook's) refusal, quoted, when
+	// the outcome is would-fail.
+	Verdict string   `json:"verdict,omitempty" yaml:"verdict,omitempty"`
+	Changes []Change `json:"changes,omitempty" yaml:"changes,omitempty"`
+	// Rollout is set when the sync changes a workload's pod template or
+	// replicas.
+	Rollout *Rollout `json:"rollout,omitempty" yaml:"rollout,omitempty"`
+	// PendingDeletions are fields the live object has and the manifest
+	// lacks, kept by the first sync because hand-apply managers co-own
+	// them, and removed (or reset to their default) by the first sync after
+	// finalize.
+	PendingDeletions  []Field            `json:"pendingDeletions,omitempty" yaml:"pendingDeletions,omitempty"`
+	IgnoreDifferences []IgnoreDifference `json:"ignoreDifferences,omitempty" yaml:"ignoreDifferences,omitempty"`
+	// Warnings are heuristics (e.g. a command repeating the entrypoint).
+	Warnings []string `json:"warnings,omitempty" yaml:"warnings,omitempty"`
+	// Notes say what the preview could not check.
+	Notes []string `json:"notes,omitempty" yaml:"notes,omitempty"`
+}
+
+// Change is one field the sync would change.
+type Change struct {
+	Path string `json:"path" yaml:"path"`
+	// Op is add, remove or replace.
+	Op string `json:"op" yaml:"op"`
+	// Before and After are the values, shortened when long; empty for a
+	// Secret's values, which are never shown.
+	Before      string `json:"before,omitempty" yaml:"before,omitempty"`
+	After       string `json:"after,omitempty" yaml:"after,omitempty"`
+	BeforeBytes int    `json:"beforeBytes" yaml:"beforeBytes"`
+	AfterBytes  int    `json:"afterBytes" yaml:"afterBytes"`
+	// Text is the change in one line, e.g. "data.usage_hook.py +8,126 B
+	// (248,706 B → 256,832 B)".
+	Text string `json:"text" yaml:"text"`
+}
+
+// Rollout is the pod churn a workload change causes.
+type Rollout struct {
+	// PodsReplaced is how many running pods a pod template change replaces.
+	PodsReplaced int `json:"podsReplaced" yaml:"podsReplaced"`
+	// ReplicasBefore and ReplicasAfter differ when the sync scales.
+	ReplicasBefore int `json:"replicasBefore" yaml:"replicasBefore"`
+	ReplicasAfter  int `json:"replicasAfter" yaml:"replicasAfter"`
+	// Text is e.g. "rollout: 3 pods replaced".
+	Text string `json:"text" yaml:"text"`
+	// Capacity says whether the new pods fit; nil when not checked.
+	Capacity *capacity.Verdict `json:"capacity,omitempty" yaml:"capacity,omitempty"`
+}
+
+// Field is a field waiting to be deleted, with the managers that own it.
+type Field struct {
+	Path     string   `json:"path" yaml:"path"`
+	Managers []string `json:"managers" yaml:"managers"`
+	// Bytes is the size of the live value (Secret values are never shown).
+	Bytes int `json:"bytes" yaml:"bytes"`
+}
+
+// IgnoreDifference seeds an Application's spec.ignoreDifferences entry.
+type IgnoreDifference struct {
+	Group                 string   `json:"group,omitempty" yaml:"group,omitempty"`
+	Kind                  string   `json:"kind" yaml:"kind"`
+	Name                  string   `json:"name" yaml:"name"`
+	Namespace             string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	JSONPointers          []string `json:"jsonPointers,omitempty" yaml:"jsonPointers,omitempty"`
+	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty" yaml:"managedFieldsManagers,omitempty"`
+	// Reason says which controller owns the fields.
+	Reason string `json:"reason" yaml:"reason"`
+}
+
+// Column is the table cell: "no-op", "changes N" or "fails"; ", no fit"
+// is appended when a rollout's pods would not fit.
+func (r Result) Column() string {
+	s := string(r.Outcome)
+	switch r.Outcome {
+	case Changes:
+		s = fmt.Sprintf("changes %d", len(r.Changes))
+	case WouldFail:
+		s = "fails"
+	}
+	if r.WouldNotFit() {
+		s += ", no fit"
+	}
+	return s
+}
+
+// WouldNotFit reports whether the rollout leaves pods Pending.
+func (r Result) WouldNotFit() bool {
+	return r.Rollout != nil && r.Rollout.Capacity != nil && !r.Rollout.Capacity.Fits
+}
+
+// Summary counts results, for the table footer and --fail-on.
+type Summary struct {
+	NoOp        int `json:"noOp" yaml:"noOp"`
+	Changes     int `json:"changes" yaml:"changes"`
+	WouldFail   int `json:"wouldFail" yaml:"wouldFail"`
+	WouldNotFit int `json:"wouldNotFit" yaml:"wouldNotFit"`
+}
+
+// Summarize counts rs.
+func Summarize(rs []Result) Summary {
+	var s Summary
+	for _, r := range rs {
+		switch r.Outcome {
+		case NoOp:
+			s.NoOp++
+		case Changes:
+			s.Changes++
+		case WouldFail:
+			s.WouldFail++
+		}
+		if r.WouldNotFit() {
+			s.WouldNotFit++
+		}
+	}
+	return s
+}
+
+// Sort orders results by namespace, group, kind and name.
+func Sort(rs []Result) {
+	key := func(r Result) string {
+		return r.Namespace + "\x00" + r.APIVersion + "\x00" + r.Kind + "\x00" + r.Name
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return key(rs[i]) < key(rs[j]) })
+}
+
+// Object previews one object. An error means the preview itself could not
+// run (bad input, no permission, no connection); the server refusing the
+// manifest is a Result with outcome would-fail.
+func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
+	if in.Manifest == nil || in.Live == nil {
+		return Result{}, errors.New("preview: both the manifest and the live object are needed")
+	}
+	live := in.Live
+	r := Result{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
+	r.Ref = ref(live)
+	gv, _ := schema.ParseGroupVersion(in.Manifest.GetAPIVersion())
+	if in.Manifest.GetKind() != live.GetKind() || gv.Group != in.Resource.Group || in.Manifest.GetName() != live.GetName() {
+		return r, fmt.Errorf("%s: the manifest is %s %s/%s, not this object; match the Git file to the live object first",
+			r.Ref, in.Manifest.GetAPIVersion(), in.Manifest.GetKind(), in.Manifest.GetName())
+	}
+
+	obj := in.Manifest.DeepCopy()
+	obj.SetManagedFields(nil)
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(live.GetNamespace())
+	}
+	if in.TrackingID != "" {
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[TrackingAnnotation] = in.TrackingID
+		obj.SetAnnotations(ann)
+	}
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		return r, fmt.Errorf("%s: encode the manifest: %w", r.Ref, err)
+	}
+	client := p.Client.Resource(in.Resource).Namespace(live.GetNamespace())
+	force := true
+	synced, err := client.Patch(ctx, live.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+		DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager, Force: &force,
+	})
+	if err != nil {
+		if refused(err) {
+			r.Outcome = WouldFail
+			r.Verdict = redact(live, obj, strings.ReplaceAll(err.Error(), "\n", " "))
+			return r, nil
+		}
+		return r, fmt.Errorf("%s: server-side dry-run apply as %s: %w; the preview needs patch permission on %s (dry runs write nothing)",
+			r.Ref, FieldManager, err, in.Resource.GroupResource())
+	}
+
+	secret := isSecret(live)
+	r.Changes = diff(normalized(live), normalized(synced), secret)
+	r.Outcome = NoOp
+	if len(r.Changes) > 0 {
+		r.Outcome = Changes
+	}
+	if err := p.pendingDeletions(ctx, &r, client, obj, live, synced, secret); err != nil {
+		return r, err
+	}
+	if err := p.ignoreDifferences(ctx, &r, in, live, synced); err != nil {
+		return r, err
+	}
+	if err := p.rollout(&r, live, synced); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// refused reports whether err is the server's verdict on the manifest
+// (validation, immutable field, admission, conflict, size), as opposed to
+// the preview being unable to ask.
+func refused(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	switch {
+	case apierrors.IsUnauthorized(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err),
+		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err):
+		return false
+	case apierrors.IsForbidden(err):
+		// RBAC says "cannot patch resource"; a webhook's denial is a verdict.
+		return !strings.Contains(err.Error(), "cannot patch resource")
+	}
+	return true
+}
+
+// ref is group/kind namespace/name.
+func ref(u *unstructured.Unstructured) string {
+	gk := u.GetKind()
+	if g := u.GroupVersionKind().Group; g != "" {
+		gk = g + "/" + gk
+	}
+	if u.GetNamespace() == "" {
+		return gk + " " + u.GetName()
+	}
+	return gk + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+func isSecret(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "Secret" && u.GroupVersionKind().Group == ""
+}
+
+// redact removes a Secret's values from a server message: the server may
+// quote an invalid value.
+func redact(live, manifest *unstructured.Unstructured, msg string) string {
+	if !isSecret(live) {
+		return msg
+	}
+	for _, u := range []*unstructured.Unstructured{live, manifest} {
+		for _, field := range []string{"data", "stringData"} {
+			m, _, _ := unstructured.NestedStringMap(u.Object, field)
+			for _, v := range m {
+				if len(v) >= 4 {
+					msg = strings.ReplaceAll(msg, v, "<redacted>")
+				}
+			}
+		}
+		if la, ok := u.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok && len(la) >= 4 {
+			msg = strings.ReplaceAll(msg, la, "<redacted>")
+		}
+	}
+	return msg
+}
+
+// normalized is a copy of u without the metadata the server changes on
+// every write and without the tracking annotation the sync adds by design.
+func normalized(u *unstructured.Unstructured) map[string]any {
+	c := u.DeepCopy()
+	for _, f := range []string{"resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink", "uid"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", TrackingAnnotation)
+	if a, ok, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); ok && len(a) == 0 {
+		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
+	}
+	return c.Object
+}
