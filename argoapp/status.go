@@ -1,0 +1,445 @@
+package argoapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ApplicationGVR is the Application custom resource.
+var ApplicationGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+
+// Sync, operation and health values adopt looks for.
+const (
+	PhaseSucceeded = "Succeeded"
+	PhaseRunning   = "Running"
+	SyncSynced     = "Synced"
+	HealthHealthy  = "Healthy"
+)
+
+// AppState is what adopt reads of an Application's sync and health.
+type AppState struct {
+	Name      string `json:"name" yaml:"name"`
+	Namespace string `json:"namespace" yaml:"namespace"`
+	Found     bool   `json:"found" yaml:"found"`
+	// Operation is true while .operation is set (a sync was asked for and
+	// not yet picked up) or the last operation is Running.
+	Operation bool   `json:"operationInProgress" yaml:"operationInProgress"`
+	Phase     string `json:"phase,omitempty" yaml:"phase,omitempty"`
+	Message   string `json:"message,omitempty" yaml:"message,omitempty"`
+	// Revision is the revision of the last sync operation.
+	Revision string `json:"revision,omitempty" yaml:"revision,omitempty"`
+	// History are the revisions deployed by successful syncs, oldest first.
+	History       []string        `json:"history,omitempty" yaml:"history,omitempty"`
+	Sync          string          `json:"sync,omitempty" yaml:"sync,omitempty"`
+	Health        string          `json:"health,omitempty" yaml:"health,omitempty"`
+	HealthMessage string          `json:"healthMessage,omitempty" yaml:"healthMessage,omitempty"`
+	Resources     []ResourceState `json:"-" yaml:"-"`
+}
+
+// ResourceState is one entry of status.resources.
+type ResourceState struct {
+	Group, Version, Kind, Namespace, Name string
+	Status, Health, HealthMessage         string
+}
+
+// Ref is group/kind namespace/name.
+func (r ResourceState) Ref() string {
+	gk := r.Kind
+	if r.Group != "" {
+		gk = r.Group + "/" + r.Kind
+	}
+	if r.Namespace == "" {
+		return gk + " " + r.Name
+	}
+	return gk + " " + r.Namespace + "/" + r.Name
+}
+
+// StatusReader reads an Application's state. KubeStatus reads the
+// Application custom resources through the Kubernetes API; the Argo CD API
+// (argocd-server) is the other way to read it.
+type StatusReader interface {
+	Application(ctx context.Context, name string) (AppState, error)
+}
+
+// KubeStatus reads Applications in Namespace through the Kubernetes API.
+type KubeStatus struct {
+	Client    dynamic.Interface
+	Namespace string
+}
+
+// Application reads one Application. A missing Application is not an
+// error: Found is false.
+func (k KubeStatus) Application(ctx context.Context, name string) (AppState, error) {
+	s := AppState{Name: name, Namespace: k.Namespace}
+	u, err := k.Client.Resource(ApplicationGVR).Namespace(k.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read Application %s/%s: %w", k.Namespace, name, err)
+	}
+	return StateOf(u), nil
+}
+
+// StateOf extracts the state of an Application object.
+func StateOf(u *unstructured.Unstructured) AppState {
+	s := AppState{Name: u.GetName(), Namespace: u.GetNamespace(), Found: true}
+	str := func(path ...string) string { v, _, _ := unstructured.NestedString(u.Object, path...); return v }
+	_, s.Operation, _ = unstructured.NestedMap(u.Object, "operation")
+	s.Phase = str("status", "operationState", "phase")
+	s.Message = str("status", "operationState", "message")
+	if s.Phase == PhaseRunning || s.Phase == "Terminating" {
+		s.Operation = true
+	}
+	s.Revision = str("status", "operationState", "syncResult", "revision")
+	if s.Revision == "" {
+		if rs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "operationState", "syncResult", "revisions"); len(rs) > 0 {
+			s.Revision = rs[0]
+		}
+	}
+	hist, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+	for _, h := range hist {
+		if m, ok := h.(map[string]any); ok {
+			if r, _ := m["revision"].(string); r != "" {
+				s.History = append(s.History, r)
+			}
+		}
+	}
+	s.Sync = str("status", "sync", "status")
+	s.Health = str("status", "health", "status")
+	s.HealthMessage = str("status", "health", "message")
+	res, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+	for _, r := range res {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		get := func(k ...string) string { v, _, _ := unstructured.NestedString(m, k...); return v }
+		s.Resources = append(s.Resources, ResourceState{
+			Group: get("group"), Version: get("version"), Kind: get("kind"), Namespace: get("namespace"), Name: get("name"),
+			Status: get("status"), Health: get("health", "status"), HealthMessage: get("health", "message"),
+		})
+	}
+	return s
+}
+
+// Want is what finalize needs of an Application before it cleans up.
+type Want struct {
+	// Revision, when set, is the adoption commit: a successful sync must
+	// have deployed it (it is in the history), or a later one since.
+	Revision string
+	// AllowHealth are health statuses accepted besides Healthy.
+	AllowHealth []string
+	// Check is a last condition, asked when all others hold (for example
+	// that every adopted object carries the tracking id); it returns what
+	// is still missing, or "".
+	Check func(ctx context.Context, s AppState) (string, error)
+}
+
+// Waiting says what the Application still lacks, or "" when it is ready.
+func (s AppState) Waiting(w Want) string {
+	switch {
+	case !s.Found:
+		return "Application not found"
+	case s.Operation:
+		return "a sync operation is running"
+	case s.Phase == "" && len(s.History) == 0:
+		return "no sync yet (use --sync to start one)"
+	case s.Phase != PhaseSucceeded:
+		return fmt.Sprintf("last sync %s: %s", s.Phase, oneLine(s.Message))
+	case w.Revision != "" && !slices.Contains(s.History, w.Revision) && s.Revision != w.Revision:
+		return fmt.Sprintf("revision %s not synced yet (last synced %s)", short(w.Revision), short(s.Revision))
+	case s.Sync != SyncSynced:
+		return "sync status " + orUnknown(s.Sync)
+	case s.Health != HealthHealthy && !slices.Contains(w.AllowHealth, s.Health):
+		msg := "health " + orUnknown(s.Health)
+		if s.HealthMessage != "" {
+			msg += ": " + oneLine(s.HealthMessage)
+		}
+		return msg
+	}
+	return ""
+}
+
+// Wait polls r every interval until the Application has what w asks for,
+// or ctx ends. progress, when set, is called whenever what it waits for
+// changes. It returns the last state read and, if ctx ended first, what
+// was still missing.
+func Wait(ctx context.Context, r StatusReader, name string, w Want, interval time.Duration, progress func(AppState, string)) (AppState, string, error) {
+	var last AppState
+	waiting, said := "", "\x00"
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		s, err := r.Application(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		last = s
+		waiting = s.Waiting(w)
+		if waiting == "" && w.Check != nil {
+			if waiting, err = w.Check(ctx, s); err != nil {
+				return false, err
+			}
+		}
+		if progress != nil && waiting != said {
+			progress(s, waiting)
+			said = waiting
+		}
+		return waiting == "", nil
+	})
+	if err != nil && waiting != "" && ctx.Err() != nil {
+		return last, waiting, nil
+	}
+	return last, waiting, err
+}
+
+// SyncOperation is the .operation that TriggerSync sets: a sync by adopt
+// with server-side apply and no pruning.
+func SyncOperation(revision string) map[string]any {
+	sync := map[string]any{"prune": false, "syncOptions": []any{"ServerSideApply=true"}}
+	if revision != "" {
+		sync["revision"] = revision
+	}
+	return map[string]any{"initiatedBy": map[string]any{"username": "adopt"}, "sync": sync}
+}
+
+// TriggerSync asks Argo CD for a sync by setting the Application's
+// .operation, with a JSON patch guarded by the resourceVersion it read. It
+// refuses while another operation is running.
+func TriggerSync(ctx context.Context, c dynamic.Interface, ns, name, revision string) error {
+	apps := c.Resource(ApplicationGVR).Namespace(ns)
+	u, err := apps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read Application %s/%s: %w", ns, name, err)
+	}
+	if s := StateOf(u); s.Operation {
+		return fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", ns, name)
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": u.GetResourceVersion()},
+		{"op": "add", "path": "/operation", "value": SyncOperation(revision)},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "adopt"}); err != nil {
+		return fmt.Errorf("start a sync of Application %s/%s: %w (it changed meanwhile? re-run)", ns, name, err)
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "Unknown"
+	}
+	return s
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return orUnknown(rev)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Explain says why an Application is not Healthy: one line per resource
+// that is not, from status.resources, and for workloads one line per pod
+// that is stuck, read from the pods (scheduler reason, crash loop with the
+// last exit, failing probe, missing command).
+func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []string {
+	var out []string
+	for _, r := range s.Resources {
+		if r.Health == "" || r.Health == HealthHealthy {
+			continue
+		}
+		line := r.Ref() + ": " + r.Health
+		if r.HealthMessage != "" {
+			line += ": " + oneLine(r.HealthMessage)
+		}
+		out = append(out, line)
+		if r.Group == "apps" && kube != nil {
+			for _, p := range workloadPods(ctx, kube, r) {
+				out = append(out, "  "+p)
+			}
+		}
+	}
+	if len(out) == 0 && s.Health != "" && s.Health != HealthHealthy {
+		line := "Application " + s.Name + ": " + s.Health
+		if s.HealthMessage != "" {
+			line += ": " + oneLine(s.HealthMessage)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// workloadPods explains the stuck pods of a Deployment, StatefulSet,
+// DaemonSet or ReplicaSet, found by its selector.
+func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceState) []string {
+	var sel *metav1.LabelSelector
+	apps := kube.AppsV1()
+	switch r.Kind {
+	case "Deployment":
+		if d, err := apps.Deployments(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			sel = d.Spec.Selector
+		}
+	case "StatefulSet":
+		if d, err := apps.StatefulSets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			sel = d.Spec.Selector
+		}
+	case "DaemonSet":
+		if d, err := apps.DaemonSets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			sel = d.Spec.Selector
+		}
+	case "ReplicaSet":
+		if d, err := apps.ReplicaSets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+			sel = d.Spec.Selector
+		}
+	}
+	if sel == nil {
+		return nil
+	}
+	ls, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil
+	}
+	pods, err := kube.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ls.String()})
+	if err != nil {
+		return []string{"pods not readable: " + oneLine(err.Error())}
+	}
+	var out []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		probe := ""
+		if notReadyRunning(p) {
+			probe = lastProbeFailure(ctx, kube, p)
+		}
+		if why := PodProblem(p, probe); why != "" {
+			out = append(out, "pod "+p.Name+": "+why)
+		}
+	}
+	return out
+}
+
+// PodProblem says in one line why a pod is not ready, or "". probe is the
+// latest probe-failure event message, if known.
+func PodProblem(p *corev1.Pod, probe string) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return "Pending: " + orUnknown(oneLine(c.Message))
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			if w.Reason == "CrashLoopBackOff" {
+				line := "container " + cs.Name + ": CrashLoopBackOff"
+				if t := cs.LastTerminationState.Terminated; t != nil {
+					line += fmt.Sprintf(", last exit code %d", t.ExitCode)
+					if t.Reason != "" {
+						line += " (" + t.Reason + ")"
+					}
+					if commandMissing(t.Message, t.ExitCode) {
+						line += ": the container command does not exist: " + oneLine(t.Message)
+					}
+				}
+				return line
+			}
+			if commandMissing(w.Message, 0) {
+				return "container " + cs.Name + ": the container command does not exist: " + oneLine(w.Message)
+			}
+			return "container " + cs.Name + ": " + w.Reason + ": " + oneLine(w.Message)
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			if commandMissing(t.Message, t.ExitCode) {
+				return "container " + cs.Name + ": the container command does not exist: " + oneLine(t.Message)
+			}
+			return fmt.Sprintf("container %s: exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil && !cs.Ready {
+			line := "container " + cs.Name + ": Running but not Ready"
+			switch {
+			case probe != "":
+				line += ": " + oneLine(probe)
+			case readinessProbe(p, cs.Name) != "":
+				line += ": readiness probe " + readinessProbe(p, cs.Name) + " failing"
+			}
+			return line
+		}
+	}
+	if p.Status.Phase == corev1.PodPending {
+		return "Pending: " + orUnknown(oneLine(p.Status.Reason+" "+p.Status.Message))
+	}
+	return ""
+}
+
+// commandMissing recognises the runtime's answer to a command that does not
+// exist (exit code 127, or exec's "not found" messages).
+func commandMissing(msg string, code int32) bool {
+	return code == 127 || strings.Contains(msg, "executable file not found") ||
+		(strings.Contains(msg, "exec") && strings.Contains(msg, "no such file or directory"))
+}
+
+func notReadyRunning(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil && !cs.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+// lastProbeFailure is the message of the pod's latest Unhealthy event.
+func lastProbeFailure(ctx context.Context, kube kubernetes.Interface, p *corev1.Pod) string {
+	sel := fields.Set{"involvedObject.name": p.Name, "reason": "Unhealthy"}.AsSelector().String()
+	evs, err := kube.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	last := evs.Items[0]
+	for _, e := range evs.Items[1:] {
+		if e.LastTimestamp.After(last.LastTimestamp.Time) {
+			last = e
+		}
+	}
+	return last.Message
+}
+
+// readinessProbe describes a container's readiness probe: "http-get :4000/health".
+func readinessProbe(p *corev1.Pod, container string) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name != container || c.ReadinessProbe == nil {
+			continue
+		}
+		h := c.ReadinessProbe.ProbeHandler
+		switch {
+		case h.HTTPGet != nil:
+			return fmt.Sprintf("http-get :%s%s", h.HTTPGet.Port.String(), h.HTTPGet.Path)
+		case h.TCPSocket != nil:
+			return "tcp-socket :" + h.TCPSocket.Port.String()
+		case h.Exec != nil:
+			return "exec " + strings.Join(h.Exec.Command, " ")
+		case h.GRPC != nil:
+			return fmt.Sprintf("grpc :%d", h.GRPC.Port)
+		}
+	}
+	return ""
+}
