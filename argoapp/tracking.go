@@ -42,8 +42,9 @@ const (
 	controllerName           = "argocd-application-controller"
 )
 
-// ApplicationGVR is the Argo CD Application resource.
-var ApplicationGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+// applicationResource is the Argo CD Application resource, listed to check
+// tracking ids.
+var applicationResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 
 // Tracking is how the Argo CD installation marks the objects it manages.
 type Tracking struct {
@@ -266,7 +267,7 @@ func (a Applications) Has(key string) bool { return a.set[key] }
 func ListApplications(ctx context.Context, c metadata.Interface) (Applications, error) {
 	var keys []string
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.Resource(ApplicationGVR).List(ctx, opts)
+		return c.Resource(applicationResource).List(ctx, opts)
 	})
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
