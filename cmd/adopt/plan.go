@@ -127,7 +127,7 @@ func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	tracking, err := argoapp.ReadTracking(ctx, kube, o.ArgoCDNamespace)
+	tracking, err := argoapp.ReadTracking(ctx, kube, o.ArgoCDNamespace, "")
 	if err != nil {
 		return nil, o.cluster.explain(err)
 	}
