@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/gitops"
+	"github.com/adopt-dev/adopt/templates"
+)
+
+// Pull-request template names in templates/ (overridable with --templates).
+const (
+	prTitleTemplate = "pr-title.tmpl"
+	prBodyTemplate  = "pr-body.tmpl"
+)
+
+// prOptions are the pull-request flags of `adopt apply`. The apply command
+// calls AddFlags, Validate, and after pushing the branch, Open.
+type prOptions struct {
+	OpenPR    bool
+	Provider  string
+	APIURL    string
+	Title     string
+	Labels    []string
+	Reviewers []string
+	Draft     bool
+
+	// getenv reads tokens from the environment; nil means os.Getenv.
+	getenv func(string) string
+	// httpClient, attempts and backoff are for tests; zero means defaults.
+	httpClient *http.Client
+	attempts   int
+	backoff    time.Duration
+}
+
+// PRInput is what apply knows after pushing the branch.
+type PRInput struct {
+	// RepoURL is the GitOps repository's remote URL.
+	RepoURL string
+	// Head is the pushed branch, Base the branch it targets.
+	Head, Base string
+	// Token is --git-token; empty means ADOPT_GIT_TOKEN, then
+	// GITHUB_TOKEN, GITLAB_TOKEN or GITEA_TOKEN for the provider.
+	Token string
+	// Plan is the adoption plan applied; PlanPath the file it came from.
+	Plan     *plan.Plan
+	PlanPath string
+	// TemplatesDir is --templates (may be empty).
+	TemplatesDir string
+	// Exported maps an object's Ref to the path apply exported it to, for
+	// objects that were not in Git.
+	Exported map[string]string
+	// Drift maps an object's Ref to a short drift note ("identical",
+	// "live 8,126 B behind Git: data.usage_hook.py"); missing means unknown.
+	Drift map[string]string
+	// Runbooks are runbook findings, one sentence each.
+	Runbooks []string
+	// Out receives the one line saying which provider was used and why.
+	Out io.Writer
+}
+
+// AddFlags registers the pull-request flags.
+func (o *prOptions) AddFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.OpenPR, "open-pr", false, "after pushing, open a pull request (a merge request on GitLab), or update the one already open for the branch")
+	f.StringVar(&o.Provider, "provider", "", "pull-request provider: "+strings.Join(gitops.ProviderNames(), "|")+" (default: inferred from the repo URL's host)")
+	f.StringVar(&o.APIURL, "api-url", "", "API base URL, for GitHub Enterprise, self-hosted GitLab, Gitea or Forgejo (default: derived from the repo URL)")
+	f.StringVar(&o.Title, "pr-title", "", "pull-request title (default: rendered from pr-title.tmpl)")
+	f.StringArrayVar(&o.Labels, "pr-label", nil, "label to add to the pull request (repeatable)")
+	f.StringArrayVar(&o.Reviewers, "pr-reviewer", nil, "user name to ask for review (repeatable)")
+	f.BoolVar(&o.Draft, "draft", false, "open the pull request as a draft")
+}
+
+// Validate rejects bad pull-request flags with one sentence.
+func (o *prOptions) Validate() error {
+	if !o.OpenPR {
+		if o.Provider != "" || o.APIURL != "" || o.Title != "" || len(o.Labels) > 0 || len(o.Reviewers) > 0 || o.Draft {
+			return usageErrorf("--provider, --api-url, --pr-title, --pr-label, --pr-reviewer and --draft need --open-pr")
+		}
+		return nil
+	}
+	if o.Provider != "" {
+		if _, err := gitops.NewProvider(o.Provider, gitops.ProviderOptions{APIURL: "http://127.0.0.1/"}); err != nil {
+			return usageErrorf("--provider %q is not supported: use one of %s", o.Provider, strings.Join(gitops.ProviderNames(), ", "))
+		}
+	}
+	if o.APIURL != "" {
+		u, err := url.Parse(o.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErrorf("--api-url %q is not an http(s) URL", gitops.Redact(o.APIURL))
+		}
+		if u.User != nil {
+			return usageErrorf("--api-url must not hold credentials: pass the token with --git-token or ADOPT_GIT_TOKEN")
+		}
+	}
+	if strings.ContainsAny(o.Title, "\r\n") {
+		return usageErrorf("--pr-title must be one line")
+	}
+	for _, l := range o.Labels {
+		if strings.TrimSpace(l) == "" || strings.Contains(l, ",") {
+			return usageErrorf("--pr-label %q must be one non-empty label without commas; repeat the flag for more", l)
+		}
+	}
+	for _, r := range o.Reviewers {
+		if strings.TrimSpace(r) == "" || strings.ContainsAny(r, " ,@") {
+			return usageErrorf("--pr-reviewer %q must be one user name without @; repeat the flag for more", r)
+		}
+	}
+	return nil
+}
+
+// Open opens (or updates) the pull request for in.Head and returns its URL.
+func (o *prOptions) Open(ctx context.Context, in PRInput) (string, error) {
+	ref, err := gitops.ParseRepoURL(in.RepoURL)
+	if err != nil {
+		return "", err
+	}
+	name, why := o.Provider, "--provider"
+	if name == "" {
+		name, why = gitops.InferProvider(ref.Host), "inferred from host "+ref.Host
+		if name == "" {
+			return "", usageErrorf("cannot tell which provider hosts %s: pass --provider %s", ref.Host, strings.Join(gitops.ProviderNames(), "|"))
+		}
+	}
+	apiURL := o.APIURL
+	if apiURL == "" {
+		apiURL = gitops.DefaultAPIURL(name, ref)
+	}
+	token, tokenFrom := o.token(name, in.Token)
+	if token == "" {
+		return "", usageErrorf("opening a pull request on %s needs a token: pass --git-token or set ADOPT_GIT_TOKEN or %s_TOKEN", ref.FullName(), strings.ToUpper(name))
+	}
+	title, body, err := renderPR(in, o.Title)
+	if err != nil {
+		return "", err
+	}
+	p, err := gitops.NewProvider(name, gitops.ProviderOptions{APIURL: apiURL, Token: token, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff})
+	if err != nil {
+		return "", err
+	}
+	if in.Out != nil {
+		fmt.Fprintf(in.Out, "Pull request: provider %s (%s), API %s, token from %s\n", name, why, gitops.Redact(apiURL, token), tokenFrom)
+	}
+	pr, err := p.EnsurePR(ctx, gitops.PROptions{
+		Repo: ref, Head: in.Head, Base: in.Base, Title: title, Body: body,
+		Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
+	})
+	if err != nil {
+		return "", err
+	}
+	if in.Out != nil {
+		verb := "Updated"
+		if pr.Created {
+			verb = "Opened"
+		}
+		fmt.Fprintf(in.Out, "%s pull request #%d: %s\n", verb, pr.Number, pr.URL)
+	}
+	return pr.URL, nil
+}
+
+// token picks the token and says where it came from (never what it is).
+func (o *prOptions) token(provider, flag string) (string, string) {
+	if flag != "" {
+		return flag, "--git-token"
+	}
+	getenv := o.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, k := range []string{"ADOPT_GIT_TOKEN", strings.ToUpper(provider) + "_TOKEN"} {
+		if v := getenv(k); v != "" {
+			return v, k
+		}
+	}
+	return "", ""
+}
+
+// prData is what pr-title.tmpl and pr-body.tmpl see.
+type prData struct {
+	Cluster      string
+	Head, Base   string
+	Objects      int
+	Applications []prApp
+	Risks        []string
+	Runbooks     []string
+	Secrets      []prSecret
+	NextStep     string
+}
+
+type prApp struct {
+	Name, Namespace, Path string
+	Objects               []prObject
+}
+
+type prObject struct {
+	Ref             string
+	AnnotationBytes int
+	PercentOfCap    float64
+	Level           string
+	Where           string
+	Drift           string
+}
+
+type prSecret struct{ Ref, Reason string }
+
+// newPRData turns the plan and what apply did into the template data.
+func newPRData(in PRInput) prData {
+	d := prData{Head: in.Head, Base: in.Base, Runbooks: in.Runbooks}
+	planPath := in.PlanPath
+	if planPath == "" {
+		planPath = "<plan file>"
+	}
+	d.NextStep = "adopt finalize --plan " + planPath
+	p := in.Plan
+	if p == nil {
+		return d
+	}
+	d.Cluster = p.Cluster.Context
+	if d.Cluster == "" {
+		d.Cluster = p.Cluster.Server
+	}
+	byRef := map[string]plan.Object{}
+	for _, ob := range p.Objects {
+		byRef[ob.Ref()] = ob
+	}
+	for _, a := range p.Applications {
+		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath}
+		for _, r := range a.Objects {
+			ob, ok := byRef[r]
+			if !ok {
+				continue
+			}
+			po := prObject{Ref: r, AnnotationBytes: ob.Budget.AnnotationBytes, PercentOfCap: ob.Budget.PercentOfCap, Level: string(ob.Level), Drift: "not measured"}
+			if po.Level == "" {
+				po.Level = string(budget.LevelOK)
+			}
+			switch {
+			case ob.Git != nil:
+				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
+			case in.Exported[r] != "":
+				po.Where = "exported to `" + in.Exported[r] + "`"
+			default:
+				po.Where = "exported (not in Git)"
+			}
+			if v := in.Drift[r]; v != "" {
+				po.Drift = v
+			} else if ob.Git == nil {
+				po.Drift = "n/a (exported from the cluster)"
+			}
+			pa.Objects = append(pa.Objects, po)
+			d.Objects++
+			d.Risks = append(d.Risks, objectRisks(ob)...)
+		}
+		d.Applications = append(d.Applications, pa)
+	}
+	for _, s := range p.Skipped {
+		if s.Kind == "Secret" && s.Group == "" && s.Name != "" {
+			d.Secrets = append(d.Secrets, prSecret{Ref: "Secret " + s.Namespace + "/" + s.Name, Reason: s.Reason})
+		}
+	}
+	return d
+}
+
+// objectRisks states an object's risks, one sentence each.
+func objectRisks(ob plan.Object) []string {
+	var out []string
+	r := "`" + ob.Ref() + "`"
+	switch ob.Level {
+	case budget.LevelCritical, budget.LevelWarning:
+		out = append(out, fmt.Sprintf("%s: annotations are %d B, %.1f%% of the 262,144 B cap (%s); %d B of headroom before the API server refuses the next client-side apply.", r, ob.Budget.AnnotationBytes, ob.Budget.PercentOfCap, ob.Level, ob.Budget.Headroom))
+	}
+	if ob.Budget.HasLastApplied {
+		out = append(out, fmt.Sprintf("%s: carries a %d B last-applied-configuration annotation that server-side sync keeps; `adopt finalize` removes it after the first sync.", r, ob.Budget.LastAppliedBytes))
+	}
+	if ob.Git == nil {
+		out = append(out, r+": no source in Git; this pull request adds the live object as exported.")
+	}
+	return out
+}
+
+// renderPR renders the title (unless given) and the body.
+func renderPR(in PRInput, title string) (string, string, error) {
+	set, err := templates.New(in.TemplatesDir)
+	if err != nil {
+		return "", "", usageErrorf("%v", err)
+	}
+	d := newPRData(in)
+	if title == "" {
+		if title, err = execTemplate(set, prTitleTemplate, d); err != nil {
+			return "", "", err
+		}
+		title = strings.Join(strings.Fields(title), " ")
+	}
+	body, err := execTemplate(set, prBodyTemplate, d)
+	return title, body, err
+}
+
+func execTemplate(set *templates.Set, name string, d prData) (string, error) {
+	t, err := set.Load(name)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("render %s (%s): %w", name, set.Source(name), err)
+	}
+	return strings.TrimSpace(b.String()) + "\n", nil
+}
