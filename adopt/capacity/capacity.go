@@ -88,7 +88,7 @@ type Node struct {
 	Requested   Resources `json:"requested" yaml:"requested"`
 	Free        Resources `json:"free" yaml:"free"`
 	// MemoryPercent is requested memory as a percentage of allocatable,
-	// rounded down.
+	// rounded to the nearest whole percent.
 	MemoryPercent int `json:"memoryPercent" yaml:"memoryPercent"`
 	// Excluded says why the new pods may not land here at all (the first
 	// failing filter), or is empty.
@@ -100,6 +100,9 @@ type Reason struct {
 	Reason string `json:"reason" yaml:"reason"`
 	Nodes  int    `json:"nodes" yaml:"nodes"`
 }
+
+// String is "<nodes> <reason>", as the scheduler counts it.
+func (r Reason) String() string { return fmt.Sprintf("%d %s", r.Nodes, r.Reason) }
 
 // The scheduler's refusal reasons, worded as its filter plugins word them.
 const (
@@ -123,7 +126,7 @@ func (v Verdict) SchedulerMessage() string {
 	}
 	var parts []string
 	for _, r := range v.Reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", r.Nodes, r.Reason))
+		parts = append(parts, r.String())
 	}
 	return fmt.Sprintf("0/%d nodes are available: %s.", len(v.Nodes), strings.Join(parts, ", "))
 }
@@ -169,7 +172,7 @@ func Fit(s *Snapshot, w Workload) Verdict {
 	for _, st := range states {
 		n := Node{Name: st.node.Name, Allocatable: st.alloc, Requested: st.used, Free: free(st), Excluded: excluded(st.node, &w.Template)}
 		if st.alloc.MemoryBytes > 0 {
-			n.MemoryPercent = int(st.used.MemoryBytes * 100 / st.alloc.MemoryBytes)
+			n.MemoryPercent = int((st.used.MemoryBytes*100 + st.alloc.MemoryBytes/2) / st.alloc.MemoryBytes)
 		}
 		v.Nodes = append(v.Nodes, n)
 	}
@@ -197,7 +200,8 @@ func Fit(s *Snapshot, w Workload) Verdict {
 				for r, n := range reasons {
 					v.Reasons = append(v.Reasons, Reason{Reason: r, Nodes: n})
 				}
-				sort.Slice(v.Reasons, func(i, j int) bool { return v.Reasons[i].Reason < v.Reasons[j].Reason })
+				// The scheduler sorts its "<count> <reason>" strings.
+				sort.Slice(v.Reasons, func(i, j int) bool { return v.Reasons[i].String() < v.Reasons[j].String() })
 			}
 			continue
 		}

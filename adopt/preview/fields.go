@@ -77,7 +77,9 @@ func (p *Previewer) pendingDeletions(ctx context.Context, r *Result, client dyna
 	}
 	var candidates []fieldpath.Path
 	hand.Difference(argo).Leaves().Iterate(func(fp fieldpath.Path) {
-		if _, ok := lookup(live.Object, fp); ok && !allocated(live, fp) {
+		// A map or list that is only marked as present ("." in
+		// managedFields) is not a deletion by itself: its fields are.
+		if v, ok := lookup(live.Object, fp); ok && !allocated(live, fp) && !container(v) {
 			candidates = append(candidates, fp.Copy())
 		}
 	})
@@ -123,6 +125,17 @@ func dryRunCreate(ctx context.Context, client dynamic.ResourceInterface, manifes
 		return nil
 	}
 	return out
+}
+
+// container reports whether v is a non-empty map or list.
+func container(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) > 0
+	case []any:
+		return len(x) > 0
+	}
+	return false
 }
 
 // allocated reports whether fp is an address the server allocated and keeps
