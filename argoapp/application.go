@@ -1,0 +1,117 @@
+package argoapp
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// Sync options and markers an adopted Application must carry or avoid.
+const (
+	SyncOptionServerSideApply = "ServerSideApply=true"
+	ResourcesFinalizer        = "resources-finalizer.argocd.argoproj.io"
+	PlanIDLabel               = "adopt.dev/plan-id"
+	InClusterServer           = "https://kubernetes.default.svc"
+)
+
+// ApplicationData is what the Application template is rendered from.
+type ApplicationData struct {
+	Name string
+	// Namespace is where the Application object lives (Argo CD's namespace).
+	Namespace string
+	Project   string
+	PlanID    string
+	// Objects are the adopted objects, by reference, for reviewers.
+	Objects        []string
+	RepoURL        string
+	Path           string
+	TargetRevision string
+	// Include and Exclude are directory globs; empty means none.
+	Include string
+	Exclude string
+	// DestinationName wins over DestinationServer when set.
+	DestinationServer    string
+	DestinationName      string
+	DestinationNamespace string
+	AutoSync             bool
+	Prune                bool
+	SyncOptions          []string
+}
+
+// Glob turns file names into a directory include/exclude glob: the name
+// itself, or {a,b} for several.
+func Glob(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return "{" + strings.Join(names, ",") + "}"
+}
+
+// RenderApplication executes the template and validates the result: it
+// must decode into Argo CD's v1alpha1.Application with no unknown field,
+// sync with server-side apply, carry no resources finalizer (deleting the
+// Application must never delete the adopted objects), and automate sync or
+// prune only when asked.
+func RenderApplication(t *template.Template, d ApplicationData) ([]byte, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return nil, fmt.Errorf("render Application %s: %w", d.Name, err)
+	}
+	out := b.Bytes()
+	app, err := DecodeApplication(out)
+	if err != nil {
+		return nil, fmt.Errorf("template %s rendered an invalid Application %s: %w. Fix the template", t.Name(), d.Name, err)
+	}
+	if err := checkApplication(app, d); err != nil {
+		return nil, fmt.Errorf("template %s rendered an unsafe Application %s: %w. Fix the template", t.Name(), d.Name, err)
+	}
+	return out, nil
+}
+
+// DecodeApplication decodes YAML strictly into v1alpha1.Application.
+func DecodeApplication(data []byte) (*v1alpha1.Application, error) {
+	var app v1alpha1.Application
+	if err := yaml.UnmarshalStrict(data, &app); err != nil {
+		return nil, err
+	}
+	if app.APIVersion != "argoproj.io/v1alpha1" || app.Kind != "Application" {
+		return nil, fmt.Errorf("apiVersion %q kind %q, want argoproj.io/v1alpha1 Application", app.APIVersion, app.Kind)
+	}
+	return &app, nil
+}
+
+func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
+	switch {
+	case app.Name == "":
+		return fmt.Errorf("metadata.name is empty")
+	case app.Spec.Source == nil && len(app.Spec.Sources) == 0:
+		return fmt.Errorf("spec.source is missing")
+	case app.Spec.Destination.Server == "" && app.Spec.Destination.Name == "":
+		return fmt.Errorf("spec.destination needs server or name")
+	case app.Spec.Project == "":
+		return fmt.Errorf("spec.project is empty")
+	}
+	for _, f := range app.Finalizers {
+		if strings.HasPrefix(f, ResourcesFinalizer) {
+			return fmt.Errorf("it carries the %s finalizer, so deleting it would delete the adopted objects", f)
+		}
+	}
+	sp := app.Spec.SyncPolicy
+	if sp == nil || !sp.SyncOptions.HasOption(SyncOptionServerSideApply) {
+		return fmt.Errorf("spec.syncPolicy.syncOptions lacks %s", SyncOptionServerSideApply)
+	}
+	if sp.Automated != nil && !d.AutoSync {
+		return fmt.Errorf("automated sync is set but --auto-sync was not given")
+	}
+	if sp.Automated != nil && sp.Automated.Prune && !d.Prune {
+		return fmt.Errorf("automated prune is set but --prune was not given")
+	}
+	return nil
+}
