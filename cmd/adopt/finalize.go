@@ -1,15 +1,386 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
-func newFinalizeCmd(_ *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
+// FinalizeOptions are the inputs of `adopt finalize`.
+type FinalizeOptions struct {
+	ConfigFlags     *genericclioptions.ConfigFlags
+	PlanFile        string
+	Apps            []string
+	Timeout         time.Duration
+	PollInterval    time.Duration
+	AllowHealth     []string
+	Sync            bool
+	DryRun          bool
+	Output          string
+	JournalFile     string
+	Undo            bool
+	Revision        string
+	ArgoCDNamespace string
+	Quiet           bool
+
+	// Argo CD API mode.
+	ArgoCDServer string
+	ArgoCDToken  string
+	GRPCWeb      bool
+	Plaintext    bool
+	Insecure     bool
+
+	genericiooptions.IOStreams
+	cluster *cluster
+	plan    *plan.Plan
+	apps    []plan.Application
+	targets map[string][]finalize.Target // by Application name
+}
+
+func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second}
+	cmd := &cobra.Command{
 		Use:   "finalize",
-		Short: "After the first sync, remove the stale annotation and field ownership (not implemented yet)",
-		RunE:  func(*cobra.Command, []string) error { return notImplemented("finalize") },
+		Short: "After the first sync, remove the stale last-applied annotation and hand-apply field ownership",
+		Long: `For each Application of the plan (or each --app), wait until its first sync
+succeeded and it is Synced and Healthy, and every adopted object carries its
+tracking id. Then, per object, one guarded JSON patch (test of the
+resourceVersion and of the annotation's value) removes
+kubectl.kubernetes.io/last-applied-configuration and makes argocd-controller
+the sole owner of the fields it applies: kubectl-client-side-apply is migrated
+(csaupgrade), and kubectl, kubectl-last-applied, kubectl-create and the other
+hand-apply managers lose the fields argocd-controller also owns. Managers of
+other controllers are left alone. Nothing is deleted.
+
+An Application that is not Healthy is explained (scheduler reason, crash
+loop, failing probe, missing command) and its objects are left untouched.
+
+Every change is journaled (the annotation's value, except for Secrets) next
+to the plan, or in --journal; --undo puts the removed annotations back.`,
+		Example: `  # Wait for the first sync of every planned Application, then clean up
+  adopt finalize --plan plan.yaml
+
+  # Show the patches without sending them
+  adopt finalize --plan plan.yaml --dry-run
+
+  # Start the first sync (server-side apply, no prune) if none happened yet
+  adopt finalize --plan plan.yaml --app adopt-litellm-test --sync --timeout 15m
+
+  # Put the removed annotations back
+  adopt finalize --plan plan.yaml --undo`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out' (required)")
+	f.StringArrayVar(&o.Apps, "app", nil, "finalize only this Application of the plan (repeatable)")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for each Application's first successful sync and health")
+	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Application while waiting")
+	f.StringSliceVar(&o.AllowHealth, "allow-health", nil, "health statuses accepted besides Healthy, e.g. Progressing,Suspended")
+	f.BoolVar(&o.Sync, "sync", false, "start the first sync (ServerSideApply=true, no prune) when none has happened")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the patches; change nothing")
+	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: "+strings.Join(finalize.Formats, "|"))
+	f.StringVar(&o.JournalFile, "journal", "", "journal file (default: <plan>.journal next to the plan)")
+	f.BoolVar(&o.Undo, "undo", false, "restore the annotations the journal records as removed")
+	f.StringVar(&o.Revision, "revision", "", "the adoption commit: require a successful sync that deployed it (or a later one)")
+	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", "", "namespace of the Application resources (default: the plan's Argo CD namespace, else argocd)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.ArgoCDServer, "argocd-server", "", "read Applications through argocd-server at this address (Argo CD API mode)")
+	f.StringVar(&o.ArgoCDToken, "argocd-token", "", "Argo CD API token (default $ARGOCD_AUTH_TOKEN)")
+	f.BoolVar(&o.GRPCWeb, "grpc-web", false, "Argo CD API mode: use gRPC-Web")
+	f.BoolVar(&o.Plaintext, "plaintext", false, "Argo CD API mode: no TLS")
+	f.BoolVar(&o.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(finalize.Formats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Complete reads the plan and resolves the cluster connection.
+func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
+	if o.ArgoCDToken == "" {
+		o.ArgoCDToken = os.Getenv("ARGOCD_AUTH_TOKEN")
+	}
+	if o.PlanFile == "" {
+		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")
+	}
+	b, err := os.ReadFile(o.PlanFile)
+	if err != nil {
+		return usageErrorf("cannot read --plan: %v", err)
+	}
+	if o.plan, err = plan.Unmarshal(b); err != nil {
+		return usageErrorf("--plan %s: %v", o.PlanFile, err)
+	}
+	if o.JournalFile == "" {
+		o.JournalFile = o.PlanFile + ".journal"
+	}
+	if o.ArgoCDNamespace == "" {
+		o.ArgoCDNamespace = o.plan.Tracking.Namespace
+	}
+	if o.ArgoCDNamespace == "" {
+		o.ArgoCDNamespace = "argocd"
+	}
+	if o.Quiet || o.Output != "table" {
+		o.Quiet = true
+	}
+	c, err := connect(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	o.cluster = c
+	return nil
+}
+
+// Validate rejects bad input and selects the Applications and objects.
+func (o *FinalizeOptions) Validate() error {
+	if !contains(finalize.Formats, o.Output) {
+		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(finalize.Formats, ", "))
+	}
+	if o.ArgoCDServer != "" {
+		return &exitError{code: ExitNotImplemented, err: fmt.Errorf("Argo CD API mode (--argocd-server) is not implemented yet; omit it to read the Application resources through the Kubernetes API")}
+	}
+	if o.Undo && o.Sync {
+		return usageErrorf("--undo and --sync cannot be used together")
+	}
+	if o.Timeout <= 0 || o.PollInterval <= 0 {
+		return usageErrorf("--timeout and --poll-interval must be positive")
+	}
+	byRef := map[string]plan.Object{}
+	for _, ob := range o.plan.Objects {
+		byRef[ob.Ref()] = ob
+	}
+	o.targets = map[string][]finalize.Target{}
+	for _, a := range o.plan.Applications {
+		if len(o.Apps) > 0 && !contains(o.Apps, a.Name) {
+			continue
+		}
+		o.apps = append(o.apps, a)
+		for _, ref := range a.Objects {
+			ob, ok := byRef[ref]
+			if !ok {
+				return usageErrorf("--plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", o.PlanFile, a.Name, ref)
+			}
+			o.targets[a.Name] = append(o.targets[a.Name], finalize.Target{
+				Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource,
+				Namespace: ob.Namespace, Name: ob.Name, App: a.Name,
+			})
+		}
+	}
+	for _, name := range o.Apps {
+		if !containsApp(o.plan.Applications, name) {
+			return usageErrorf("--app %s is not an Application of the plan %s", name, o.PlanFile)
+		}
+	}
+	if len(o.apps) == 0 {
+		return usageErrorf("the plan %s proposes no Application: nothing to finalize", o.PlanFile)
+	}
+	return nil
+}
+
+// Run checks permissions, waits for each Application, finalizes its
+// objects and prints the report.
+func (o *FinalizeOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	kube, err := kubernetes.NewForConfig(o.cluster.rest)
+	if err != nil {
+		return err
+	}
+	dyn := o.cluster.clients.Dynamic
+	if err := o.checkAccess(ctx, kube); err != nil {
+		return err
+	}
+	f := &finalize.Finalizer{
+		Client:   func(t finalize.Target) finalize.Client { return dyn.Resource(t.GVR()).Namespace(t.Namespace) },
+		Tracking: &o.plan.Tracking,
+		DryRun:   o.DryRun,
+	}
+	if !o.DryRun {
+		j, err := finalize.OpenJournal(o.JournalFile)
+		if err != nil && !o.Undo {
+			return usageErrorf("%v. Pick a writable --journal", err)
+		}
+		if j != nil {
+			defer j.Close()
+			if !o.Undo {
+				f.Journal = j
+			}
+		}
+	}
+	rep := &finalize.Report{DryRun: o.DryRun, Undo: o.Undo}
+	if o.Undo {
+		err = o.undo(ctx, f, rep)
+	} else {
+		err = o.finalize(ctx, f, kube, dyn, rep)
+	}
+	if err != nil {
+		return err
+	}
+	if err := rep.Print(o.Out, o.Output); err != nil {
+		return err
+	}
+	if bad := rep.Incomplete(); len(bad) > 0 {
+		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d objects not finalized: %s (see the reasons above, fix, and re-run: finished objects are skipped)", len(bad), rep.Total.Objects, strings.Join(bad, ", "))}
+	}
+	return nil
+}
+
+func (o *FinalizeOptions) allTargets() []finalize.Target {
+	var all []finalize.Target
+	for _, a := range o.apps {
+		all = append(all, o.targets[a.Name]...)
+	}
+	return all
+}
+
+// checkAccess asks SelfSubjectAccessReview for everything the run will do,
+// before it does anything.
+func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
+	needs := finalize.Needs(o.allTargets(), o.DryRun)
+	if !o.Undo {
+		needs = append(needs, finalize.Access{Verb: "get", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
+		if o.Sync && !o.DryRun {
+			needs = append(needs, finalize.Access{Verb: "patch", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
+		}
+	}
+	missing, err := finalize.Missing(ctx, kube, needs)
+	if err != nil {
+		return o.cluster.explain(err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var m []string
+	for _, a := range missing {
+		m = append(m, a.String())
+	}
+	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions) and re-run", strings.Join(m, "; "))
+}
+
+func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, kube kubernetes.Interface, dyn dynamic.Interface, rep *finalize.Report) error {
+	reader := argoapp.KubeStatus{Client: dyn, Namespace: o.ArgoCDNamespace}
+	for _, a := range o.apps {
+		ar := finalize.AppReport{Name: a.Name}
+		targets := o.targets[a.Name]
+		s, err := reader.Application(ctx, a.Name)
+		if err != nil {
+			return o.cluster.explain(err)
+		}
+		if o.Sync && s.Found && !s.Operation && s.Phase == "" && len(s.History) == 0 {
+			if o.DryRun {
+				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
+			} else {
+				if err := argoapp.TriggerSync(ctx, dyn, o.ArgoCDNamespace, a.Name, o.Revision); err != nil {
+					return err
+				}
+				ar.SyncStarted = true
+			}
+		}
+		want := argoapp.Want{Revision: o.Revision, AllowHealth: o.AllowHealth, Check: o.trackedCheck(f, targets)}
+		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		s, waiting, err := argoapp.Wait(wctx, reader, a.Name, want, o.PollInterval, o.progress(a.Name))
+		cancel()
+		if err != nil {
+			return o.cluster.explain(err)
+		}
+		ar.Sync, ar.Health, ar.Ready, ar.Waiting = s.Sync, s.Health, waiting == "", waiting
+		if !ar.Ready {
+			ar.Problems = append(ar.Problems, argoapp.Explain(ctx, kube, s)...)
+			rep.Apps = append(rep.Apps, ar)
+			for _, t := range targets {
+				rep.Add(finalize.Skip(t, fmt.Sprintf("Application %s is not ready after %s (%s): left untouched; fix it, then re-run", a.Name, o.Timeout, waiting)))
+			}
+			continue
+		}
+		rep.Apps = append(rep.Apps, ar)
+		for _, t := range targets {
+			rep.Add(f.Object(ctx, t))
+		}
+	}
+	return nil
+}
+
+// trackedCheck is the last wait condition: every adopted object carries
+// the tracking naming its Application.
+func (o *FinalizeOptions) trackedCheck(f *finalize.Finalizer, targets []finalize.Target) func(context.Context, argoapp.AppState) (string, error) {
+	return func(ctx context.Context, _ argoapp.AppState) (string, error) {
+		for _, t := range targets {
+			u, err := f.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
+			if err != nil {
+				return t.Ref() + " not readable: " + err.Error(), nil
+			}
+			if by := o.plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()); by != t.App {
+				return fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App), nil
+			}
+		}
+		return "", nil
+	}
+}
+
+func (o *FinalizeOptions) progress(app string) func(argoapp.AppState, string) {
+	if o.Quiet {
+		return nil
+	}
+	return func(s argoapp.AppState, waiting string) {
+		if waiting == "" {
+			fmt.Fprintf(o.ErrOut, "Application %s: synced and %s\n", app, s.Health)
+			return
+		}
+		fmt.Fprintf(o.ErrOut, "Application %s: waiting: %s\n", app, waiting)
+	}
+}
+
+func (o *FinalizeOptions) undo(ctx context.Context, f *finalize.Finalizer, rep *finalize.Report) error {
+	entries, err := finalize.ReadJournal(o.JournalFile)
+	if err != nil && len(entries) == 0 {
+		return usageErrorf("%v", err)
+	}
+	selected := map[string]bool{}
+	for _, t := range o.allTargets() {
+		selected[t.Ref()] = true
+	}
+	for _, e := range finalize.Removed(entries) {
+		if selected[e.Target.Ref()] {
+			rep.Add(f.Undo(ctx, e))
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsApp(apps []plan.Application, name string) bool {
+	for _, a := range apps {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
