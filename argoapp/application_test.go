@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -83,14 +85,29 @@ func TestRenderedApplicationsPassServerSideDryRun(t *testing.T) {
 	if out, err := cp.Kubectl(ctx, argoCDCRD(t), "apply", "--server-side", "--field-manager=test", "-f", "-"); err != nil {
 		t.Fatalf("install Application CRD: %v: %s", err, out)
 	}
-	if out, err := cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/applications.argoproj.io"); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if _, err := cp.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	dyn, err := dynamic.NewForConfig(cp.RESTConfig())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// kubectl wait fails on a CRD that has no conditions yet; poll instead.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(crds).Get(ctx, "applications.argoproj.io", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("Application CRD not established: %v", err)
+	}
+	if _, err := cp.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	apps := dyn.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).Namespace("argocd")
