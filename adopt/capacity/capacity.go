@@ -108,6 +108,7 @@ func (r Reason) String() string { return fmt.Sprintf("%d %s", r.Nodes, r.Reason)
 const (
 	ReasonUnschedulable = "node(s) were unschedulable"
 	ReasonSelector      = "node(s) didn't match Pod's node affinity/selector"
+	ReasonTaint         = "node(s) had untolerated taint(s)"
 	ReasonMemory        = "Insufficient memory"
 	ReasonCPU           = "Insufficient cpu"
 	ReasonPods          = "Too many pods"
@@ -170,7 +171,8 @@ func Fit(s *Snapshot, w Workload) Verdict {
 		st.pods++
 	}
 	for _, st := range states {
-		n := Node{Name: st.node.Name, Allocatable: st.alloc, Requested: st.used, Free: free(st), Excluded: excluded(st.node, &w.Template)}
+		why, detail := excluded(st.node, &w.Template)
+		n := Node{Name: st.node.Name, Allocatable: st.alloc, Requested: st.used, Free: free(st), Excluded: why + detail}
 		if st.alloc.MemoryBytes > 0 {
 			n.MemoryPercent = int((st.used.MemoryBytes*100 + st.alloc.MemoryBytes/2) / st.alloc.MemoryBytes)
 		}
@@ -180,7 +182,7 @@ func Fit(s *Snapshot, w Workload) Verdict {
 		var best *nodeState
 		reasons := map[string]int{}
 		for _, st := range states {
-			why := excluded(st.node, &w.Template)
+			why, _ := excluded(st.node, &w.Template)
 			if why == "" {
 				why = strings.Join(insufficient(st, need), "\x00")
 			}
@@ -217,28 +219,29 @@ func Fit(s *Snapshot, w Workload) Verdict {
 
 // excluded returns the first node filter that refuses the pod, in the
 // scheduler's order (NodeUnschedulable, TaintToleration, NodeAffinity), with
-// readiness checked first; "" when the node may take it.
-func excluded(n *corev1.Node, t *corev1.PodTemplateSpec) string {
+// readiness checked first, and a detail such as the taint; "" when the node
+// may take it.
+func excluded(n *corev1.Node, t *corev1.PodTemplateSpec) (reason, detail string) {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			return ReasonNotReady
+			return ReasonNotReady, fmt.Sprintf(" (Ready is %s)", c.Status)
 		}
 	}
 	if n.Spec.Unschedulable && !tolerates(t.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
-		return ReasonUnschedulable
+		return ReasonUnschedulable, ""
 	}
 	for _, taint := range n.Spec.Taints {
 		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
 		if !tolerates(t.Spec.Tolerations, taint) {
-			return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
+			return ReasonTaint, fmt.Sprintf(" {%s: %s}", taint.Key, taint.Value)
 		}
 	}
 	if !labels.SelectorFromSet(t.Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
-		return ReasonSelector
+		return ReasonSelector, ""
 	}
-	return ""
+	return "", ""
 }
 
 func tolerates(ts []corev1.Toleration, taint corev1.Taint) bool {

@@ -113,8 +113,8 @@ func TestFit(t *testing.T) {
 		w: Workload{Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"pool": "small"}, Containers: []corev1.Container{container("c", "", "64Mi")}}}},
 		wantPending: 1,
-		wantReasons: "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}, 1 node(s) were not ready, 1 node(s) were unschedulable.",
-		wantSummary: "rollout needs 64Mi per pod; no node admits the pods (4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}, 1 node(s) were not ready, 1 node(s) were unschedulable.); 1 of 1 pods would stay Pending",
+		wantReasons: "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s), 1 node(s) were not ready, 1 node(s) were unschedulable.",
+		wantSummary: "rollout needs 64Mi per pod; no node admits the pods (4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s), 1 node(s) were not ready, 1 node(s) were unschedulable.); 1 of 1 pods would stay Pending",
 	}, {
 		name: "a tolerated taint admits",
 		nodes: []corev1.Node{node("gpu", "2", "4Gi", func(n *corev1.Node) {
