@@ -159,6 +159,21 @@ func (r *Repo) Local() bool { return r.local }
 // Dir is the on-disk clone, or "" for an in-memory clone.
 func (r *Repo) Dir() string { return r.dir }
 
+// SourceURL is the URL Argo CD should fetch the repository from: the URL
+// without credentials, or for a local path its origin remote (else a file://
+// URL, which only an Argo CD on the same machine can read).
+func (r *Repo) SourceURL() string {
+	if !r.local {
+		return r.display
+	}
+	if lr, err := git.PlainOpen(r.url); err == nil {
+		if rem, err := lr.Remote(remoteName); err == nil && len(rem.Config().URLs) > 0 {
+			return CleanURL(rem.Config().URLs[0])
+		}
+	}
+	return "file://" + filepath.ToSlash(r.url)
+}
+
 // ReadFile reads a file of the checked-out tree.
 func (r *Repo) ReadFile(p string) ([]byte, error) {
 	f, err := r.fs.Open(p)
@@ -210,12 +225,18 @@ type Change struct {
 	Branch string
 	// Base is where a new branch starts.
 	Base string
-	// Files computes the files to write, from the tree checked out at the
-	// branch tip (or Base). A nil value deletes the file. It is called again
+	// Build computes the files to write and the commit message from the
+	// tree checked out at the branch tip (or Base). It is called again
 	// whenever the commit is rebuilt on top of a concurrent push.
-	Files   func(r *Repo) (map[string][]byte, error)
+	Build  func(r *Repo) (Content, error)
+	Author Signature
+}
+
+// Content is what one commit writes.
+type Content struct {
+	// Files maps slash-separated paths to contents; nil deletes the file.
+	Files   map[string][]byte
 	Message string
-	Author  Signature
 }
 
 // PublishOptions say whether and how to push.
@@ -317,10 +338,11 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 	if err := r.wt.Checkout(&git.CheckoutOptions{Branch: local, Force: true}); err != nil {
 		return nil, wrap("check out "+c.Branch+" of", r.display, err, r.secrets)
 	}
-	files, err := c.Files(r)
+	content, err := c.Build(r)
 	if err != nil {
 		return nil, err
 	}
+	files := content.Files
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -336,7 +358,7 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 		now = time.Now()
 	}
 	sig := &object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: now}
-	h, err := r.wt.Commit(c.Message, &git.CommitOptions{Author: sig, Committer: sig})
+	h, err := r.wt.Commit(content.Message, &git.CommitOptions{Author: sig, Committer: sig})
 	if errors.Is(err, git.ErrEmptyCommit) {
 		res.Commit = res.Start
 		return res, nil

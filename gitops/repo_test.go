@@ -36,13 +36,13 @@ func seed(t *testing.T, g *testenv.GitServer, name string) string {
 	return u
 }
 
-func files(m map[string]string) func(*Repo) (map[string][]byte, error) {
-	return func(*Repo) (map[string][]byte, error) {
+func files(m map[string]string, msg string) func(*Repo) (Content, error) {
+	return func(*Repo) (Content, error) {
 		out := map[string][]byte{}
 		for k, v := range m {
 			out[k] = []byte(v)
 		}
-		return out, nil
+		return Content{Files: out, Message: msg}, nil
 	}
 }
 
@@ -111,7 +111,7 @@ func TestPublishOverSmartHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := map[string]string{"argocd/apps/adopt-demo.yaml": "kind: Application\n", "adopted/demo/configmap-a.yaml": "kind: ConfigMap\n"}
-			c := Change{Branch: "adopt/p1", Files: files(want), Message: "adopt: demo\n\nbody", Author: author}
+			c := Change{Branch: "adopt/p1", Build: files(want, "adopt: demo\n\nbody"), Author: author}
 			res := publish(t, tc.url, tc.auth, c, PublishOptions{})
 			if !res.Changed || !res.Pushed || !res.NewBranch || res.Attempts != 1 {
 				t.Fatalf("first run: %+v", res)
@@ -145,7 +145,7 @@ func TestPublishOverSmartHTTP(t *testing.T) {
 			}
 
 			want["adopted/demo/configmap-a.yaml"] = "kind: ConfigMap\ndata: {a: b}\n"
-			c.Files = files(want)
+			c.Build = files(want, "adopt: demo\n\nbody")
 			third := publish(t, tc.url, tc.auth, c, PublishOptions{})
 			next := branchTip(t, tc.bare, "adopt/p1")
 			if !third.Changed || next.NumParents() != 1 || next.ParentHashes[0] != tip.Hash || strings.Join(third.Paths, ",") != "adopted/demo/configmap-a.yaml" {
@@ -166,12 +166,12 @@ func TestConcurrentPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := publish(t, url, Auth{}, Change{Branch: "adopt/p2", Base: "main", Files: files(map[string]string{"theirs.yaml": "x: 1\n"}), Message: "theirs", Author: author}, PublishOptions{})
+	theirs := publish(t, url, Auth{}, Change{Branch: "adopt/p2", Base: "main", Build: files(map[string]string{"theirs.yaml": "x: 1\n"}, "theirs"), Author: author}, PublishOptions{})
 	calls := 0
-	res, err := ours.Publish(ctx, Change{Branch: "adopt/p2", Base: "main", Message: "ours", Author: author,
-		Files: func(r *Repo) (map[string][]byte, error) {
+	res, err := ours.Publish(ctx, Change{Branch: "adopt/p2", Base: "main", Author: author,
+		Build: func(r *Repo) (Content, error) {
 			calls++
-			return map[string][]byte{"ours.yaml": []byte("y: 2\n")}, nil
+			return Content{Files: map[string][]byte{"ours.yaml": []byte("y: 2\n")}, Message: "ours"}, nil
 		}}, PublishOptions{})
 	if err != nil {
 		t.Fatalf("publish after a concurrent push: %v", err)
@@ -193,8 +193,8 @@ func TestConcurrentPush(t *testing.T) {
 func TestForceResetsTheBranch(t *testing.T) {
 	g := startServer(t, "", "")
 	url := seed(t, g, "force")
-	publish(t, url, Auth{}, Change{Branch: "b", Files: files(map[string]string{"stray.yaml": "s\n"}), Message: "stray", Author: author}, PublishOptions{})
-	c := Change{Branch: "b", Files: files(map[string]string{"a.yaml": "a\n"}), Message: "forced", Author: author}
+	publish(t, url, Auth{}, Change{Branch: "b", Build: files(map[string]string{"stray.yaml": "s\n"}, "stray"), Author: author}, PublishOptions{})
+	c := Change{Branch: "b", Build: files(map[string]string{"a.yaml": "a\n"}, "forced"), Author: author}
 	res := publish(t, url, Auth{}, c, PublishOptions{Force: true})
 	tip := branchTip(t, g.BarePath("force"), "b")
 	main := branchTip(t, g.BarePath("force"), "main")
@@ -256,7 +256,7 @@ func TestLocalWorkingTree(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("gitops\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := publish(t, dir, Auth{}, Change{Branch: "adopt/p3", Files: files(map[string]string{"a.yaml": "a\n"}), Message: "m", Author: author}, PublishOptions{})
+	res := publish(t, dir, Auth{}, Change{Branch: "adopt/p3", Build: files(map[string]string{"a.yaml": "a\n"}, "m"), Author: author}, PublishOptions{})
 	if !res.Pushed {
 		t.Fatalf("%+v", res)
 	}
@@ -277,7 +277,7 @@ func TestLocalWorkingTree(t *testing.T) {
 func TestNoPushIsADryRun(t *testing.T) {
 	g := startServer(t, "", "")
 	url := seed(t, g, "dry")
-	res := publish(t, url, Auth{}, Change{Branch: "adopt/p4", Files: files(map[string]string{"a.yaml": "a: 1\n"}), Message: "m", Author: author}, PublishOptions{NoPush: true})
+	res := publish(t, url, Auth{}, Change{Branch: "adopt/p4", Build: files(map[string]string{"a.yaml": "a: 1\n"}, "m"), Author: author}, PublishOptions{NoPush: true})
 	if !res.Changed || res.Pushed || !strings.Contains(res.Diff, "+++ b/a.yaml") || !strings.Contains(res.Diff, "+a: 1") {
 		t.Fatalf("%+v", res)
 	}
