@@ -1,0 +1,336 @@
+// Package gitindex reads the GitOps repo and indexes the Kubernetes
+// manifests in it: every YAML or JSON document with an apiVersion, kind and
+// name, keyed by group/kind/namespace/name, with the file and line it starts
+// on. It recognises kustomization directories and reports them without
+// rendering them, and it compares a live object with its manifest (drift),
+// looking only at the fields the manifest sets. It reads Git; it never
+// writes to it and never talks to the cluster.
+package gitindex
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxFileBytes is the largest file indexed; larger files are reported as
+// skipped, so one huge file cannot exhaust memory.
+const MaxFileBytes = 8 << 20
+
+// Key identifies a manifest. Namespace is "" when the manifest sets none.
+type Key struct {
+	Group     string `json:"group" yaml:"group"`
+	Kind      string `json:"kind" yaml:"kind"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string `json:"name" yaml:"name"`
+}
+
+// Manifest is one Kubernetes document in the repo.
+type Manifest struct {
+	Key
+	// Path is the file, slash-separated and relative to the repo root;
+	// Line is where the document starts (1-based).
+	Path string
+	Line int
+	// Object is the decoded document.
+	Object map[string]any
+}
+
+// Dir is the manifest's directory ("." for the root).
+func (m *Manifest) Dir() string { return path.Dir(m.Path) }
+
+// Skipped is a file (or one document in it) that was not indexed.
+type Skipped struct {
+	Path   string `json:"path" yaml:"path"`
+	Line   int    `json:"line,omitempty" yaml:"line,omitempty"`
+	Reason string `json:"reason" yaml:"reason"`
+}
+
+// Index is every manifest found in one revision of the repo.
+type Index struct {
+	// Source is the repo URL (without credentials) or local path.
+	Source string
+	// Revision is the commit the index was built from ("" for a plain
+	// directory).
+	Revision string
+	// Kustomizations are directories holding a kustomization file; they are
+	// reported, not rendered.
+	Kustomizations []string
+	// Skipped are files or documents that could not be read as manifests.
+	Skipped []Skipped
+
+	manifests []*Manifest
+	byKey     map[Key][]*Manifest
+	kust      map[string]bool
+}
+
+// New returns an empty index.
+func New() *Index {
+	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}}
+}
+
+// Manifests returns every indexed manifest, by path and line.
+func (ix *Index) Manifests() []*Manifest { return ix.manifests }
+
+// IsManifestFile says whether a file name is read as YAML or JSON.
+func IsManifestFile(p string) bool {
+	switch strings.ToLower(path.Ext(p)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func isKustomizationFile(p string) bool {
+	switch path.Base(p) {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return true
+	}
+	return false
+}
+
+// Add indexes one file. It never fails: what it cannot read it records in
+// Skipped with the reason.
+func (ix *Index) Add(p string, data []byte) {
+	if isKustomizationFile(p) {
+		ix.addKustomization(path.Dir(p))
+		return
+	}
+	if !IsManifestFile(p) {
+		return
+	}
+	if len(data) > MaxFileBytes {
+		ix.Skipped = append(ix.Skipped, Skipped{Path: p, Reason: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(data), MaxFileBytes)})
+		return
+	}
+	if err := ix.addDocs(p, data); err != nil {
+		ix.Skipped = append(ix.Skipped, Skipped{Path: p, Line: lineOf(err), Reason: reason(data, err)})
+	}
+}
+
+func (ix *Index) addKustomization(dir string) {
+	if !ix.kust[dir] {
+		ix.kust[dir] = true
+		ix.Kustomizations = append(ix.Kustomizations, dir)
+		sort.Strings(ix.Kustomizations)
+	}
+}
+
+// addDocs decodes every document of a file. Documents before a syntax error
+// are kept; the error is returned.
+func (ix *Index) addDocs(p string, data []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("YAML parser failed: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var found []*Manifest
+	for {
+		var doc yaml.Node
+		derr := dec.Decode(&doc)
+		if errors.Is(derr, io.EOF) {
+			break
+		}
+		if derr != nil {
+			ix.commit(found)
+			return fmt.Errorf("not valid YAML/JSON: %v", derr)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		root := doc.Content[0]
+		if root.Kind != yaml.MappingNode {
+			continue
+		}
+		var obj map[string]any
+		if derr := root.Decode(&obj); derr != nil {
+			ix.Skipped = append(ix.Skipped, Skipped{Path: p, Line: root.Line, Reason: reason(data, derr)})
+			continue
+		}
+		obj = normalize(obj).(map[string]any)
+		if isKustomization(obj) {
+			ix.addKustomization(path.Dir(p))
+			continue
+		}
+		if k, _ := obj["kind"].(string); strings.HasSuffix(k, "List") && obj["items"] != nil {
+			found = append(found, ix.listItems(p, root, obj)...)
+			continue
+		}
+		if m := toManifest(p, root.Line, obj); m != nil {
+			found = append(found, m)
+		}
+	}
+	ix.commit(found)
+	return nil
+}
+
+func (ix *Index) listItems(p string, root *yaml.Node, obj map[string]any) []*Manifest {
+	items, _ := obj["items"].([]any)
+	var lines []int
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "items" && root.Content[i+1].Kind == yaml.SequenceNode {
+			for _, it := range root.Content[i+1].Content {
+				lines = append(lines, it.Line)
+			}
+		}
+	}
+	var out []*Manifest
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		line := root.Line
+		if i < len(lines) {
+			line = lines[i]
+		}
+		if mf := toManifest(p, line, m); mf != nil {
+			out = append(out, mf)
+		}
+	}
+	return out
+}
+
+func (ix *Index) commit(ms []*Manifest) {
+	for _, m := range ms {
+		ix.manifests = append(ix.manifests, m)
+		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)
+	}
+}
+
+func isKustomization(obj map[string]any) bool {
+	av, _ := obj["apiVersion"].(string)
+	k, _ := obj["kind"].(string)
+	return strings.HasPrefix(av, "kustomize.config.k8s.io/") && (k == "Kustomization" || k == "Component")
+}
+
+// toManifest returns nil for a document that is not a Kubernetes object.
+func toManifest(p string, line int, obj map[string]any) *Manifest {
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if av == "" || kind == "" || name == "" {
+		return nil
+	}
+	ns, _ := meta["namespace"].(string)
+	group := ""
+	if g, _, ok := strings.Cut(av, "/"); ok {
+		group = g
+	}
+	return &Manifest{Key: Key{Group: group, Kind: kind, Namespace: ns, Name: name}, Path: p, Line: line, Object: obj}
+}
+
+// normalize turns YAML's map[any]any into map[string]any all the way down,
+// so documents encode as JSON.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			t[k] = normalize(x)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[fmt.Sprint(k)] = normalize(x)
+		}
+		return m
+	case []any:
+		for i, x := range t {
+			t[i] = normalize(x)
+		}
+		return t
+	}
+	return v
+}
+
+// Finish sorts the index; call it after the last Add.
+func (ix *Index) Finish() {
+	sort.SliceStable(ix.manifests, func(i, j int) bool {
+		a, b := ix.manifests[i], ix.manifests[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return a.Line < b.Line
+	})
+	for _, ms := range ix.byKey {
+		sort.SliceStable(ms, func(i, j int) bool {
+			if ms[i].Path != ms[j].Path {
+				return ms[i].Path < ms[j].Path
+			}
+			return ms[i].Line < ms[j].Line
+		})
+	}
+	sort.SliceStable(ix.Skipped, func(i, j int) bool {
+		if ix.Skipped[i].Path != ix.Skipped[j].Path {
+			return ix.Skipped[i].Path < ix.Skipped[j].Path
+		}
+		return ix.Skipped[i].Line < ix.Skipped[j].Line
+	})
+}
+
+// Lookup finds the manifests that define a live object. For a namespaced
+// object a manifest without a namespace also matches: Argo CD would put it
+// in the Application's destination namespace. More than one result means
+// the object is defined more than once (ambiguous).
+func (ix *Index) Lookup(group, kind, namespace, name string) []*Manifest {
+	out := append([]*Manifest(nil), ix.byKey[Key{Group: group, Kind: kind, Namespace: namespace, Name: name}]...)
+	if namespace != "" {
+		out = append(out, ix.byKey[Key{Group: group, Kind: kind, Name: name}]...)
+	}
+	return out
+}
+
+// InKustomization says whether dir (or a parent) holds a kustomization.
+func (ix *Index) InKustomization(dir string) string {
+	for d := dir; ; d = path.Dir(d) {
+		if ix.kust[d] {
+			return d
+		}
+		if d == "." || d == "/" || d == "" {
+			return ""
+		}
+	}
+}
+
+// FilesIn lists the manifest files directly in dir that Argo CD's directory
+// source would read, with the manifests each holds.
+func (ix *Index) FilesIn(dir string) map[string][]*Manifest {
+	out := map[string][]*Manifest{}
+	for _, m := range ix.manifests {
+		if m.Dir() == dir {
+			out[m.Path] = append(out[m.Path], m)
+		}
+	}
+	return out
+}
+
+// reason explains a parse error in one line, saying so when the file looks
+// like a template.
+func reason(data []byte, err error) string {
+	r := oneLine(err.Error())
+	if bytes.Contains(data, []byte("{{")) {
+		r = "looks like a template (has {{ }}), not rendered: " + r
+	}
+	return r
+}
+
+func lineOf(err error) int {
+	var n int
+	if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), "not valid YAML/JSON: "), "yaml: line %d:", &n); e == nil {
+		return n
+	}
+	return 0
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

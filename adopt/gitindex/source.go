@@ -1,0 +1,288 @@
+package gitindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// Source says which repo and revision to index.
+type Source struct {
+	// Location is a URL (cloned in memory) or a local path (a Git work
+	// tree, whose committed revision is read, or a plain directory).
+	Location string
+	// Revision is a branch, tag or commit; "" means HEAD.
+	Revision string
+	// Username and Password are basic-auth credentials for a URL (a token
+	// goes in Password). Userinfo in Location is used when these are empty.
+	Username, Password string
+}
+
+// IsURL says whether loc names a remote repository rather than a path.
+func IsURL(loc string) bool {
+	return strings.Contains(loc, "://") || (strings.Contains(loc, "@") && strings.Contains(loc, ":") && !strings.HasPrefix(loc, "/"))
+}
+
+// Load reads the repo and indexes it.
+func Load(ctx context.Context, src Source) (*Index, error) {
+	if IsURL(src.Location) {
+		return loadURL(ctx, src)
+	}
+	return loadPath(src)
+}
+
+func loadURL(ctx context.Context, src Source) (*Index, error) {
+	u, err := url.Parse(src.Location)
+	if err != nil {
+		return nil, fmt.Errorf("repo URL %s is not valid; give a URL like https://host/org/repo.git or a local path", Redact(src.Location))
+	}
+	user, pass := src.Username, src.Password
+	if u.User != nil && user == "" && pass == "" {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+	}
+	u.User = nil
+	clean := u.String()
+	opts := &git.CloneOptions{URL: clean, Depth: 1, Tags: git.NoTags}
+	if user != "" || pass != "" {
+		if user == "" {
+			user = "git"
+		}
+		opts.Auth = &githttp.BasicAuth{Username: user, Password: pass}
+	}
+	hash := plumbing.ZeroHash
+	if src.Revision != "" {
+		if plumbing.IsHash(src.Revision) {
+			hash = plumbing.NewHash(src.Revision)
+			opts.Depth = 0
+		} else {
+			opts.SingleBranch = true
+			opts.ReferenceName = plumbing.NewBranchReferenceName(src.Revision)
+		}
+	}
+	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
+	if err != nil && src.Revision != "" && !plumbing.IsHash(src.Revision) && errors.Is(err, plumbing.ErrReferenceNotFound) {
+		opts.ReferenceName = plumbing.NewTagReferenceName(src.Revision)
+		repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, opts)
+	}
+	if err != nil {
+		return nil, cloneError(clean, src.Revision, err, pass)
+	}
+	ix, err := indexRepo(repo, hash, src.Revision)
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: %s", clean, scrub(err.Error(), pass))
+	}
+	ix.Source = clean
+	return ix, nil
+}
+
+func cloneError(clean, rev string, err error, secret string) error {
+	msg := scrub(err.Error(), secret)
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return fmt.Errorf("cannot read repo %s: %s. Give credentials in the URL or set ADOPT_GIT_USERNAME and ADOPT_GIT_TOKEN", clean, msg)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Errorf("repo %s not found: %s. Check --repo", clean, msg)
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return fmt.Errorf("repo %s has no branch or tag %q. Check --revision", clean, rev)
+	}
+	return fmt.Errorf("cannot clone repo %s: %s. Check --repo and that the Git server is reachable", clean, msg)
+}
+
+func loadPath(src Source) (*Index, error) {
+	abs, err := filepath.Abs(src.Location)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("repo path %s: %v. Give a local Git checkout or a URL", src.Location, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("repo path %s is not a directory. Give a local Git checkout or a URL", src.Location)
+	}
+	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		if src.Revision != "" {
+			return nil, fmt.Errorf("repo path %s is not a Git repository, so --revision %s cannot be read", src.Location, src.Revision)
+		}
+		ix, err := indexDir(abs)
+		if err != nil {
+			return nil, err
+		}
+		ix.Source = src.Location
+		return ix, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open repo %s: %v", src.Location, err)
+	}
+	hash := plumbing.ZeroHash
+	if src.Revision != "" {
+		h, err := repo.ResolveRevision(plumbing.Revision(src.Revision))
+		if err != nil {
+			return nil, fmt.Errorf("repo %s has no revision %q: %v. Check --revision", src.Location, src.Revision, err)
+		}
+		hash = *h
+	}
+	ix, err := indexRepo(repo, hash, src.Revision)
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: %v", src.Location, err)
+	}
+	// A subdirectory of a work tree indexes only that subtree, with paths
+	// relative to the repository root.
+	if wt, werr := repo.Worktree(); werr == nil {
+		if rel, rerr := filepath.Rel(wt.Filesystem.Root(), abs); rerr == nil && rel != "." {
+			ix = ix.subtree(filepath.ToSlash(rel))
+		}
+	}
+	ix.Source = src.Location
+	return ix, nil
+}
+
+// indexRepo indexes the tree of commit hash (HEAD when zero).
+func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string) (*Index, error) {
+	if hash.IsZero() {
+		head, err := repo.Head()
+		if err != nil {
+			return nil, fmt.Errorf("no commit to read (empty repository?): %v", err)
+		}
+		hash = head.Hash()
+	}
+	commit, err := repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("revision %s %s: %v", rev, hash, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, err
+	}
+	ix := New()
+	ix.Revision = hash.String()
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if f.Mode != filemode.Regular && f.Mode != filemode.Executable {
+			return nil
+		}
+		if !IsManifestFile(f.Name) && !isKustomizationFile(f.Name) {
+			return nil
+		}
+		if f.Size > MaxFileBytes {
+			ix.Skipped = append(ix.Skipped, Skipped{Path: f.Name, Reason: fmt.Sprintf("file is %d bytes, over the %d-byte limit", f.Size, MaxFileBytes)})
+			return nil
+		}
+		r, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		ix.Add(f.Name, b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ix.Finish()
+	return ix, nil
+}
+
+// indexDir indexes a plain directory (no Git), skipping .git directories.
+func indexDir(root string) (*Index, error) {
+	ix := New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if !IsManifestFile(rel) && !isKustomizationFile(rel) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > MaxFileBytes {
+			ix.Skipped = append(ix.Skipped, Skipped{Path: rel, Reason: fmt.Sprintf("file is %d bytes, over the %d-byte limit", info.Size(), MaxFileBytes)})
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		ix.Add(rel, b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read repo directory %s: %v", root, err)
+	}
+	ix.Finish()
+	return ix, nil
+}
+
+// subtree keeps only what lies under dir.
+func (ix *Index) subtree(dir string) *Index {
+	out := New()
+	out.Revision = ix.Revision
+	in := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	for _, m := range ix.manifests {
+		if in(m.Path) {
+			out.commit([]*Manifest{m})
+		}
+	}
+	for _, k := range ix.Kustomizations {
+		if in(k) {
+			out.addKustomization(k)
+		}
+	}
+	for _, s := range ix.Skipped {
+		if in(s.Path) {
+			out.Skipped = append(out.Skipped, s)
+		}
+	}
+	out.Finish()
+	return out
+}
+
+// Redact removes the password from a URL's userinfo.
+func Redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// scrub removes a secret from a message, also where a library echoed it.
+func scrub(msg, secret string) string {
+	if secret != "" {
+		msg = strings.ReplaceAll(msg, secret, "xxxxx")
+		msg = strings.ReplaceAll(msg, url.QueryEscape(secret), "xxxxx")
+	}
+	return oneLine(msg)
+}
