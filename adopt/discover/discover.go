@@ -10,6 +10,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -20,16 +22,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/retry"
 )
 
 // MaxKeptAnnotationValue is the largest annotation value kept verbatim on an
 // Object. Larger values are counted, then dropped, so memory does not grow
 // with annotation size. last-applied-configuration is always dropped.
 const MaxKeptAnnotationValue = 4096
+
+// bodyPageSize bounds the page size of the types listed with full bodies.
+const bodyPageSize = 50
 
 // Type is one listable resource type.
 type Type struct {
@@ -77,6 +84,10 @@ type Object struct {
 	// DataBytes is, for ConfigMaps and Secrets, the sum of key and value
 	// bytes of data and binaryData (decoded). Zero for other kinds.
 	DataBytes int `json:"dataBytes"`
+	// AppliedBytes is the size of the last-applied-configuration value a
+	// client-side apply of the live object would write (see AppliedBytes);
+	// zero when the body was not read.
+	AppliedBytes int `json:"appliedBytes,omitempty"`
 }
 
 // Skipped is a type left out on purpose.
@@ -272,22 +283,53 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 	if p.PageSize == 0 {
 		p.PageSize = 500
 	}
+	// Bodies can be large (ConfigMaps near the annotation cap weigh 500 KB):
+	// smaller pages keep memory flat.
+	if withData(t) && p.PageSize > bodyPageSize {
+		p.PageSize = bodyPageSize
+	}
+	// Transient server faults and an expired continue token (410) restart
+	// the type from scratch, with client-go's backoff, so a result is whole
+	// or absent: never a silent part.
 	var objs []Object
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(item runtime.Object) error {
-		switch v := item.(type) {
-		case *metav1.PartialObjectMetadata:
-			objs = append(objs, fromMeta(t, &v.ObjectMeta, 0))
-		case *unstructured.Unstructured:
-			objs = append(objs, fromUnstructured(t, v))
-		default:
-			return fmt.Errorf("unexpected list item %T", item)
-		}
-		return nil
+	err := retry.OnError(retry.DefaultBackoff, Transient, func() error {
+		objs = objs[:0]
+		return p.EachListItem(ctx, metav1.ListOptions{}, func(item runtime.Object) error {
+			switch v := item.(type) {
+			case *metav1.PartialObjectMetadata:
+				objs = append(objs, fromMeta(t, &v.ObjectMeta, 0))
+			case *unstructured.Unstructured:
+				objs = append(objs, fromUnstructured(t, v))
+			default:
+				return fmt.Errorf("unexpected list item %T", item)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return objs, nil
+}
+
+// Transient reports whether a list error is worth retrying: server errors,
+// throttling that outlasted client-go's own Retry-After handling, an expired
+// continue token, and connections dropped mid-response.
+func Transient(err error) bool {
+	switch {
+	case apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServerTimeout(err), apierrors.IsUnexpectedServerError(err),
+		apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		return true
+	case utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		c := se.Status().Code
+		return c == 500 || c == 502 || c == 503 || c == 504
+	}
+	return false
 }
 
 func fromUnstructured(t Type, u *unstructured.Unstructured) Object {
@@ -301,7 +343,9 @@ func fromUnstructured(t Type, u *unstructured.Unstructured) Object {
 		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), OwnerReferences: u.GetOwnerReferences(),
 		ManagedFields: u.GetManagedFields(),
 	}
-	return fromMeta(t, &meta, n)
+	o := fromMeta(t, &meta, n)
+	o.AppliedBytes = AppliedBytes(u.Object)
+	return o
 }
 
 // mapBytes sums key and value bytes of a string map, decoding base64 values
@@ -363,6 +407,14 @@ func Reason(err error) string {
 		return "the list expired while paging (410): " + err.Error()
 	case apierrors.IsTooManyRequests(err):
 		return "throttled by the API server (429) after retries: " + err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout: no answer within --request-timeout, after retries: " + err.Error()
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return fmt.Sprintf("HTTP %d from the API server after retries: %s", se.Status().Code, se.Status().Message)
 	}
 	return err.Error()
 }

@@ -26,6 +26,7 @@ type PlanOptions struct {
 	ArgoCDNamespace string
 	ShowSkipped     bool
 	Quiet           bool
+	ChunkSize       int64
 
 	genericiooptions.IOStreams
 	cluster  *cluster
@@ -71,6 +72,7 @@ absent, annotation tracking (Argo CD 3's default) is assumed and said so.`,
 	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", o.ArgoCDNamespace, "namespace of the Argo CD control plane (holds argocd-cm)")
 	f.BoolVar(&o.ShowSkipped, "show-skipped", false, "list skipped objects and types with the reason")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
+	f.Int64Var(&o.ChunkSize, "chunk-size", 500, "return large lists in chunks of this size, as kubectl does")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -131,7 +133,7 @@ func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	if err != nil {
 		return nil, o.cluster.explain(err)
 	}
-	opts := discover.Options{Namespace: o.scopeNS, SkipType: judge.SkipType}
+	opts := discover.Options{Namespace: o.scopeNS, SkipType: judge.SkipType, PageSize: o.ChunkSize}
 	if o.progress {
 		opts.Progress = func(done, total, objects int) {
 			fmt.Fprintf(o.ErrOut, "\rlisted %d/%d types, %d objects", done, total, objects)

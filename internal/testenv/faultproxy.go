@@ -43,7 +43,7 @@ func (k FaultKind) String() string {
 // Fault is one scheduled fault.
 type Fault struct {
 	Kind FaultKind
-	// Path matches requests whose URL path contains it ("" matches all).
+	// Path matches requests whose URL path ends with it ("" matches all).
 	Path string
 	// Times is how many matching requests get the fault; 0 means every one.
 	Times int
@@ -107,7 +107,7 @@ func (fp *FaultProxy) take(r *http.Request) *Fault {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	for _, f := range fp.faults {
-		if f.Path != "" && !strings.Contains(r.URL.Path, f.Path) {
+		if f.Path != "" && !strings.HasSuffix(r.URL.Path, f.Path) {
 			continue
 		}
 		if f.Kind == ExpiredContinue && r.URL.Query().Get("continue") == "" {
