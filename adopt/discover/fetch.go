@@ -1,0 +1,114 @@
+package discover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+)
+
+// Get reads one object's full body. The caller must not keep a Secret's
+// values beyond what it measures.
+func Get(ctx context.Context, c Clients, t Type, namespace, name string) (map[string]any, error) {
+	var body map[string]any
+	err := retry.OnError(retry.DefaultBackoff, Transient, func() error {
+		u, err := c.Dynamic.Resource(t.GVR()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		body = u.Object
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", t.String(), joinName(namespace, name), err)
+	}
+	return body, nil
+}
+
+// Each reads the body of every object in objs for which want is true, with
+// at most workers requests at once, and hands each body to fn (called under
+// a lock, one at a time). A failed read is handed to fn as an error; it
+// does not stop the others.
+func Each(ctx context.Context, c Clients, objs []Object, workers int, want func(*Object) bool, fn func(o *Object, body map[string]any, err error)) {
+	if workers <= 0 {
+		workers = 4
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i := range objs {
+		o := &objs[i]
+		if !want(o) {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			body, err := Get(ctx, c, o.Type, o.Namespace, o.Name)
+			mu.Lock()
+			defer mu.Unlock()
+			fn(o, body, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// serverFields are metadata fields the API server owns; a manifest written
+// from the live object would not carry them.
+var serverFields = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers"}
+
+// AppliedBytes estimates, from a live body, the size of the
+// last-applied-configuration value that the next client-side `kubectl
+// apply` of this object would write: the object without status, server
+// metadata and the annotation itself, as JSON with one trailing newline.
+func AppliedBytes(body map[string]any) int {
+	c := make(map[string]any, len(body))
+	for k, v := range body {
+		if k != "status" {
+			c[k] = v
+		}
+	}
+	if m, ok := body["metadata"].(map[string]any); ok {
+		meta := make(map[string]any, len(m))
+		for k, v := range m {
+			meta[k] = v
+		}
+		for _, f := range serverFields {
+			delete(meta, f)
+		}
+		if a, ok := meta["annotations"].(map[string]any); ok {
+			ann := make(map[string]any, len(a))
+			for k, v := range a {
+				if k != budget.LastAppliedKey {
+					ann[k] = v
+				}
+			}
+			if len(ann) == 0 {
+				delete(meta, "annotations")
+			} else {
+				meta["annotations"] = ann
+			}
+		}
+		c["metadata"] = meta
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return 0
+	}
+	return len(b) + 1
+}
+
+func joinName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
