@@ -177,12 +177,14 @@ func (s AppState) Waiting(w Want) string {
 }
 
 // Wait polls r every interval until the Application has what w asks for,
-// or ctx ends. progress, when set, is called whenever what it waits for
-// changes. It returns the last state read and, if ctx ended first, what
-// was still missing.
-func Wait(ctx context.Context, r StatusReader, name string, w Want, interval time.Duration, progress func(AppState, string)) (AppState, string, error) {
+// or timeout passes, or ctx ends. progress, when set, is called whenever
+// what it waits for changes. It returns the last state read and what was
+// still missing ("" when ready). Reads are not cut short by the timeout:
+// the last one decides.
+func Wait(ctx context.Context, r StatusReader, name string, w Want, interval, timeout time.Duration, progress func(AppState, string)) (AppState, string, error) {
 	var last AppState
 	waiting, said := "", "\x00"
+	deadline := time.Now().Add(timeout)
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		s, err := r.Application(ctx, name)
 		if err != nil {
@@ -199,11 +201,8 @@ func Wait(ctx context.Context, r StatusReader, name string, w Want, interval tim
 			progress(s, waiting)
 			said = waiting
 		}
-		return waiting == "", nil
+		return waiting == "" || time.Now().After(deadline), nil
 	})
-	if err != nil && waiting != "" && ctx.Err() != nil {
-		return last, waiting, nil
-	}
 	return last, waiting, err
 }
 

@@ -297,9 +297,7 @@ func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, k
 			}
 		}
 		want := argoapp.Want{Revision: o.Revision, AllowHealth: o.AllowHealth, Check: o.trackedCheck(f, targets)}
-		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		s, waiting, err := argoapp.Wait(wctx, reader, a.Name, want, o.PollInterval, o.progress(a.Name))
-		cancel()
+		s, waiting, err := argoapp.Wait(ctx, reader, a.Name, want, o.PollInterval, o.Timeout, o.progress(a.Name))
 		if err != nil {
 			return o.cluster.explain(err)
 		}
