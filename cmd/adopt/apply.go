@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -236,7 +238,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
 		return nil
 	}
-	id := p.ID()
+	id := adoptionID(p)
 	objs, err := o.export(ctx, p)
 	if err != nil {
 		return err
@@ -606,6 +608,22 @@ func (o *ApplyOptions) report(p *plan.Plan, id string, repo *gitops.Repo, base s
 	if res.Changed || !o.DryRun {
 		fmt.Fprintf(w, "next: review and merge %s, let Argo CD sync, then run adopt finalize\n", res.Branch)
 	}
+}
+
+// adoptionID is a short content hash naming the adoption: the cluster, and
+// which objects each proposed Application adopts from which path.
+// Measurements (budgets, provenance) are left out, so the same adoption keeps
+// its id, and its branch, while the live objects change.
+func adoptionID(p *plan.Plan) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "cluster %s\n", p.Cluster.Server)
+	for _, a := range p.Applications {
+		fmt.Fprintf(h, "app %s %s %s\n", a.Name, a.Namespace, a.SourcePath)
+		for _, o := range a.Objects {
+			fmt.Fprintf(h, "  %s\n", o)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 func short(h string) string {
