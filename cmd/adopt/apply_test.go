@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	gitobject "github.com/go-git/go-git/v5/plumbing/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,7 +54,7 @@ stringData: {password: ` + secretCanary + `}
 	}
 }
 
-func tipOf(t *testing.T, repoPath, branch string) *object.Commit {
+func tipOf(t *testing.T, repoPath, branch string) *gitobject.Commit {
 	t.Helper()
 	r, err := git.PlainOpen(repoPath)
 	if err != nil {
@@ -84,10 +84,10 @@ func everything(t *testing.T, repoPath string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = iter.ForEach(func(c *object.Commit) error {
+	_ = iter.ForEach(func(c *gitobject.Commit) error {
 		b.WriteString(c.Message)
 		files, _ := c.Files()
-		return files.ForEach(func(f *object.File) error {
+		return files.ForEach(func(f *gitobject.File) error {
 			s, _ := f.Contents()
 			b.WriteString(f.Name + "\n" + s)
 			return nil
@@ -286,7 +286,7 @@ func readPlan(t *testing.T, path string) *plan.Plan {
 	return p
 }
 
-func fileText(t *testing.T, c *object.Commit, p string) string {
+func fileText(t *testing.T, c *gitobject.Commit, p string) string {
 	t.Helper()
 	f, err := c.File(p)
 	if err != nil {
