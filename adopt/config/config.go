@@ -74,7 +74,7 @@ func Default() *Config {
 		Project:     "default",
 		AppsDir:     "apps",
 		ExportDir:   "adopted",
-		Naming:      "{namespace}-{key}",
+		Naming:      "adopt-{namespace}-{key}",
 		GroupBy:     "auto",
 	}
 }

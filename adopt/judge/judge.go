@@ -6,6 +6,7 @@ package judge
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -40,36 +41,71 @@ func SkipType(t discover.Type) string {
 	return ""
 }
 
+// Skip classes, so reports and tests can group the reasons.
+const (
+	SkipOwned     = "owned"
+	SkipSystem    = "system"
+	SkipDefault   = "api-server-default"
+	SkipExcluded  = "excluded"
+	SkipFlux      = "flux"
+	SkipArgoCD    = "argocd"
+	SkipWholeType = "type"
+)
+
 // SkipObject returns why an object of an adopted type is still not a user's
 // object, or "".
 func SkipObject(o *discover.Object) string {
+	_, why := SkipObjectClass(o)
+	return why
+}
+
+// SkipObjectClass is SkipObject with the skip class.
+func SkipObjectClass(o *discover.Object) (class, why string) {
 	switch {
 	case len(o.Owners) > 0:
-		return "owned by " + strings.Join(o.Owners, ", ") + "; adopt the owner instead"
+		return SkipOwned, "owned by " + strings.Join(o.Owners, ", ") + "; adopt the owner instead"
 	case systemNamespaces[o.Namespace]:
-		return "in system namespace " + o.Namespace
+		return SkipSystem, "in system namespace " + o.Namespace
 	case o.Type.Kind == "Namespace" && o.Type.Group == "" && (systemNamespaces[o.Name] || o.Name == "default"):
-		return "namespace created by the API server"
+		return SkipDefault, "namespace created by the API server"
 	case o.Type.Kind == "ServiceAccount" && o.Type.Group == "" && o.Name == "default":
-		return "default ServiceAccount, created in every namespace"
+		return SkipDefault, "default ServiceAccount, created in every namespace"
 	case o.Type.Kind == "ConfigMap" && o.Type.Group == "" && o.Name == "kube-root-ca.crt":
-		return "root CA bundle, published in every namespace"
+		return SkipDefault, "root CA bundle, published in every namespace"
 	case o.Type.Kind == "Service" && o.Type.Group == "" && o.Namespace == "default" && o.Name == "kubernetes":
-		return "the API server's own Service"
+		return SkipDefault, "the API server's own Service"
 	case o.Labels["kubernetes.io/bootstrapping"] != "":
-		return "bootstrap object (kubernetes.io/bootstrapping=" + o.Labels["kubernetes.io/bootstrapping"] + ")"
+		return SkipSystem, "bootstrap object (kubernetes.io/bootstrapping=" + o.Labels["kubernetes.io/bootstrapping"] + ")"
 	case o.Annotations["apf.kubernetes.io/autoupdate-spec"] != "":
-		return "API priority and fairness default, maintained by the API server"
+		return SkipSystem, "API priority and fairness default, maintained by the API server"
 	case o.Labels["kube-aggregator.kubernetes.io/automanaged"] != "":
-		return "APIService maintained by the aggregator"
-	case o.Type.Group == "networking.k8s.io" && o.Type.Kind == "ServiceCIDR" && o.Name == "kubernetes":
-		return "the cluster's default ServiceCIDR, created by the API server"
+		return SkipSystem, "APIService maintained by the aggregator"
 	case o.Type.Group == "scheduling.k8s.io" && strings.HasPrefix(o.Name, "system-"):
-		return "built-in priority class"
+		return SkipSystem, "built-in priority class"
 	case strings.HasPrefix(o.Name, "system:") && strings.HasPrefix(o.Type.Group, "rbac.authorization.k8s.io"):
-		return "system RBAC object"
+		return SkipSystem, "system RBAC object"
+	case o.Type.Group == "argoproj.io" && (o.Type.Kind == "Application" || o.Type.Kind == "AppProject" || o.Type.Kind == "ApplicationSet"):
+		return SkipArgoCD, "Argo CD's own configuration; manage it with an app-of-apps, not adopt"
 	}
-	return ""
+	if k := fluxLabel(o.Labels); k != "" {
+		return SkipFlux, "managed by Flux (label " + k + "); reported, not adopted"
+	}
+	return "", ""
+}
+
+// fluxLabel returns the first (sorted) Flux ownership label, or "".
+func fluxLabel(labels map[string]string) string {
+	var keys []string
+	for k := range labels {
+		if strings.HasPrefix(k, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(k, "helm.toolkit.fluxcd.io/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
 }
 
 // Provenance says who most likely put an object into the cluster.
@@ -93,16 +129,29 @@ var imperativeManagers = map[string]bool{
 	"before-first-apply": true,
 }
 
+// Confidence says how sure a provenance verdict is.
+type Confidence string
+
+// Confidence levels.
+const (
+	High   Confidence = "high"
+	Medium Confidence = "medium"
+	Low    Confidence = "low"
+)
+
 // JudgeProvenance classifies an object from its managers and metadata, with
-// the evidence for the verdict.
-func JudgeProvenance(o *discover.Object) (Provenance, string) {
-	if o.Labels["app.kubernetes.io/managed-by"] == "Helm" || o.Annotations["meta.helm.sh/release-name"] != "" {
-		return ProvenanceHelm, fmt.Sprintf("Helm release %q", o.Annotations["meta.helm.sh/release-name"])
+// the evidence for the verdict and how sure it is.
+func JudgeProvenance(o *discover.Object) (Provenance, string, Confidence) {
+	release := o.Annotations["meta.helm.sh/release-name"]
+	byHelm := o.Labels["app.kubernetes.io/managed-by"] == "Helm"
+	switch {
+	case byHelm && release != "":
+		return ProvenanceHelm, fmt.Sprintf("Helm release %q (managed-by label and release annotation)", release), High
+	case byHelm || release != "":
+		return ProvenanceHelm, fmt.Sprintf("Helm release %q (only one of the managed-by label and release annotation)", release), Medium
 	}
-	for k := range o.Labels {
-		if strings.HasPrefix(k, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(k, "helm.toolkit.fluxcd.io/") {
-			return ProvenanceFlux, "label " + k
-		}
+	if k := fluxLabel(o.Labels); k != "" {
+		return ProvenanceFlux, "label " + k, High
 	}
 	has := map[string]bool{}
 	var others []string
@@ -110,45 +159,82 @@ func JudgeProvenance(o *discover.Object) (Provenance, string) {
 		if m.Subresource != "" {
 			continue
 		}
-		key := m.Manager + "/" + m.Operation
-		has[key] = true
+		has[m.Manager+"/"+m.Operation] = true
 		if !strings.HasPrefix(m.Manager, "kubectl") && m.Manager != "before-first-apply" {
 			others = append(others, m.Manager)
 		}
 	}
+	sort.Strings(others)
 	switch {
-	case has["kubectl-client-side-apply/Update"] || o.Budget.HasLastApplied && !has["kubectl/Apply"]:
-		return ProvenanceClientSideApply, "manager kubectl-client-side-apply or last-applied-configuration present"
+	case has["kubectl-client-side-apply/Update"]:
+		return ProvenanceClientSideApply, "manager kubectl-client-side-apply (Update)", High
 	case has["kubectl/Apply"] || has["kubectl-last-applied/Apply"] || has["kubectl-last-applied/Update"]:
-		return ProvenanceServerSideApply, "manager kubectl (Apply)"
+		ev := "manager kubectl (Apply)"
+		if has["kubectl-last-applied/Apply"] || has["kubectl-last-applied/Update"] {
+			ev = "managers kubectl (Apply) and kubectl-last-applied"
+		}
+		if o.Budget.HasLastApplied {
+			ev += "; a stale last-applied-configuration from an earlier client-side apply remains"
+		}
+		return ProvenanceServerSideApply, ev, High
+	case o.Budget.HasLastApplied:
+		return ProvenanceClientSideApply, "last-applied-configuration present (no kubectl-client-side-apply manager)", Medium
 	}
 	for _, m := range o.Managers {
 		if imperativeManagers[m.Manager] {
-			return ProvenanceImperative, "manager " + m.Manager
+			return ProvenanceImperative, "manager " + m.Manager, High
 		}
 	}
 	if len(others) > 0 {
-		return ProvenanceController, "manager " + others[0]
+		return ProvenanceController, "manager " + others[0], Medium
 	}
-	return ProvenanceUnknown, "no field managers"
+	return ProvenanceUnknown, "no field managers", Low
+}
+
+// NextApply is what the next client-side `kubectl apply` would do to the
+// annotations: it writes a last-applied copy of appliedBytes next to the
+// other annotations.
+type NextApply struct {
+	// Bytes is the annotation total after that apply; 0 when unknown.
+	Bytes int `json:"bytes" yaml:"bytes"`
+	// Fails is set when Bytes exceeds the cap.
+	Fails bool `json:"fails" yaml:"fails"`
+}
+
+// PredictNextApply computes NextApply from the object's current budget and
+// the size of the configuration the next apply would record (0: unknown).
+func PredictNextApply(o *discover.Object, appliedBytes int) NextApply {
+	if appliedBytes <= 0 {
+		return NextApply{}
+	}
+	others := o.Budget.AnnotationBytes - o.Budget.LastAppliedBytes
+	n := others + len(budget.LastAppliedKey) + appliedBytes
+	return NextApply{Bytes: n, Fails: n > budget.AnnotationCap}
 }
 
 // Verdict is what the judge decided about one object.
 type Verdict struct {
 	// Skip is why the object is left out; empty for a candidate.
-	Skip string
+	Skip      string
+	SkipClass string
 	// TrackedBy names the Application tracking the object; empty when
 	// untracked.
-	TrackedBy  string
-	Provenance Provenance
-	Evidence   string
-	Level      budget.Level
+	TrackedBy string
+	// StaleTracking says why a tracking mark on the object does not count.
+	StaleTracking string
+	Provenance    Provenance
+	Evidence      string
+	Confidence    Confidence
+	Level         budget.Level
 }
 
-// Judge decides about one object under tracking t.
-func Judge(o *discover.Object, t argoapp.Tracking) Verdict {
-	v := Verdict{Skip: SkipObject(o), Level: o.Budget.Level()}
-	v.TrackedBy = t.TrackedBy(o.Labels, o.Annotations)
-	v.Provenance, v.Evidence = JudgeProvenance(o)
+// Judge decides about one object under tracking t, given the Applications
+// that exist.
+func Judge(o *discover.Object, t argoapp.Tracking, apps argoapp.Applications) Verdict {
+	v := Verdict{Level: o.Budget.Level()}
+	v.SkipClass, v.Skip = SkipObjectClass(o)
+	tr := t.Check(argoapp.Ref{Group: o.Type.Group, Kind: o.Type.Kind, Namespace: o.Namespace, Name: o.Name}, o.Labels, o.Annotations, apps)
+	v.TrackedBy, v.StaleTracking = tr.App, tr.Stale
+	v.Provenance, v.Evidence, v.Confidence = JudgeProvenance(o)
 	return v
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,12 +34,70 @@ func Unmarshal(data []byte) (*Plan, error) {
 		err = yaml.Unmarshal(data, &p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not a readable plan: %w", err)
+		return nil, fmt.Errorf("not a readable plan (truncated or not YAML/JSON): %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	if p.Kind != Kind || p.APIVersion != APIVersion {
+		if p.Kind == Kind && strings.HasPrefix(p.APIVersion, "adopt.dev/") {
+			return nil, fmt.Errorf("plan is %s, but this adopt reads %s: use the adopt version that wrote it, or run adopt plan again", p.APIVersion, APIVersion)
+		}
 		return nil, fmt.Errorf("not an %s: apiVersion %q, kind %q (this adopt reads %s)", Kind, p.APIVersion, p.Kind, APIVersion)
 	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	return &p, nil
+}
+
+// Validate checks that the plan is consistent: every
+// object an Application lists is in the plan, and every object belongs to
+// exactly the Application it names.
+func (p *Plan) Validate() error {
+	objs := map[string]*Object{}
+	for i := range p.Objects {
+		o := &p.Objects[i]
+		if o.Kind == "" || o.Name == "" || o.Version == "" {
+			return fmt.Errorf("plan object %d (%s) lacks kind, version or name: the file was edited or truncated; run adopt plan again", i, o.Ref())
+		}
+		if objs[o.Ref()] != nil {
+			return fmt.Errorf("plan lists %s twice: the file was edited; run adopt plan again", o.Ref())
+		}
+		objs[o.Ref()] = o
+	}
+	apps := map[string]bool{}
+	for _, a := range p.Applications {
+		if apps[a.Name] {
+			return fmt.Errorf("plan proposes Application %q twice: the file was edited; run adopt plan again", a.Name)
+		}
+		apps[a.Name] = true
+		for _, ref := range a.Objects {
+			o := objs[ref]
+			if o == nil {
+				return fmt.Errorf("Application %q lists %s, which is not among the plan's objects: the file was edited; run adopt plan again", a.Name, ref)
+			}
+			if o.App != a.Name {
+				return fmt.Errorf("Application %q lists %s, but the object names Application %q: the file was edited; run adopt plan again", a.Name, ref, o.App)
+			}
+		}
+	}
+	for _, o := range p.Objects {
+		if o.App != "" && !apps[o.App] {
+			return fmt.Errorf("%s names Application %q, which the plan does not propose: the file was edited; run adopt plan again", o.Ref(), o.App)
+		}
+	}
+	return nil
+}
+
+// ReadFile reads and checks a plan file.
+func ReadFile(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	p, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	return p, nil
 }
 
 // WriteFile writes p to path atomically (temp file, then rename).

@@ -1,32 +1,204 @@
 package plan
 
-import "sort"
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
 
-// clusterScopedApp names the Application proposed for cluster-scoped objects.
-const clusterScopedApp = "adopt-cluster"
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+)
+
+// GroupBy is the rule that groups objects into proposed Applications.
+type GroupBy string
+
+// Grouping rules. Helm objects always go to their release's Application.
+const (
+	// GroupAuto groups by Git directory when an object is in Git, else by
+	// namespace and app.kubernetes.io label.
+	GroupAuto GroupBy = "auto"
+	// GroupGitDir is GroupAuto (kept as an explicit name).
+	GroupGitDir GroupBy = "git-dir"
+	// GroupLabel groups by namespace plus app.kubernetes.io/part-of,
+	// instance or name, ignoring Git.
+	GroupLabel GroupBy = "label"
+	// GroupNamespace proposes one Application per namespace.
+	GroupNamespace GroupBy = "namespace"
+)
+
+// GroupByValues lists the accepted --group-by values.
+var GroupByValues = []string{string(GroupAuto), string(GroupGitDir), string(GroupLabel), string(GroupNamespace)}
+
+type bucket struct {
+	app  Application
+	dir  string // Git directory, for git-sourced apps
+	ns   map[string]bool
+	refs []*candidate
+}
+
+// group proposes Applications for the candidates and sets Object.App.
+func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Index) []Application {
+	buckets := map[string]*bucket{}
+	get := func(key string, mk func() Application) *bucket {
+		b := buckets[key]
+		if b == nil {
+			b = &bucket{app: mk(), ns: map[string]bool{}}
+			buckets[key] = b
+		}
+		return b
+	}
+	for _, c := range cands {
+		o := &c.obj
+		var b *bucket
+		switch {
+		case o.HelmRelease != "":
+			b = get("helm\x00"+o.Namespace+"\x00"+o.HelmRelease, func() Application {
+				return Application{Source: "helm", Helm: &HelmSource{ReleaseName: o.HelmRelease}}
+			})
+		case (by == GroupAuto || by == GroupGitDir) && c.manifest != nil:
+			dir := c.manifest.Dir()
+			b = get("git\x00"+dir, func() Application { return Application{Source: "git", SourcePath: dir} })
+			b.dir = dir
+		case by == GroupNamespace:
+			b = get("ns\x00"+o.Namespace, func() Application { return Application{Source: "export"} })
+		default:
+			key := c.group
+			b = get("label\x00"+o.Namespace+"\x00"+key, func() Application { return Application{Source: "export"} })
+		}
+		b.ns[o.Namespace] = true
+		b.refs = append(b.refs, c)
+	}
+	keys := make([]string, 0, len(buckets))
+	for k := range buckets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	used := map[string]bool{}
+	var apps []Application
+	for _, k := range keys {
+		b := buckets[k]
+		a := b.app
+		a.Project = cfg.Project
+		a.RepoURL = cfg.RepoURL
+		if ix != nil && a.RepoURL == "" && gitindex.IsURL(ix.Source) {
+			a.RepoURL = ix.Source
+		}
+		a.DestinationServer, a.DestinationName = cfg.Destination.Server, cfg.Destination.Name
+		a.Namespace = commonNamespace(b.ns)
+		parts := strings.Split(k, "\x00")
+		switch a.Source {
+		case "helm":
+			a.Name = cfg.AppName(parts[1], parts[2], "")
+			a.Helm.Chart, a.Helm.Version = chartOf(b.refs)
+		case "git":
+			a.Name = cfg.AppName(a.Namespace, path.Base(b.dir), b.dir)
+			a.Kustomize = ix.InKustomization(b.dir) == b.dir
+			if !a.Kustomize {
+				a.Include = include(b, ix)
+			}
+		default:
+			key := ""
+			if len(parts) > 2 {
+				key = parts[2]
+			}
+			ns, dir := parts[1], parts[1]
+			if ns == "" {
+				ns, dir = "cluster", "_cluster"
+			}
+			a.Name = cfg.AppName(ns, key, "")
+			a.SourcePath = path.Join(cfg.ExportDir, dir, key)
+		}
+		a.Name = unique(a.Name, used)
+		for _, c := range b.refs {
+			c.obj.App = a.Name
+			a.Objects = append(a.Objects, c.obj.Ref())
+		}
+		sort.Strings(a.Objects)
+		apps = append(apps, a)
+	}
+	return apps
+}
+
+func commonNamespace(ns map[string]bool) string {
+	if len(ns) != 1 {
+		return ""
+	}
+	for n := range ns {
+		return n
+	}
+	return ""
+}
+
+func unique(name string, used map[string]bool) string {
+	n := name
+	for i := 2; used[n]; i++ {
+		n = fmt.Sprintf("%s-%d", name, i)
+	}
+	used[n] = true
+	return n
+}
+
+// include lists the files of the directory that hold adopted objects, when
+// the directory holds other manifests too; nil when it holds only them.
+func include(b *bucket, ix *gitindex.Index) []string {
+	adopted := map[*gitindex.Manifest]bool{}
+	files := map[string]bool{}
+	for _, c := range b.refs {
+		adopted[c.manifest] = true
+		files[path.Base(c.manifest.Path)] = true
+	}
+	more := false
+	for _, ms := range ix.FilesIn(b.dir) {
+		for _, m := range ms {
+			if !adopted[m] {
+				more = true
+			}
+		}
+	}
+	if !more {
+		return nil
+	}
+	var out []string
+	for f := range files {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// chartOf reads the chart name and version from the helm.sh/chart label
+// ("<name>-<version>") of the release's objects. The label is not kept on
+// plan objects, so it comes from the evidence the collector saw.
+func chartOf(refs []*candidate) (string, string) {
+	for _, c := range refs {
+		if c.src == nil {
+			continue
+		}
+		v := c.src.Labels["helm.sh/chart"]
+		if v == "" {
+			continue
+		}
+		for i := len(v) - 1; i > 0; i-- {
+			if v[i] == '-' && i+1 < len(v) && v[i+1] >= '0' && v[i+1] <= '9' {
+				return v[:i], v[i+1:]
+			}
+		}
+		return v, ""
+	}
+	return "", ""
+}
 
 // Group proposes one Application per namespace (and one for cluster-scoped
-// objects), exported under adopted/<namespace>. It sets Object.App.
+// objects) for a plan assembled by hand, with the default settings, and sets
+// Object.App. Build groups by the configured rule instead.
 func (p *Plan) Group() {
-	byApp := map[string]*Application{}
+	cands := make([]*candidate, len(p.Objects))
 	for i := range p.Objects {
-		o := &p.Objects[i]
-		name, dir := clusterScopedApp, "adopted/_cluster"
-		if o.Namespace != "" {
-			name, dir = "adopt-"+o.Namespace, "adopted/"+o.Namespace
-		}
-		o.App = name
-		a := byApp[name]
-		if a == nil {
-			a = &Application{Name: name, Namespace: o.Namespace, Project: "default", SourcePath: dir}
-			byApp[name] = a
-		}
-		a.Objects = append(a.Objects, o.Ref())
+		cands[i] = &candidate{obj: p.Objects[i]}
 	}
-	p.Applications = p.Applications[:0]
-	for _, a := range byApp {
-		sort.Strings(a.Objects)
-		p.Applications = append(p.Applications, *a)
+	p.Applications = group(cands, GroupNamespace, config.Default(), nil)
+	for i := range p.Objects {
+		p.Objects[i].App = cands[i].obj.App
 	}
-	sort.Slice(p.Applications, func(i, j int) bool { return p.Applications[i].Name < p.Applications[j].Name })
 }

@@ -1,15 +1,15 @@
 // Package plan owns the AdoptionPlan: the reviewable document that `adopt
 // plan` writes and `apply` and `finalize` read. It builds a plan from what
-// discovery collected and the judge decided, and keeps its ordering stable so
-// the same cluster always gives the same bytes. It does no I/O of its own
-// beyond encoding and decoding.
+// discovery collected, the judge decided and the Git index matched, groups
+// the objects into proposed Applications, records every finding, and keeps
+// its ordering stable so the same cluster always gives the same bytes. It
+// does no I/O of its own beyond encoding and decoding; object bodies come
+// through the Bodies function its caller passes in.
 package plan
 
 import (
-	"sort"
-
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -22,11 +22,19 @@ const (
 
 // Plan is the AdoptionPlan document.
 type Plan struct {
-	APIVersion string           `json:"apiVersion" yaml:"apiVersion"`
-	Kind       string           `json:"kind" yaml:"kind"`
-	Cluster    Cluster          `json:"cluster" yaml:"cluster"`
-	Tracking   argoapp.Tracking `json:"tracking" yaml:"tracking"`
-	Summary    Summary          `json:"summary" yaml:"summary"`
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	// ID is a digest of the rest of the document: the same findings give
+	// the same id.
+	ID       string           `json:"id" yaml:"id"`
+	Cluster  Cluster          `json:"cluster" yaml:"cluster"`
+	Tracking argoapp.Tracking `json:"tracking" yaml:"tracking"`
+	ArgoCD   ArgoCD           `json:"argocd" yaml:"argocd"`
+	Repo     *Repo            `json:"repo,omitempty" yaml:"repo,omitempty"`
+	Settings Settings         `json:"settings" yaml:"settings"`
+	Summary  Summary          `json:"summary" yaml:"summary"`
+	// Findings are plan-wide (not about one object).
+	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 	// Applications are the proposed Argo CD Applications; each names its
 	// objects by Object.Ref.
 	Applications []Application `json:"applications" yaml:"applications"`
@@ -42,42 +50,95 @@ type Cluster struct {
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 }
 
+// ArgoCD says what was found of Argo CD in the cluster.
+type ArgoCD struct {
+	// Installed is false when the Application CRD is not served.
+	Installed bool `json:"installed" yaml:"installed"`
+	// ApplicationsChecked is false when tracking ids could not be checked
+	// against the Applications (not listable).
+	ApplicationsChecked bool   `json:"applicationsChecked" yaml:"applicationsChecked"`
+	Note                string `json:"note" yaml:"note"`
+}
+
+// Repo is the GitOps repo revision the plan was matched against.
+type Repo struct {
+	Source         string             `json:"source" yaml:"source"`
+	Revision       string             `json:"revision" yaml:"revision"`
+	Manifests      int                `json:"manifests" yaml:"manifests"`
+	Kustomizations []string           `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
+	SkippedFiles   []gitindex.Skipped `json:"skippedFiles,omitempty" yaml:"skippedFiles,omitempty"`
+}
+
+// Settings are the choices the plan was made with (from adopt.yaml and
+// flags), for apply to follow.
+type Settings struct {
+	GroupBy     GroupBy `json:"groupBy" yaml:"groupBy"`
+	RepoURL     string  `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
+	AppsDir     string  `json:"appsDir" yaml:"appsDir"`
+	ExportDir   string  `json:"exportDir" yaml:"exportDir"`
+	Project     string  `json:"project" yaml:"project"`
+	Destination string  `json:"destination" yaml:"destination"`
+}
+
 // Summary counts the plan's findings.
 type Summary struct {
-	Objects    int `json:"objects" yaml:"objects"`
-	AtRisk     int `json:"atRisk" yaml:"atRisk"`
-	Critical   int `json:"critical" yaml:"critical"`
-	Warning    int `json:"warning" yaml:"warning"`
-	Skipped    int `json:"skipped" yaml:"skipped"`
-	NotScanned int `json:"notScanned" yaml:"notScanned"`
-	Tracked    int `json:"tracked" yaml:"tracked"`
+	Objects       int `json:"objects" yaml:"objects"`
+	AtRisk        int `json:"atRisk" yaml:"atRisk"`
+	Critical      int `json:"critical" yaml:"critical"`
+	Warning       int `json:"warning" yaml:"warning"`
+	NotInGit      int `json:"notInGit" yaml:"notInGit"`
+	Ambiguous     int `json:"ambiguous" yaml:"ambiguous"`
+	Drifted       int `json:"drifted" yaml:"drifted"`
+	Skipped       int `json:"skipped" yaml:"skipped"`
+	NotScanned    int `json:"notScanned" yaml:"notScanned"`
+	Tracked       int `json:"tracked" yaml:"tracked"`
+	StaleTracking int `json:"staleTracking" yaml:"staleTracking"`
 }
 
 // Object is one untracked object proposed for adoption.
 type Object struct {
-	Group      string        `json:"group" yaml:"group"`
-	Version    string        `json:"version" yaml:"version"`
-	Kind       string        `json:"kind" yaml:"kind"`
-	Resource   string        `json:"resource" yaml:"resource"`
-	Namespace  string        `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name       string        `json:"name" yaml:"name"`
-	Provenance string        `json:"provenance" yaml:"provenance"`
-	Evidence   string        `json:"evidence" yaml:"evidence"`
-	Managers   []string      `json:"managers,omitempty" yaml:"managers,omitempty"`
-	DataBytes  int           `json:"dataBytes" yaml:"dataBytes"`
-	Budget     budget.Budget `json:"budget" yaml:"budget"`
-	Level      budget.Level  `json:"level" yaml:"level"`
+	Group      string           `json:"group" yaml:"group"`
+	Version    string           `json:"version" yaml:"version"`
+	Kind       string           `json:"kind" yaml:"kind"`
+	Resource   string           `json:"resource" yaml:"resource"`
+	Namespace  string           `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name       string           `json:"name" yaml:"name"`
+	Provenance string           `json:"provenance" yaml:"provenance"`
+	Evidence   string           `json:"evidence" yaml:"evidence"`
+	Confidence judge.Confidence `json:"confidence" yaml:"confidence"`
+	Managers   []string         `json:"managers,omitempty" yaml:"managers,omitempty"`
+	DataBytes  int              `json:"dataBytes" yaml:"dataBytes"`
+	Budget     budget.Budget    `json:"budget" yaml:"budget"`
+	Level      budget.Level     `json:"level" yaml:"level"`
+	// NextApply predicts the next client-side apply's annotation total.
+	NextApply judge.NextApply `json:"nextApply" yaml:"nextApply"`
+	// HelmRelease is set for objects a Helm release installed.
+	HelmRelease string `json:"helmRelease,omitempty" yaml:"helmRelease,omitempty"`
+	// StaleTracking says why a tracking mark the object carries does not
+	// count.
+	StaleTracking string `json:"staleTracking,omitempty" yaml:"staleTracking,omitempty"`
 	// App is the name of the proposed Application that adopts the object.
 	App string `json:"app" yaml:"app"`
 	// Git is where the object's manifest lives in the GitOps repo; nil when
-	// it is not in Git (or no repo was given).
+	// it is not in Git (or no repo was given) or when it is ambiguous.
 	Git *GitMatch `json:"git,omitempty" yaml:"git,omitempty"`
+	// Ambiguous lists every manifest when the object is defined more than
+	// once.
+	Ambiguous []GitMatch `json:"ambiguous,omitempty" yaml:"ambiguous,omitempty"`
+	// Drift compares the live object with its manifest (nil when not
+	// compared).
+	Drift *gitindex.Drift `json:"drift,omitempty" yaml:"drift,omitempty"`
+	// Risk is the highest finding severity ("" when none).
+	Risk     Severity  `json:"risk,omitempty" yaml:"risk,omitempty"`
+	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 }
 
 // GitMatch locates an object's manifest in the GitOps repo.
 type GitMatch struct {
 	Path string `json:"path" yaml:"path"`
 	Line int    `json:"line" yaml:"line"`
+	// Kustomization is the kustomization directory holding the manifest.
+	Kustomization string `json:"kustomization,omitempty" yaml:"kustomization,omitempty"`
 }
 
 // Application is one proposed Argo CD Application.
@@ -86,13 +147,34 @@ type Application struct {
 	// Namespace is the destination namespace ("" for cluster-scoped only).
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 	Project   string `json:"project" yaml:"project"`
+	// Source is where the Application's manifests come from: "git" (a
+	// directory already in the repo), "export" (the live objects, to be
+	// exported) or "helm" (a Helm chart; objects are never exported raw).
+	Source string `json:"source" yaml:"source"`
+	// RepoURL is the GitOps repo (empty when unknown).
+	RepoURL string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
+	// DestinationServer or DestinationName is the target cluster.
+	DestinationServer string `json:"destinationServer,omitempty" yaml:"destinationServer,omitempty"`
+	DestinationName   string `json:"destinationName,omitempty" yaml:"destinationName,omitempty"`
 	// SourcePath is the directory in the GitOps repo the Application syncs.
 	SourcePath string `json:"sourcePath" yaml:"sourcePath"`
 	// Include lists file names for directory.include when SourcePath holds
 	// more than the adopted objects.
 	Include []string `json:"include,omitempty" yaml:"include,omitempty"`
+	// Kustomize is set when SourcePath is a kustomization (rendered by Argo
+	// CD, not by adopt).
+	Kustomize bool `json:"kustomize,omitempty" yaml:"kustomize,omitempty"`
+	// Helm is set for a Helm-sourced Application.
+	Helm *HelmSource `json:"helm,omitempty" yaml:"helm,omitempty"`
 	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
+}
+
+// HelmSource is the chart a Helm-sourced Application installs.
+type HelmSource struct {
+	ReleaseName string `json:"releaseName" yaml:"releaseName"`
+	Chart       string `json:"chart,omitempty" yaml:"chart,omitempty"`
+	Version     string `json:"version,omitempty" yaml:"version,omitempty"`
 }
 
 // Ref is group/kind namespace/name, the way errors and reports name it.
@@ -114,6 +196,7 @@ type Skipped struct {
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 	// Name is empty when the whole type was skipped.
 	Name   string `json:"name,omitempty" yaml:"name,omitempty"`
+	Class  string `json:"class" yaml:"class"`
 	Reason string `json:"reason" yaml:"reason"`
 }
 
@@ -121,69 +204,4 @@ type Skipped struct {
 type NotScanned struct {
 	Type   string `json:"type" yaml:"type"`
 	Reason string `json:"reason" yaml:"reason"`
-}
-
-// Build judges every collected object and assembles the plan.
-func Build(res *discover.Result, t argoapp.Tracking, c Cluster) *Plan {
-	p := &Plan{APIVersion: APIVersion, Kind: Kind, Cluster: c, Tracking: t}
-	for _, s := range res.SkippedTypes {
-		p.Skipped = append(p.Skipped, Skipped{Kind: s.Type.Kind, Group: s.Type.Group, Reason: s.Reason})
-	}
-	for _, f := range res.NotScanned {
-		p.NotScanned = append(p.NotScanned, NotScanned{Type: f.Type, Reason: f.Reason})
-	}
-	for i := range res.Objects {
-		o := &res.Objects[i]
-		v := judge.Judge(o, t)
-		switch {
-		case v.Skip != "":
-			p.Skipped = append(p.Skipped, Skipped{Kind: o.Type.Kind, Group: o.Type.Group, Namespace: o.Namespace, Name: o.Name, Reason: v.Skip})
-			continue
-		case v.TrackedBy != "":
-			p.Summary.Tracked++
-			continue
-		}
-		po := Object{
-			Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource,
-			Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: v.Evidence,
-			DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
-		}
-		for _, m := range o.Managers {
-			s := m.Manager + " (" + m.Operation
-			if m.Subresource != "" {
-				s += ", " + m.Subresource
-			}
-			po.Managers = append(po.Managers, s+")")
-		}
-		p.Objects = append(p.Objects, po)
-	}
-	p.Sort()
-	p.Group()
-	p.Summary.Objects = len(p.Objects)
-	for _, o := range p.Objects {
-		switch o.Level {
-		case budget.LevelCritical:
-			p.Summary.Critical++
-		case budget.LevelWarning:
-			p.Summary.Warning++
-		}
-	}
-	p.Summary.AtRisk = p.Summary.Critical + p.Summary.Warning
-	p.Summary.Skipped = len(p.Skipped)
-	p.Summary.NotScanned = len(p.NotScanned)
-	return p
-}
-
-// Sort puts every list of the plan in its canonical order.
-func (p *Plan) Sort() {
-	sort.SliceStable(p.Objects, func(i, j int) bool { return objectKey(p.Objects[i]) < objectKey(p.Objects[j]) })
-	sort.SliceStable(p.Skipped, func(i, j int) bool {
-		a, b := p.Skipped[i], p.Skipped[j]
-		return a.Namespace+"\x00"+a.Group+"\x00"+a.Kind+"\x00"+a.Name < b.Namespace+"\x00"+b.Group+"\x00"+b.Kind+"\x00"+b.Name
-	})
-	sort.SliceStable(p.NotScanned, func(i, j int) bool { return p.NotScanned[i].Type < p.NotScanned[j].Type })
-}
-
-func objectKey(o Object) string {
-	return o.Namespace + "\x00" + o.Group + "\x00" + o.Kind + "\x00" + o.Name
 }

@@ -1,5 +1,5 @@
-// Package printer renders plans for people and machines: an aligned table,
-// JSON and YAML, one file per format. It writes only to the io.Writer it is
+// Package printer renders plans for people and machines: a table grouped by
+// proposed Application, JSON, YAML and Markdown, one file per format. It writes only to the io.Writer it is
 // given and never decides anything about the objects it prints.
 package printer
 
@@ -12,7 +12,7 @@ import (
 )
 
 // Formats lists the -o values Print accepts.
-var Formats = []string{"table", "json", "yaml"}
+var Formats = []string{"table", "json", "yaml", "markdown"}
 
 // Options tune the human output.
 type Options struct {
@@ -32,6 +32,8 @@ func Print(w io.Writer, p *plan.Plan, f string, o Options) error {
 		return JSON(w, p)
 	case "yaml":
 		return YAML(w, p)
+	case "markdown", "md":
+		return Markdown(w, p)
 	}
 	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(Formats, ", "))
 }

@@ -3,9 +3,9 @@ package printer
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
-	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
@@ -15,31 +15,59 @@ const (
 	reset  = "\x1b[0m"
 )
 
-// Table writes the plan as aligned columns, then a summary line.
+// Table writes the plan grouped by proposed Application, then the summary
+// line, the findings and what was not scanned.
 func Table(w io.Writer, p *plan.Plan, o Options) error {
-	fmt.Fprintf(w, "Cluster:  %s\n", p.Cluster.Server)
-	fmt.Fprintf(w, "Tracking: %s (%s)\n\n", p.Tracking.Method, p.Tracking.Reason)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tPROVENANCE\tDATA\tANNOTATIONS\t% CAP\tHEADROOM\tLAST-APPLIED\tRISK")
-	for _, ob := range p.Objects {
-		kind := ob.Kind
-		if ob.Group != "" {
-			kind += "." + ob.Group
-		}
-		la := "-"
-		if ob.Budget.HasLastApplied {
-			la = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s B\t%s B\t%.1f%%\t%s B\t%s\t%s\n",
-			dash(ob.Namespace), kind, ob.Name, ob.Provenance, Bytes(ob.DataBytes),
-			Bytes(ob.Budget.AnnotationBytes), ob.Budget.PercentOfCap, Bytes(ob.Budget.Headroom), la, level(ob.Level, o.Color))
+	fmt.Fprintf(w, "Plan:     %s\n", p.ID)
+	fmt.Fprintf(w, "Cluster:  %s%s\n", p.Cluster.Server, ctxSuffix(p.Cluster.Context))
+	fmt.Fprintf(w, "Tracking: %s (%s)\n", p.Tracking.Method, p.Tracking.Reason)
+	fmt.Fprintf(w, "Argo CD:  %s\n", p.ArgoCD.Note)
+	if p.Repo != nil {
+		fmt.Fprintf(w, "Repo:     %s @ %s (%d manifests)\n", p.Repo.Source, revision(p.Repo.Revision), p.Repo.Manifests)
+	} else {
+		fmt.Fprintln(w, "Repo:     none (give --repo to match objects with Git)")
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	byRef := map[string]*plan.Object{}
+	for i := range p.Objects {
+		byRef[p.Objects[i].Ref()] = &p.Objects[i]
 	}
-	s := p.Summary
-	fmt.Fprintf(w, "\n%d objects untracked, %d at risk (%d critical, %d warning), %d tracked by Argo CD, %d skipped, %d types not scanned\n",
-		s.Objects, s.AtRisk, s.Critical, s.Warning, s.Tracked, s.Skipped, s.NotScanned)
+	for _, a := range p.Applications {
+		fmt.Fprintf(w, "\nApplication %s (%s)\n", a.Name, source(a))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NAMESPACE\tKIND\tNAME\tPROVENANCE\tANNOTATIONS\t% CAP\tGIT\tRISK")
+		for _, ref := range a.Objects {
+			ob := byRef[ref]
+			if ob == nil {
+				continue
+			}
+			kind := ob.Kind
+			if ob.Group != "" {
+				kind += "." + ob.Group
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s B\t%.1f%%\t%s\t%s\n",
+				dash(ob.Namespace), kind, ob.Name, ob.Provenance, Bytes(ob.Budget.AnnotationBytes),
+				ob.Budget.PercentOfCap, gitColumn(ob), risk(ob, o.Color))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, ref := range a.Objects {
+			ob := byRef[ref]
+			if ob == nil {
+				continue
+			}
+			for _, f := range ob.Findings {
+				if f.Severity == plan.Info && !o.ShowSkipped {
+					continue
+				}
+				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref(), f.Message)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", SummaryLine(p))
+	for _, f := range p.Findings {
+		fmt.Fprintf(w, "  %s: %s\n", f.Severity, f.Message)
+	}
 	if len(p.NotScanned) > 0 {
 		fmt.Fprintln(w, "\nNot scanned:")
 		for _, n := range p.NotScanned {
@@ -49,32 +77,101 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 	if o.ShowSkipped && len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "\nSkipped:")
 		for _, sk := range p.Skipped {
-			what := sk.Kind
-			if sk.Group != "" {
-				what += "." + sk.Group
-			}
-			if sk.Name != "" {
-				what += " " + joinNS(sk.Namespace, sk.Name)
-			} else {
-				what += " (all)"
-			}
-			fmt.Fprintf(w, "  %s: %s\n", what, sk.Reason)
+			fmt.Fprintf(w, "  %s [%s]: %s\n", skippedName(sk), sk.Class, sk.Reason)
 		}
 	}
 	return nil
 }
 
-func level(l budget.Level, color bool) string {
+// SummaryLine is "N objects, M at risk, K not in Git, S skipped, U not
+// scanned", with the tracked count.
+func SummaryLine(p *plan.Plan) string {
+	s := p.Summary
+	return fmt.Sprintf("%d objects, %d at risk (%d critical, %d warning), %d not in Git, %d skipped, %d not scanned; %d tracked by Argo CD, %d with stale tracking",
+		s.Objects, s.AtRisk, s.Critical, s.Warning, s.NotInGit, s.Skipped, s.NotScanned, s.Tracked, s.StaleTracking)
+}
+
+func ctxSuffix(c string) string {
+	if c == "" {
+		return ""
+	}
+	return " (context " + c + ")"
+}
+
+func revision(r string) string {
+	if r == "" {
+		return "working directory"
+	}
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}
+
+func source(a plan.Application) string {
+	switch a.Source {
+	case "helm":
+		s := "Helm release " + a.Helm.ReleaseName
+		if a.Helm.Chart != "" {
+			s += ", chart " + a.Helm.Chart + " " + a.Helm.Version
+		}
+		return s
+	case "git":
+		s := "Git " + a.SourcePath
+		if a.Kustomize {
+			s += ", kustomization"
+		}
+		if len(a.Include) > 0 {
+			s += ", include " + strings.Join(a.Include, ",")
+		}
+		return s
+	}
+	return "export to " + a.SourcePath
+}
+
+func gitColumn(ob *plan.Object) string {
+	switch {
+	case len(ob.Ambiguous) > 0:
+		return fmt.Sprintf("ambiguous (%d)", len(ob.Ambiguous))
+	case ob.Git == nil:
+		return "not in Git"
+	case ob.Drift != nil && !ob.Drift.Identical():
+		return fmt.Sprintf("%s:%d, %s B behind", ob.Git.Path, ob.Git.Line, Bytes(ob.Drift.BytesBehind))
+	case ob.Drift != nil:
+		return fmt.Sprintf("%s:%d, identical", ob.Git.Path, ob.Git.Line)
+	}
+	return fmt.Sprintf("%s:%d", ob.Git.Path, ob.Git.Line)
+}
+
+func risk(ob *plan.Object, color bool) string {
+	if ob.Risk == "" || ob.Risk == plan.Info {
+		return "-"
+	}
+	return sev(ob.Risk, color)
+}
+
+func sev(s plan.Severity, color bool) string {
 	if !color {
-		return string(l)
+		return string(s)
 	}
-	switch l {
-	case budget.LevelCritical:
-		return red + string(l) + reset
-	case budget.LevelWarning:
-		return yellow + string(l) + reset
+	switch s {
+	case plan.Critical:
+		return red + string(s) + reset
+	case plan.Warning:
+		return yellow + string(s) + reset
 	}
-	return string(l)
+	return string(s)
+}
+
+func skippedName(sk plan.Skipped) string {
+	what := sk.Kind
+	if sk.Group != "" {
+		what += "." + sk.Group
+	}
+	if sk.Name != "" {
+		return what + " " + joinNS(sk.Namespace, sk.Name)
+	}
+	return what + " (all)"
 }
 
 func dash(s string) string {

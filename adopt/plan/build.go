@@ -1,0 +1,265 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// BodiesFunc reads the full body of every object for which want is true and
+// hands it to fn, one at a time (discover.Each with the cluster's clients).
+type BodiesFunc func(objs []discover.Object, want func(*discover.Object) bool, fn func(o *discover.Object, body map[string]any, err error))
+
+// Inputs are everything a plan is built from.
+type Inputs struct {
+	Result   *discover.Result
+	Tracking argoapp.Tracking
+	Apps     argoapp.Applications
+	Cluster  Cluster
+	// Config is adopt.yaml; nil means the defaults.
+	Config *config.Config
+	// Index is the GitOps repo; nil when no repo was given.
+	Index   *gitindex.Index
+	GroupBy GroupBy
+	// Bodies reads object bodies for drift and the next-apply prediction;
+	// nil leaves both out.
+	Bodies BodiesFunc
+}
+
+// candidate is an object on its way into the plan.
+type candidate struct {
+	src      *discover.Object
+	obj      Object
+	manifest *gitindex.Manifest
+	group    string // label group key
+}
+
+// Build judges every collected object, matches it with Git and assembles
+// the plan.
+func Build(in Inputs) *Plan {
+	cfg := in.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	groupBy := in.GroupBy
+	if groupBy == "" {
+		groupBy = GroupBy(cfg.GroupBy)
+	}
+	p := &Plan{APIVersion: APIVersion, Kind: Kind, Cluster: in.Cluster, Tracking: in.Tracking}
+	p.ArgoCD = ArgoCD{Installed: in.Apps.Installed, ApplicationsChecked: in.Apps.Verified, Note: in.Apps.Note}
+	p.Settings = Settings{GroupBy: groupBy, RepoURL: cfg.RepoURL, AppsDir: cfg.AppsDir, ExportDir: cfg.ExportDir, Project: cfg.Project, Destination: destination(cfg)}
+	if !in.Apps.Installed {
+		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDMissing, Severity: Info, Message: in.Apps.Note + "; carrying on"})
+	} else if !in.Apps.Verified {
+		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDUnchecked, Severity: Warning, Message: in.Apps.Note})
+	}
+	if ix := in.Index; ix != nil {
+		p.Repo = &Repo{Source: ix.Source, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations, SkippedFiles: ix.Skipped}
+		if p.Settings.RepoURL == "" && gitindex.IsURL(ix.Source) {
+			p.Settings.RepoURL = ix.Source
+		}
+		for _, k := range ix.Kustomizations {
+			p.Findings = append(p.Findings, Finding{Code: CodeKustomization, Severity: Info,
+				Message: fmt.Sprintf("%s is a kustomization: reported, not rendered; Argo CD renders it with kustomize", k)})
+		}
+	}
+	for _, s := range in.Result.SkippedTypes {
+		p.Skipped = append(p.Skipped, Skipped{Kind: s.Type.Kind, Group: s.Type.Group, Class: judge.SkipWholeType, Reason: s.Reason})
+	}
+	for _, f := range in.Result.NotScanned {
+		p.NotScanned = append(p.NotScanned, NotScanned{Type: f.Type, Reason: f.Reason})
+	}
+
+	var cands []*candidate
+	byObj := map[*discover.Object]*candidate{}
+	for i := range in.Result.Objects {
+		o := &in.Result.Objects[i]
+		if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
+			p.Skipped = append(p.Skipped, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule))
+			continue
+		}
+		v := judge.Judge(o, in.Tracking, in.Apps)
+		switch {
+		case v.Skip != "":
+			p.Skipped = append(p.Skipped, skippedObject(o, v.SkipClass, v.Skip))
+			continue
+		case v.TrackedBy != "":
+			p.Summary.Tracked++
+			continue
+		}
+		c := &candidate{src: o, obj: newObject(o, v), group: labelGroup(o.Labels)}
+		if in.Index != nil {
+			matchGit(c, in.Index)
+		}
+		cands = append(cands, c)
+		byObj[o] = c
+	}
+
+	if in.Bodies != nil {
+		want := func(o *discover.Object) bool {
+			c := byObj[o]
+			return c != nil && (c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK))
+		}
+		in.Bodies(in.Result.Objects, want, func(o *discover.Object, body map[string]any, err error) {
+			c := byObj[o]
+			if err != nil {
+				c.obj.Findings = append(c.obj.Findings, Finding{Code: CodeUnread, Severity: Warning,
+					Message: fmt.Sprintf("could not read the body for drift and next-apply checks: %s", discover.Reason(err))})
+				return
+			}
+			if c.manifest != nil {
+				d := gitindex.Compare(c.manifest.Object, body)
+				c.obj.Drift = &d
+			}
+			if o.AppliedBytes == 0 {
+				o.AppliedBytes = discover.AppliedBytes(body)
+			}
+		})
+	}
+
+	for _, c := range cands {
+		applied := c.src.AppliedBytes
+		if c.manifest != nil {
+			if b, err := gitindex.AppliedJSON(c.manifest.Object, c.src.Namespace); err == nil {
+				applied = len(b)
+			}
+		}
+		c.obj.NextApply = judge.PredictNextApply(c.src, applied)
+		c.obj.Findings = append(c.obj.Findings, findings(&c.obj, in.Index != nil)...)
+		sortFindings(c.obj.Findings)
+		c.obj.Risk = maxSeverity(c.obj.Findings)
+	}
+
+	p.Applications = group(cands, groupBy, cfg, in.Index)
+	for _, c := range cands {
+		p.Objects = append(p.Objects, c.obj)
+	}
+	p.Sort()
+	p.summarize()
+	_ = p.Seal() // Marshal of a plan built here cannot fail
+	return p
+}
+
+func destination(c *config.Config) string {
+	if c.Destination.Name != "" {
+		return "name:" + c.Destination.Name
+	}
+	return c.Destination.Server
+}
+
+func skippedObject(o *discover.Object, class, why string) Skipped {
+	return Skipped{Kind: o.Type.Kind, Group: o.Type.Group, Namespace: o.Namespace, Name: o.Name, Class: class, Reason: why}
+}
+
+func newObject(o *discover.Object, v judge.Verdict) Object {
+	po := Object{
+		Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource,
+		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: v.Evidence,
+		Confidence: v.Confidence, DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
+		StaleTracking: v.StaleTracking,
+	}
+	if v.Provenance == judge.ProvenanceHelm {
+		po.HelmRelease = o.Annotations["meta.helm.sh/release-name"]
+		if po.HelmRelease == "" {
+			po.HelmRelease = o.Labels["app.kubernetes.io/instance"]
+		}
+	}
+	for _, m := range o.Managers {
+		s := m.Manager + " (" + m.Operation
+		if m.Subresource != "" {
+			s += ", " + m.Subresource
+		}
+		po.Managers = append(po.Managers, s+")")
+	}
+	return po
+}
+
+// matchGit finds the object's manifest: one match, none, or ambiguous.
+func matchGit(c *candidate, ix *gitindex.Index) {
+	ms := ix.Lookup(c.obj.Group, c.obj.Kind, c.obj.Namespace, c.obj.Name)
+	switch len(ms) {
+	case 0:
+	case 1:
+		c.manifest = ms[0]
+		c.obj.Git = &GitMatch{Path: ms[0].Path, Line: ms[0].Line, Kustomization: ix.InKustomization(ms[0].Dir())}
+	default:
+		for _, m := range ms {
+			c.obj.Ambiguous = append(c.obj.Ambiguous, GitMatch{Path: m.Path, Line: m.Line, Kustomization: ix.InKustomization(m.Dir())})
+		}
+	}
+}
+
+// labelGroup is the app.kubernetes.io label that names the object's
+// application: part-of, then instance, then name.
+func labelGroup(labels map[string]string) string {
+	for _, k := range []string{"app.kubernetes.io/part-of", "app.kubernetes.io/instance", "app.kubernetes.io/name"} {
+		if v := labels[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// summarize counts the plan.
+func (p *Plan) summarize() {
+	s := Summary{Tracked: p.Summary.Tracked}
+	s.Objects = len(p.Objects)
+	for _, o := range p.Objects {
+		switch o.Risk {
+		case Critical:
+			s.Critical++
+		case Warning:
+			s.Warning++
+		}
+		if o.Git == nil {
+			s.NotInGit++
+		}
+		if len(o.Ambiguous) > 0 {
+			s.Ambiguous++
+		}
+		if o.Drift != nil && !o.Drift.Identical() {
+			s.Drifted++
+		}
+		if o.StaleTracking != "" {
+			s.StaleTracking++
+		}
+	}
+	s.AtRisk = s.Critical + s.Warning
+	s.Skipped = len(p.Skipped)
+	s.NotScanned = len(p.NotScanned)
+	p.Summary = s
+}
+
+// Sort puts every list of the plan in its canonical order.
+func (p *Plan) Sort() {
+	sort.SliceStable(p.Objects, func(i, j int) bool { return objectKey(p.Objects[i]) < objectKey(p.Objects[j]) })
+	sort.SliceStable(p.Skipped, func(i, j int) bool {
+		a, b := p.Skipped[i], p.Skipped[j]
+		return a.Namespace+"\x00"+a.Group+"\x00"+a.Kind+"\x00"+a.Name < b.Namespace+"\x00"+b.Group+"\x00"+b.Kind+"\x00"+b.Name
+	})
+	sort.SliceStable(p.NotScanned, func(i, j int) bool { return p.NotScanned[i].Type < p.NotScanned[j].Type })
+	sort.SliceStable(p.Applications, func(i, j int) bool { return p.Applications[i].Name < p.Applications[j].Name })
+	sort.SliceStable(p.Findings, func(i, j int) bool {
+		return p.Findings[i].Code+p.Findings[i].Message < p.Findings[j].Code+p.Findings[j].Message
+	})
+}
+
+func objectKey(o Object) string {
+	return o.Namespace + "\x00" + o.Group + "\x00" + o.Kind + "\x00" + o.Name
+}
+
+// Object looks an object up by its Ref.
+func (p *Plan) Object(ref string) *Object {
+	for i := range p.Objects {
+		if p.Objects[i].Ref() == ref {
+			return &p.Objects[i]
+		}
+	}
+	return nil
+}
