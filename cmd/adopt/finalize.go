@@ -147,6 +147,9 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 		return err
 	}
 	o.cluster = c
+	if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
+		return usageErrorf("%v", err)
+	}
 	return nil
 }
 

@@ -120,13 +120,18 @@ func configMap(ns string, data map[string]string) map[string]any {
 		"metadata": map[string]any{"name": "usage-hook", "namespace": ns}, "data": data}
 }
 
-// writePlan writes a plan adopting objs into one Application per namespace.
+// writePlan writes a plan adopting objs into one Application per
+// namespace, named adopt-<namespace>, for the test control plane.
 func writePlan(t *testing.T, objs ...plan.Object) string {
 	t.Helper()
-	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind,
-		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstanceLabelKey: argoapp.DefaultInstanceLabelKey, Namespace: argoNS},
-		Objects:  objs}
-	p.Group()
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Cluster: plan.Cluster{Server: cp.Server},
+		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstanceLabelKey: argoapp.DefaultInstanceLabelKey, Namespace: argoNS}}
+	for _, o := range objs {
+		o.App = "adopt-" + o.Namespace
+		p.Objects = append(p.Objects, o)
+		p.Applications = append(p.Applications, plan.Application{Name: o.App, Namespace: o.Namespace, Project: "default",
+			SourcePath: "adopted/" + o.Namespace, Objects: []string{o.Ref()}})
+	}
 	path := filepath.Join(t.TempDir(), "plan.yaml")
 	if err := plan.WriteFile(path, p); err != nil {
 		t.Fatal(err)
