@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 )
 
 // ArgoCDNamespace is where StartArgoCD installs Argo CD's config and
@@ -276,9 +277,18 @@ func (a *ArgoCD) install(ctx context.Context) error {
 	if _, err := a.cp.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "--field-manager=testenv", "-k", filepath.Join(a.Dir, "crds")); err != nil {
 		return err
 	}
-	if _, err := a.cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=120s",
-		"crd/applications.argoproj.io", "crd/appprojects.argoproj.io", "crd/applicationsets.argoproj.io"); err != nil {
-		return err
+	// Established: the API server serves the new resources.
+	dyn := dynamic.NewForConfigOrDie(a.cp.RESTConfig())
+	for _, res := range []string{"applications", "appprojects", "applicationsets"} {
+		gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: res}
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, last = dyn.Resource(gvr).Namespace(a.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return last == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s.argoproj.io applied but not served: %v (%v)", res, err, last)
+		}
 	}
 	if _, err := a.cp.Kubectl(ctx, nil, "apply", "--server-side", "--field-manager=testenv", "-n", a.Namespace, "-k", filepath.Join(a.Dir, "config")); err != nil {
 		return err
@@ -347,21 +357,31 @@ func (a *ArgoCD) CreateApplication(ctx context.Context, yaml []byte) error {
 }
 
 // SetConfig sets keys in argocd-cm (for example
-// "application.resourceTrackingMethod": "annotation") with a server-side
-// apply by field manager "testenv", which Argo CD picks up while running.
-// Set it before creating the Applications that depend on it.
+// "application.resourceTrackingMethod": "annotation"), which Argo CD picks
+// up while running. It reads the ConfigMap and updates it with that
+// resourceVersion, retrying on conflict; other keys and the labels Argo CD
+// selects its config by stay. Set it before creating the Applications that
+// depend on it.
 func (a *ArgoCD) SetConfig(ctx context.Context, data map[string]string) error {
-	cm := map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "argocd-cm", "namespace": a.Namespace},
-		"data":     data,
-	}
-	b, err := json.Marshal(cm)
-	if err != nil {
+	cms := a.cp.Clientset().CoreV1().ConfigMaps(a.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, "argocd-cm", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		for k, v := range data {
+			cm.Data[k] = v
+		}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "testenv"})
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set keys in ConfigMap %s/argocd-cm: %w", a.Namespace, err)
 	}
-	_, err = a.cp.Kubectl(ctx, b, "apply", "--server-side", "--field-manager=testenv", "-f", "-")
-	return err
+	return nil
 }
 
 // AppStatus is the part of an Application's status that tests look at.

@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,8 @@ import (
 
 // startTestControlPlane starts a control plane of its own for one test and
 // stops it when the test ends. A control plane that cannot start fails the
-// test: it is never a skip.
+// test: it is never a skip. When the test fails and ADOPT_TESTENV_LOGS names
+// a directory, the components' logs are copied there first.
 func startTestControlPlane(t *testing.T) *ControlPlane {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -22,9 +25,28 @@ func startTestControlPlane(t *testing.T) *ControlPlane {
 	if err != nil {
 		t.Fatalf("the local control plane did not start: %v", err)
 	}
-	t.Cleanup(cp.Stop)
+	t.Cleanup(func() {
+		if dir := os.Getenv("ADOPT_TESTENV_LOGS"); dir != "" && t.Failed() {
+			keepLogs(t, cp.Dir, filepath.Join(dir, nonName.ReplaceAllString(strings.ToLower(t.Name()), "-")))
+		}
+		cp.Stop()
+	})
 	t.Logf("control plane %s ready in %s", cp.Server, time.Since(start).Round(time.Millisecond))
 	return cp
+}
+
+func keepLogs(t *testing.T, from, to string) {
+	logs, _ := filepath.Glob(filepath.Join(from, "*.log"))
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Logf("keep logs: %v", err)
+		return
+	}
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			_ = os.WriteFile(filepath.Join(to, filepath.Base(l)), b, 0o644)
+		}
+	}
+	t.Logf("component logs kept in %s", to)
 }
 
 // TestSchedulingInsufficientMemory registers an e2-small-like node with no

@@ -7,17 +7,15 @@
 #
 # usage: build-argocd.sh VERSION   (v2.14.21 or v3.2.6; any v2.x or v3.x tag)
 #
-# The build runs inside the module's own directory in the module cache, so
-# that its replace directives apply (they would not if it were built as a
-# dependency of another module). The module cache is read-only; go build
-# writes nothing there when the module's go.sum is complete, which it is for
-# release tags.
-#
-# One line of Argo CD is changed, through `go build -overlay` (the module
-# cache stays untouched): the application controller's metrics listener,
-# hard-coded to 0.0.0.0 in v2.14 and v3.2, binds 127.0.0.1 instead, because
-# servers started by the tests listen on loopback only. The build stops if
-# that line is not found exactly once.
+# The build runs in a copy of the module's own directory from the module
+# cache, as the main module, so that its replace directives apply (they would
+# not if it were built as a dependency of another module). The copy is
+# needed because one line of Argo CD is changed, and neither the read-only
+# module cache nor `go build -overlay` (refused beneath GOMODCACHE) allows
+# that: the application controller's metrics listener, hard-coded to 0.0.0.0
+# in v2.14 and v3.2, binds 127.0.0.1 instead, because servers started by the
+# tests listen on loopback only. The build stops if that line is not found
+# exactly once. The copy (about 100 MB) is removed afterwards.
 #
 # It is safe to run concurrently (flock) and does nothing when the cache is
 # complete. Prints the cache directory on stdout.
@@ -31,7 +29,7 @@ esac
 cache=${ADOPT_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin}/argocd-$version
 mkdir -p "$cache"
 # recipe changes whenever the way the binary is built changes.
-recipe="overlay-controller-metrics-loopback-1"
+recipe="controller-metrics-loopback-1"
 complete() { [ -x "$cache/argocd" ] && [ -d "$cache/crds" ] && [ -d "$cache/config" ] && [ "$(cat "$cache/.recipe" 2>/dev/null)" = "$recipe" ]; }
 exec 9>"$cache/.lock"
 flock 9
@@ -51,15 +49,16 @@ trap 'rm -rf "$tmp"' EXIT
 # for example "v2.14.21+unknown" (a release image says "v2.14.21+<commit>").
 pkg=$mod/common
 ldflags="-s -w -X $pkg.version=${version#v} -X $pkg.gitTag=$version -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-src="$dir/controller/appcontroller.go"
+cp -r "$dir" "$tmp/src"
+chmod -R u+w "$tmp/src"
+src="$tmp/src/controller/appcontroller.go"
 pattern='"0.0.0.0:%d", metricsPort'
 if [ "$(grep -cF "$pattern" "$src")" != 1 ]; then
-  echo "build-argocd.sh: $src does not contain $pattern exactly once; update the overlay for $version" >&2
+  echo "build-argocd.sh: $dir/controller/appcontroller.go does not contain $pattern exactly once; update the patch for $version" >&2
   exit 1
 fi
-sed 's/"0\.0\.0\.0:%d", metricsPort/"127.0.0.1:%d", metricsPort/' "$src" >"$tmp/appcontroller.go"
-printf '{"Replace":{"%s":"%s"}}\n' "$src" "$tmp/appcontroller.go" >"$tmp/overlay.json"
-(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -overlay "$tmp/overlay.json" -ldflags "$ldflags" -o "$tmp/argocd" ./cmd)
+sed -i 's/"0\.0\.0\.0:%d", metricsPort/"127.0.0.1:%d", metricsPort/' "$src"
+(cd "$tmp/src" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$tmp/argocd" ./cmd)
 rm -rf "$tmp/crds" "$tmp/config"
 cp -r "$dir/manifests/crds" "$tmp/crds"
 cp -r "$dir/manifests/base/config" "$tmp/config"
