@@ -277,7 +277,7 @@ func ListApplications(ctx context.Context, c metadata.Interface) (Applications, 
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		return Applications{Note: "Argo CD is not installed (no applications.argoproj.io CRD): every tracking id names a missing Application"}, nil
+		return Applications{Note: "Argo CD is not installed (no applications.argoproj.io CRD): tracking marks are taken at their word"}, nil
 	case apierrors.IsForbidden(err):
 		return Applications{Installed: true, Note: "may not list applications.argoproj.io (403): tracking ids are not checked against Applications"}, nil
 	case err != nil:
@@ -297,8 +297,9 @@ type Tracked struct {
 
 // Check decides whether the object r, with its labels and annotations, is
 // tracked by an existing Application. A mark is stale when it names an
-// Application that does not exist, or (annotation methods) names another
-// object than the carrier, as Argo CD's self-reference check does.
+// Application that does not exist (checked only when the Applications could
+// be listed), or (annotation methods) names another object than the
+// carrier, as Argo CD's self-reference check does.
 func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Applications) Tracked {
 	m := t.MarkOf(labels, annotations)
 	if m.Foreign != "" {
@@ -313,9 +314,9 @@ func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Appli
 	if apps.Verified && !apps.Has(t.AppKey(m.App)) {
 		return Tracked{Stale: fmt.Sprintf("names Application %s, which does not exist", t.AppKey(m.App))}
 	}
-	if !apps.Verified && !apps.Installed {
-		return Tracked{Stale: fmt.Sprintf("names Application %s, but Argo CD is not installed", t.AppKey(m.App))}
-	}
+	// Without the Application CRD (Argo CD not installed) or without the
+	// right to list Applications, a well-formed mark is taken at its word;
+	// the plan says so once.
 	return Tracked{App: m.App}
 }
 

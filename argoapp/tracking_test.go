@@ -88,9 +88,13 @@ func TestCheck(t *testing.T) {
 	if got.App != "web" {
 		t.Fatalf("matching installation id: %+v", got)
 	}
-	got = ann.Check(cm, nil, id("web:/ConfigMap:ns/cm"), Applications{Note: "not installed"})
-	if got.App != "" || !strings.Contains(got.Stale, "not installed") {
+	// Argo CD not installed: a well-formed id is taken at its word, a
+	// copied one is still stale.
+	if got = ann.Check(cm, nil, id("gone:/ConfigMap:ns/cm"), Applications{Note: "not installed"}); got.App != "gone" {
 		t.Fatalf("not installed: %+v", got)
+	}
+	if got = ann.Check(cm, nil, id("gone:/ConfigMap:ns/other"), Applications{Note: "not installed"}); got.App != "" || got.Stale == "" {
+		t.Fatalf("not installed, copied id: %+v", got)
 	}
 }
 
