@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -53,13 +54,43 @@ func run(adoptBin string) error {
 		return err
 	}
 
-	say("adopt plan")
-	fmt.Printf("$ adopt --kubeconfig %s plan\n\n", cp.Kubeconfig)
-	cmd := exec.CommandContext(ctx, adoptBin, "--kubeconfig", cp.Kubeconfig, "plan")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("adopt plan: %w", err)
+	work, err := os.MkdirTemp("", "adopt-demo-")
+	if err != nil {
+		return err
 	}
+	defer os.RemoveAll(work)
+	repo := filepath.Join(work, "gitops")
+	say("A local GitOps repo where Git is ahead of the cluster (%s)", repo)
+	if err := testenv.InitRepo(repo, GitOpsRepo()); err != nil {
+		return err
+	}
+	fmt.Println("k8s/system/litellm-test-usage-hook-cm.yaml is 8,126 B ahead of the live ConfigMap; k8s/system/README.md still says kubectl apply")
+
+	adopt := func(args ...string) error {
+		fmt.Printf("$ adopt %s\n\n", strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, adoptBin, append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("adopt %s: %w", args[0], err)
+		}
+		return nil
+	}
+	planFile := filepath.Join(work, "plan.yaml")
+	say("adopt plan: what is untracked, how close to the cap, and where it lives in Git")
+	if err := adopt("plan", "--repo", repo, "--out", planFile); err != nil {
+		return err
+	}
+	say("adopt apply: the Applications, on a branch of the GitOps repo (nothing in the cluster changes)")
+	if err := adopt("apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil {
+		return err
+	}
+	say("What apply wrote")
+	git := exec.CommandContext(ctx, "git", "-C", repo, "log", "--all", "--stat", "--format=%n%C(auto)%d %s%n%b", "-1", "--exclude=refs/heads/main", "--branches=adopt/*")
+	git.Stdout, git.Stderr = os.Stdout, os.Stderr
+	if err := git.Run(); err != nil {
+		return fmt.Errorf("git log: %w", err)
+	}
+	fmt.Println("\nNext, after review and merge, and Argo CD's first sync:  adopt finalize --plan plan.yaml")
 
 	say("On your own cluster")
 	fmt.Println(strings.TrimPrefix(`

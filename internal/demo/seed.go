@@ -36,9 +36,14 @@ func HookSource(n int) string {
 	return b.String()[:n-1] + "\n"
 }
 
-// hookManifest renders the ConfigMap manifest the runbook applies.
-func hookManifest(h hook) string {
-	src := HookSource(h.dataBytes - len("usage_hook.py"))
+// gitAhead is how far Git's litellm-test hook is ahead of the cluster: the
+// incident's test proxy ran "8,126 B behind git".
+const gitAhead = 8126
+
+// hookManifest renders the ConfigMap manifest the runbook applies, with
+// extra bytes of data on top of the incident's size.
+func hookManifest(h hook, extra int) string {
+	src := HookSource(h.dataBytes + extra - len("usage_hook.py"))
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    app.kubernetes.io/name: litellm\n    app.kubernetes.io/part-of: %s\ndata:\n  usage_hook.py: |\n", h.name, h.ns, h.ns)
 	for _, line := range strings.SplitAfter(src, "\n") {
@@ -67,7 +72,7 @@ func Seed(ctx context.Context, cp *testenv.ControlPlane, w io.Writer) error {
 		if h.serverSide {
 			args = []string{"apply", "--server-side", "-f", "-"}
 		}
-		if err := kubectl(hookManifest(h), args...); err != nil {
+		if err := kubectl(hookManifest(h, 0), args...); err != nil {
 			return err
 		}
 	}
@@ -75,6 +80,25 @@ func Seed(ctx context.Context, cp *testenv.ControlPlane, w io.Writer) error {
 		return err
 	}
 	return kubectl(trackedObjects, "create", "-f", "-")
+}
+
+// GitOpsRepo is the demo's local GitOps repo: the runbook directory the
+// incident describes, where Git holds a newer litellm-test hook than the
+// cluster and a README that still applies it by hand.
+func GitOpsRepo() map[string]string {
+	files := map[string]string{
+		"k8s/system/README.md": "# System ConfigMaps\n\nAfter regenerating the usage hooks, apply them:\n\n" +
+			"    kubectl apply -f k8s/system/litellm-test-usage-hook-cm.yaml\n" +
+			"    kubectl apply -f k8s/system/litellm-enterprise-usage-hook-cm.yaml\n",
+	}
+	for _, h := range hooks {
+		extra := 0
+		if h.ns == "litellm-test" {
+			extra = gitAhead
+		}
+		files["k8s/system/"+h.name+"-cm.yaml"] = hookManifest(h, extra)
+	}
+	return files
 }
 
 func indent(s string) string {

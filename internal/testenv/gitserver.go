@@ -123,6 +123,24 @@ func (g *GitServer) Close() {
 	os.RemoveAll(g.Root)
 }
 
+// InitRepo makes dir a git repository (branch main) holding files as one
+// commit, the way a user's local GitOps checkout looks.
+func InitRepo(dir string, files map[string]string) error {
+	if err := WriteFiles(dir, files); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=platform", "-c", "user.email=platform@example.invalid", "commit", "-q", "-m", "GitOps repo"},
+	} {
+		if err := run(dir, "git", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WriteFiles writes path -> content under dir, creating directories.
 func WriteFiles(dir string, files map[string]string) error {
 	for p, c := range files {
