@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -66,6 +67,9 @@ type PRInput struct {
 	Drift map[string]string
 	// Runbooks are runbook findings, one sentence each.
 	Runbooks []string
+	// Secrets maps a Secret's Ref to why it was left out of Git, for
+	// Secrets apply skipped; Secrets the plan skipped are listed too.
+	Secrets map[string]string
 	// Out receives the one line saying which provider was used and why.
 	Out io.Writer
 }
@@ -268,6 +272,10 @@ func newPRData(in PRInput) prData {
 			d.Secrets = append(d.Secrets, prSecret{Ref: "Secret " + s.Namespace + "/" + s.Name, Reason: s.Reason})
 		}
 	}
+	for ref, why := range in.Secrets {
+		d.Secrets = append(d.Secrets, prSecret{Ref: ref, Reason: why})
+	}
+	sort.SliceStable(d.Secrets, func(i, j int) bool { return d.Secrets[i].Ref < d.Secrets[j].Ref })
 	return d
 }
 

@@ -84,6 +84,7 @@ func prInput() PRInput {
 		Head: "adopt/litellm-test", Base: "main", Plan: prPlan(), PlanPath: "plans/prod-eu.yaml",
 		Exported: map[string]string{"Service litellm-test/litellm": "adopted/litellm-test/service-litellm.yaml"},
 		Drift:    map[string]string{"ConfigMap litellm-test/litellm-test-usage-hook": "live 8,126 B behind Git"},
+		Secrets:  map[string]string{"Secret litellm-test/api-token": "--secrets=skip"},
 		Runbooks: []string{"k8s/system/README.md line 12 runs `kubectl apply -f` on an adopted file; change it to --server-side or remove it."},
 	}
 }
@@ -104,7 +105,7 @@ func TestPRBodyFromPlan(t *testing.T) {
 		"carries a 257149 B last-applied-configuration annotation",
 		"`Service litellm-test/litellm`: no source in Git",
 		"k8s/system/README.md line 12 runs `kubectl apply -f`",
-		"- `Secret litellm-test/litellm-keys`: Secrets are never exported to Git",
+		"- `Secret litellm-test/api-token`: --secrets=skip\n- `Secret litellm-test/litellm-keys`: Secrets are never exported to Git",
 		"adopt finalize --plan plans/prod-eu.yaml",
 	} {
 		if !strings.Contains(body, want) {
