@@ -256,16 +256,30 @@ func newPRData(in PRInput) prData {
 			default:
 				po.Where = "exported (not in Git)"
 			}
-			if v := in.Drift[r]; v != "" {
-				po.Drift = v
-			} else if ob.Git == nil {
+			switch {
+			case in.Drift[r] != "":
+				po.Drift = in.Drift[r]
+			case ob.Drift != nil && ob.Drift.Identical():
+				po.Drift = "identical"
+			case ob.Drift != nil:
+				po.Drift = fmt.Sprintf("live %d B behind Git: %s", ob.Drift.BytesBehind, strings.Join(ob.Drift.Fields, ", "))
+			case ob.Git == nil:
 				po.Drift = "n/a (exported from the cluster)"
 			}
 			pa.Objects = append(pa.Objects, po)
 			d.Objects++
-			d.Risks = append(d.Risks, objectRisks(ob)...)
+			if len(ob.Findings) > 0 {
+				for _, f := range ob.Findings {
+					d.Risks = append(d.Risks, fmt.Sprintf("`%s` (%s): %s", r, f.Severity, f.Message))
+				}
+			} else {
+				d.Risks = append(d.Risks, objectRisks(ob)...)
+			}
 		}
 		d.Applications = append(d.Applications, pa)
+	}
+	for _, f := range p.Findings {
+		d.Risks = append(d.Risks, fmt.Sprintf("(%s) %s", f.Severity, f.Message))
 	}
 	for _, s := range p.Skipped {
 		if s.Kind == "Secret" && s.Group == "" && s.Name != "" {
@@ -279,7 +293,8 @@ func newPRData(in PRInput) prData {
 	return d
 }
 
-// objectRisks states an object's risks, one sentence each.
+// objectRisks states an object's risks, one sentence each, for plans
+// written before the plan recorded findings.
 func objectRisks(ob plan.Object) []string {
 	var out []string
 	r := "`" + ob.Ref() + "`"

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -126,6 +127,27 @@ func TestPRBodyFromPlan(t *testing.T) {
 	title, body2, err := renderPR(in, "")
 	if err != nil || title != "custom 2 on prod-eu" || body2 != body {
 		t.Errorf("override: title %q, err %v, body changed %v", title, err, body2 != body)
+	}
+}
+
+// TestPRBodyUsesPlanDriftAndFindings: with no drift from apply, the
+// plan's own drift and findings fill the table and the risks.
+func TestPRBodyUsesPlanDriftAndFindings(t *testing.T) {
+	in := prInput()
+	in.Drift = nil
+	in.Plan.Objects[0].Drift = &gitindex.Drift{Fields: []string{"data.usage_hook.py"}, BytesBehind: 8126}
+	in.Plan.Objects[0].Findings = []plan.Finding{{Code: plan.CodeStaleVsGit, Severity: plan.Warning, Message: "live is 8126 B behind Git"}}
+	_, body, err := renderPR(in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| live 8126 B behind Git: data.usage_hook.py |",
+		"- `ConfigMap litellm-test/litellm-test-usage-hook` (warning): live is 8126 B behind Git",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q\n%s", want, body)
+		}
 	}
 }
 
