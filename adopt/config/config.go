@@ -102,13 +102,33 @@ func Load(p string) (*Config, error) {
 
 // Parse decodes adopt.yaml over the defaults, rejecting unknown fields.
 func Parse(b []byte) (*Config, error) {
-	c := Default()
+	c := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s; see docs/plan.md for the fields", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	c.fillDefaults()
 	return c, c.Validate()
+}
+
+// fillDefaults sets every field the file left empty.
+func (c *Config) fillDefaults() {
+	d := Default()
+	if c.Destination.Server == "" && c.Destination.Name == "" {
+		c.Destination = d.Destination
+	}
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{
+		{&c.Project, d.Project}, {&c.AppsDir, d.AppsDir}, {&c.ExportDir, d.ExportDir},
+		{&c.Naming, d.Naming}, {&c.GroupBy, d.GroupBy},
+	} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -121,10 +141,7 @@ func (c *Config) Validate() error {
 	if c.Destination.Server != "" && c.Destination.Name != "" {
 		return fmt.Errorf("destination: set server or name, not both")
 	}
-	if c.Destination.Server == "" && c.Destination.Name == "" {
-		return fmt.Errorf("destination: set server or name")
-	}
-	if c.Project == "" || !dns1123.MatchString(c.Project) {
+	if !dns1123.MatchString(c.Project) {
 		return fmt.Errorf("project %q is not a valid AppProject name", c.Project)
 	}
 	if !strings.Contains(c.Naming, "{") {
