@@ -49,6 +49,8 @@ type AppState struct {
 	Health        string          `json:"health,omitempty" yaml:"health,omitempty"`
 	HealthMessage string          `json:"healthMessage,omitempty" yaml:"healthMessage,omitempty"`
 	Resources     []ResourceState `json:"-" yaml:"-"`
+	// SyncOptions are the Application's spec.syncPolicy.syncOptions.
+	SyncOptions []string `json:"-" yaml:"-"`
 }
 
 // ResourceState is one entry of status.resources.
@@ -70,10 +72,18 @@ func (r ResourceState) Ref() string {
 }
 
 // StatusReader reads an Application's state. KubeStatus reads the
-// Application custom resources through the Kubernetes API; the Argo CD API
-// (argocd-server) is the other way to read it.
+// Application custom resources through the Kubernetes API (Kubernetes
+// mode); API reads them through argocd-server (Argo CD API mode).
 type StatusReader interface {
 	Application(ctx context.Context, name string) (AppState, error)
+}
+
+// Syncer starts a sync of an Application at revision (when set): server-side
+// apply, no pruning, with the options SyncOptions gives for Argo CD v. It
+// refuses while another operation is running. KubeStatus and API are
+// Syncers.
+type Syncer interface {
+	Sync(ctx context.Context, name, revision string, v Version) error
 }
 
 // KubeStatus reads Applications in Namespace through the Kubernetes API.
@@ -120,6 +130,7 @@ func StateOf(u *unstructured.Unstructured) AppState {
 			}
 		}
 	}
+	s.SyncOptions, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "syncPolicy", "syncOptions")
 	s.Sync = str("status", "sync", "status")
 	s.Health = str("status", "health", "status")
 	s.HealthMessage = str("status", "health", "message")
@@ -206,31 +217,74 @@ func Wait(ctx context.Context, r StatusReader, name string, w Want, interval, ti
 	return last, waiting, err
 }
 
-// SyncOperation is the .operation that TriggerSync sets: a sync by adopt
-// with server-side apply and no pruning.
-func SyncOperation(revision string) map[string]any {
-	sync := map[string]any{"prune": false, "syncOptions": []any{"ServerSideApply=true"}}
+// Sync options adopt sets on the syncs it starts.
+const (
+	OptionServerSideApply          = "ServerSideApply=true"
+	OptionNoClientSideApplyMigrate = "ClientSideApplyMigration=false"
+)
+
+// SyncOptions are the options of a sync that adopt starts, given the
+// Application's own spec.syncPolicy.syncOptions. A sync operation's options
+// replace the Application's (argocd-server and the controller read only the
+// operation's), so the Application's are kept, ServerSideApply=true replaces
+// any ServerSideApply option, and on the Argo CD versions where
+// CSAMigrationTrap holds ClientSideApplyMigration=false is added unless the
+// Application says otherwise.
+func SyncOptions(appOptions []string, v Version) []string {
+	var out []string
+	csa := false
+	for _, o := range appOptions {
+		switch {
+		case strings.HasPrefix(o, "ServerSideApply="):
+			continue
+		case strings.HasPrefix(o, "ClientSideApplyMigration="):
+			csa = true
+		}
+		out = append(out, o)
+	}
+	out = append(out, OptionServerSideApply)
+	if CSAMigrationTrap(v) && !csa {
+		out = append(out, OptionNoClientSideApplyMigrate)
+	}
+	return out
+}
+
+// SyncOperation is the .operation that KubeStatus.Sync sets: a sync by
+// adopt with the given options and no pruning.
+func SyncOperation(revision string, options []string) map[string]any {
+	opts := make([]any, 0, len(options))
+	for _, o := range options {
+		opts = append(opts, o)
+	}
+	sync := map[string]any{"prune": false, "syncOptions": opts}
 	if revision != "" {
 		sync["revision"] = revision
 	}
 	return map[string]any{"initiatedBy": map[string]any{"username": "adopt"}, "sync": sync}
 }
 
-// TriggerSync asks Argo CD for a sync by setting the Application's
-// .operation, with a JSON patch guarded by the resourceVersion it read. It
-// refuses while another operation is running.
+// TriggerSync is KubeStatus{c, ns}.Sync for an unknown Argo CD version.
 func TriggerSync(ctx context.Context, c dynamic.Interface, ns, name, revision string) error {
-	apps := c.Resource(ApplicationGVR).Namespace(ns)
+	return KubeStatus{Client: c, Namespace: ns}.Sync(ctx, name, revision, Version{})
+}
+
+// Sync asks Argo CD for a sync by setting the Application's .operation,
+// with a JSON patch guarded by the resourceVersion it read. It refuses
+// while another operation is running.
+func (k KubeStatus) Sync(ctx context.Context, name, revision string, v Version) error {
+	ns := k.Namespace
+	apps := k.Client.Resource(ApplicationGVR).Namespace(ns)
 	u, err := apps.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read Application %s/%s: %w", ns, name, err)
 	}
-	if s := StateOf(u); s.Operation {
+	s := StateOf(u)
+	if s.Operation {
 		return fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", ns, name)
 	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": u.GetResourceVersion()},
-		{"op": "add", "path": "/operation", "value": SyncOperation(revision)},
+		{"op": "add", "path": "/operation", "value": SyncOperation(revision, SyncOptions(s.SyncOptions, v))},
 	})
 	if err != nil {
 		return err
