@@ -18,7 +18,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/runbook"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -53,6 +55,7 @@ type ApplyOptions struct {
 	DestServer      string
 	DestName        string
 	Quiet           bool
+	pr              prOptions
 
 	genericiooptions.IOStreams
 	cluster    *cluster
@@ -103,6 +106,7 @@ on top and pushed again (never forced unless --force).`,
 		},
 	}
 	f := cmd.Flags()
+	o.pr.AddFlags(f)
 	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file; without it the plan is computed now, as `adopt plan` would")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", o.ArgoCDNamespace, "namespace the Applications are created in (Argo CD's control plane)")
@@ -202,8 +206,10 @@ func (o *ApplyOptions) Validate() error {
 		return usageErrorf("--apps-dir %q must be a relative path inside the repo", o.AppsDir)
 	case o.DryRun && o.Force:
 		return usageErrorf("--dry-run and --force cannot be used together")
+	case o.pr.OpenPR && o.NoPush && !o.DryRun:
+		return usageErrorf("--open-pr needs the branch pushed: drop --no-push")
 	}
-	return nil
+	return o.pr.Validate()
 }
 
 // exported is one object prepared for the repo.
@@ -228,8 +234,13 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		if !o.Quiet {
 			fmt.Fprintln(o.ErrOut, "no --plan given: computing the plan from the cluster now, as `adopt plan` would; review it with `adopt plan --out plan.yaml` first for anything that matters")
 		}
-		po := &PlanOptions{ConfigFlags: o.ConfigFlags, ArgoCDNamespace: o.ArgoCDNamespace, IOStreams: o.IOStreams, cluster: o.cluster, scopeNS: o.scopeNS}
-		var err error
+		cfg, err := config.Load("")
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		po := &PlanOptions{ConfigFlags: o.ConfigFlags, ArgoCDNamespace: o.ArgoCDNamespace, IOStreams: o.IOStreams,
+			cluster: o.cluster, scopeNS: o.scopeNS, cfg: cfg, GroupBy: cfg.GroupBy,
+			gitSrc: gitindex.Source{Location: o.Repo, Username: o.GitUser, Password: o.GitToken}, Repo: o.Repo}
 		if p, err = po.build(ctx); err != nil {
 			return err
 		}
@@ -305,7 +316,27 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.report(p, id, repo, base, res, apps, objs, findings, cloneDir)
-	return nil
+	if !o.pr.OpenPR || o.NoPush || o.DryRun {
+		return nil
+	}
+	in := PRInput{
+		RepoURL: repo.URL(), Head: branch, Base: base, Token: o.GitToken,
+		Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates, Out: o.Out,
+		Exported: map[string]string{}, Secrets: map[string]string{},
+	}
+	for _, f := range findings {
+		in.Runbooks = append(in.Runbooks, f.String())
+	}
+	for ref, e := range objs {
+		switch {
+		case e.secret != "":
+			in.Secrets[ref] = "Secret values are never written to Git (--secrets=" + e.secret + "); give it a secret-management source such as SealedSecret, ExternalSecret or SOPS"
+		case e.data != nil:
+			in.Exported[ref] = e.file
+		}
+	}
+	_, err = o.pr.Open(ctx, in)
+	return err
 }
 
 // export reads every object that is not in Git and cleans it. Secrets are
