@@ -15,7 +15,7 @@ build:
 
 ## demo: start a local control plane, seed the incident's estate, run adopt on it
 demo: build
-	@ADOPT_QUIET_BUILD= $(GO) run ./internal/demo -adopt bin/adopt
+	@PR=$(PR) $(GO) run ./internal/demo -adopt bin/adopt
 
 ## testbin: build and cache the real parts the tests run against (printed with timings)
 testbin:

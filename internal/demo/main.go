@@ -84,6 +84,11 @@ func run(adoptBin string) error {
 	if err := adopt("apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil {
 		return err
 	}
+	if os.Getenv("PR") != "" {
+		if err := pullRequest(ctx, adopt, repo, planFile); err != nil {
+			return err
+		}
+	}
 	say("What apply wrote")
 	git := exec.CommandContext(ctx, "git", "-C", repo, "log", "--all", "--stat", "--format=%n%C(auto)%d %s%n%b", "-1", "--exclude=refs/heads/main", "--branches=adopt/*")
 	git.Stdout, git.Stderr = os.Stdout, os.Stderr
@@ -104,5 +109,34 @@ scans; see examples/rbac for a read-only ClusterRole.`, "\n"))
 		<-ctx.Done()
 	}
 	say("Stopping the control plane")
+	return nil
+}
+
+// pullRequest starts a real Gitea on loopback, copies the demo repo into it
+// and runs `adopt apply --open-pr` against it (make demo PR=1).
+func pullRequest(ctx context.Context, adopt func(...string) error, repo, planFile string) error {
+	say("PR=1: starting a real Gitea on loopback (built once, cached in ~/.cache/adopt)")
+	g, err := testenv.StartGitea(ctx)
+	if err != nil {
+		return err
+	}
+	defer g.Stop()
+	url, err := g.CreateRepo(ctx, "gitops")
+	if err != nil {
+		return err
+	}
+	if err := g.PushRepo(ctx, repo, url, "main"); err != nil {
+		return err
+	}
+	say("adopt apply --open-pr against %s", url)
+	os.Setenv("ADOPT_GIT_TOKEN", g.Token) // for the push; the PR step reads it too
+	if err := adopt("apply", "--plan", planFile, "--repo", url, "--git-user", g.User, "--open-pr", "--provider", "gitea", "--pr-label", "adopt"); err != nil {
+		return err
+	}
+	fmt.Printf("Log in at %s as %s / %s to read the pull request while the demo waits 5 seconds.\n", g.URL, g.User, g.Password)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
 	return nil
 }

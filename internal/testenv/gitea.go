@@ -344,3 +344,13 @@ func (g *Gitea) LogTail(n int) string { return g.procs.LogTail("gitea", n) }
 
 // Stop kills Gitea and removes Dir. It is safe to call twice.
 func (g *Gitea) Stop() { g.procs.Stop() }
+
+// PushRepo force-pushes branch of the local repository dir to repoURL, so
+// a Gitea repository starts as a copy of a local one (the demo's).
+func (g *Gitea) PushRepo(ctx context.Context, dir, repoURL, branch string) error {
+	auth := "http.extraHeader=Authorization: token " + g.Token
+	if err := run(dir, "git", "-c", auth, "push", "-q", "--force", repoURL, branch+":"+branch); err != nil {
+		return redactToken(err, g.Token)
+	}
+	return nil
+}
