@@ -15,11 +15,38 @@ var Formats = []string{"table", "json", "yaml"}
 
 // Report is the outcome of one finalize (or undo) run.
 type Report struct {
-	DryRun  bool        `json:"dryRun" yaml:"dryRun"`
-	Undo    bool        `json:"undo,omitempty" yaml:"undo,omitempty"`
+	DryRun bool `json:"dryRun" yaml:"dryRun"`
+	Undo   bool `json:"undo,omitempty" yaml:"undo,omitempty"`
+	// ArgoCD says how Applications were read and which Argo CD it was.
+	ArgoCD  *ArgoCD     `json:"argocd,omitempty" yaml:"argocd,omitempty"`
 	Apps    []AppReport `json:"applications" yaml:"applications"`
 	Objects []Result    `json:"objects" yaml:"objects"`
 	Total   Total       `json:"total" yaml:"total"`
+}
+
+// ArgoCD is how finalize talked to Argo CD.
+type ArgoCD struct {
+	// Mode is "kubernetes" (Application resources read through the
+	// Kubernetes API) or "api" (through argocd-server).
+	Mode string `json:"mode" yaml:"mode"`
+	// Server is argocd-server's host:port in API mode.
+	Server string `json:"server,omitempty" yaml:"server,omitempty"`
+	// Version is the Argo CD version, "" when unknown; VersionSource says
+	// where it was learnt, or why it is unknown.
+	Version       string `json:"version,omitempty" yaml:"version,omitempty"`
+	VersionSource string `json:"versionSource" yaml:"versionSource"`
+}
+
+func (a *ArgoCD) String() string {
+	how := "Applications read through the Kubernetes API"
+	if a.Mode == "api" {
+		how = "Applications read through argocd-server at " + a.Server + " (Argo CD API mode)"
+	}
+	v := "Argo CD version unknown (" + a.VersionSource + ")"
+	if a.Version != "" {
+		v = "Argo CD " + a.Version + " (from " + a.VersionSource + ")"
+	}
+	return v + "; " + how
 }
 
 // AppReport is one Application's state when finalize looked.
@@ -33,8 +60,10 @@ type AppReport struct {
 	Waiting string `json:"waiting,omitempty" yaml:"waiting,omitempty"`
 	// Problems explain an unhealthy Application, one line per object or pod.
 	Problems []string `json:"problems,omitempty" yaml:"problems,omitempty"`
-	// SyncStarted is true when finalize set the Application's .operation.
-	SyncStarted bool `json:"syncStarted,omitempty" yaml:"syncStarted,omitempty"`
+	// SyncStarted is true when finalize started a sync (set the
+	// Application's .operation, or asked argocd-server), with SyncOptions.
+	SyncStarted bool     `json:"syncStarted,omitempty" yaml:"syncStarted,omitempty"`
+	SyncOptions []string `json:"syncOptions,omitempty" yaml:"syncOptions,omitempty"`
 }
 
 // Total sums the objects.
@@ -110,6 +139,9 @@ func (rep *Report) Print(w io.Writer, f string) error {
 // Table writes the report for people: Applications, one row per object,
 // reasons, patches in a dry run, and the totals.
 func (rep *Report) Table(w io.Writer) error {
+	if rep.ArgoCD != nil {
+		fmt.Fprintln(w, rep.ArgoCD.String())
+	}
 	for _, a := range rep.Apps {
 		state := "ready"
 		if !a.Ready {
@@ -117,7 +149,7 @@ func (rep *Report) Table(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "Application %s: sync %s, health %s, %s\n", a.Name, dash(a.Sync), dash(a.Health), state)
 		if a.SyncStarted {
-			fmt.Fprintln(w, "  sync started by adopt (.operation set, ServerSideApply=true, no prune)")
+			fmt.Fprintf(w, "  sync started by adopt (%s, no prune)\n", strings.Join(a.SyncOptions, ", "))
 		}
 		for _, p := range a.Problems {
 			fmt.Fprintln(w, "  "+p)

@@ -37,17 +37,22 @@ type FinalizeOptions struct {
 	Quiet           bool
 
 	// Argo CD API mode.
-	ArgoCDServer string
-	ArgoCDToken  string
-	GRPCWeb      bool
-	Plaintext    bool
-	Insecure     bool
+	ArgoCDServer  string
+	ArgoCDToken   string
+	GRPCWeb       bool
+	Plaintext     bool
+	Insecure      bool
+	ArgoCDVersion string
 
 	genericiooptions.IOStreams
 	cluster *cluster
 	plan    *plan.Plan
 	apps    []plan.Application
 	targets map[string][]finalize.Target // by Application name
+	// envServer is $ARGOCD_SERVER: API mode's fallback when the
+	// Application resources may not be read through the Kubernetes API.
+	envServer string
+	version   *argoapp.DetectedVersion // from --argocd-version
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -111,6 +116,7 @@ to the plan, or in --journal; --undo puts the removed annotations back.`,
 	f.BoolVar(&o.GRPCWeb, "grpc-web", false, "Argo CD API mode: use gRPC-Web")
 	f.BoolVar(&o.Plaintext, "plaintext", false, "Argo CD API mode: no TLS")
 	f.BoolVar(&o.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
+	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version, e.g. v3.2.6 (default: asked of argocd-server in API mode, else the application controller's image tag)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(finalize.Formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -119,6 +125,9 @@ to the plan, or in --journal; --undo puts the removed annotations back.`,
 func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if o.ArgoCDToken == "" {
 		o.ArgoCDToken = os.Getenv("ARGOCD_AUTH_TOKEN")
+	}
+	if o.ArgoCDServer == "" {
+		o.envServer = os.Getenv("ARGOCD_SERVER")
 	}
 	if o.PlanFile == "" {
 		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")
@@ -158,8 +167,18 @@ func (o *FinalizeOptions) Validate() error {
 	if !contains(finalize.Formats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(finalize.Formats, ", "))
 	}
-	if o.ArgoCDServer != "" {
-		return &exitError{code: ExitNotImplemented, err: fmt.Errorf("Argo CD API mode (--argocd-server) is not implemented yet; omit it to read the Application resources through the Kubernetes API")}
+	if o.ArgoCDServer != "" && strings.TrimSpace(o.ArgoCDToken) == "" && !o.Undo {
+		return usageErrorf("--argocd-server %s needs a token: pass --argocd-token or set $ARGOCD_AUTH_TOKEN", o.ArgoCDServer)
+	}
+	if o.ArgoCDServer == "" && o.envServer == "" && (o.GRPCWeb || o.Plaintext || o.Insecure) {
+		return usageErrorf("--grpc-web, --plaintext and --insecure apply to Argo CD API mode only: add --argocd-server host:port, or drop them")
+	}
+	if o.ArgoCDVersion != "" {
+		v, err := argoapp.VersionFromFlag(o.ArgoCDVersion)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		o.version = &v
 	}
 	if o.Undo && o.Sync {
 		return usageErrorf("--undo and --sync cannot be used together")
@@ -213,6 +232,13 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if err := o.checkAccess(ctx, kube); err != nil {
 		return err
 	}
+	var argo argoMode
+	if !o.Undo {
+		if argo, err = o.connectArgoCD(ctx, kube, dyn); err != nil {
+			return err
+		}
+		defer argo.close()
+	}
 	f := &finalize.Finalizer{
 		Client:   func(t finalize.Target) finalize.Client { return dyn.Resource(t.GVR()).Namespace(t.Namespace) },
 		Tracking: &o.plan.Tracking,
@@ -234,7 +260,8 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if o.Undo {
 		err = o.undo(ctx, f, rep)
 	} else {
-		err = o.finalize(ctx, f, kube, dyn, rep)
+		rep.ArgoCD = argo.info
+		err = o.finalize(ctx, f, kube, argo, rep)
 	}
 	if err != nil {
 		return err
@@ -260,52 +287,136 @@ func (o *FinalizeOptions) allTargets() []finalize.Target {
 // before it does anything.
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
 	needs := finalize.Needs(o.allTargets(), o.DryRun)
-	if !o.Undo {
-		needs = append(needs, finalize.Access{Verb: "get", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
+	var appNeeds []finalize.Access
+	if !o.Undo && o.ArgoCDServer == "" {
+		appNeeds = append(appNeeds, finalize.Access{Verb: "get", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
 		if o.Sync && !o.DryRun {
-			needs = append(needs, finalize.Access{Verb: "patch", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
+			appNeeds = append(appNeeds, finalize.Access{Verb: "patch", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
 		}
 	}
-	missing, err := finalize.Missing(ctx, kube, needs)
+	missing, err := finalize.Missing(ctx, kube, append(needs, appNeeds...))
 	if err != nil {
 		return o.cluster.explain(err)
 	}
 	if len(missing) == 0 {
 		return nil
 	}
+	// Kubernetes mode is the default when the Application resources may be
+	// read; otherwise $ARGOCD_SERVER, when set, selects API mode.
+	if o.envServer != "" && strings.TrimSpace(o.ArgoCDToken) != "" && onlyApplications(missing) {
+		o.ArgoCDServer = o.envServer
+		if !o.Quiet {
+			fmt.Fprintf(o.ErrOut, "may not %s through the Kubernetes API; using Argo CD API mode with $ARGOCD_SERVER %s\n", missing[0], o.envServer)
+		}
+		return nil
+	}
 	var m []string
 	for _, a := range missing {
 		m = append(m, a.String())
 	}
-	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions) and re-run", strings.Join(m, "; "))
+	hint := ""
+	if onlyApplications(missing) {
+		hint = ", or use Argo CD API mode (--argocd-server and --argocd-token)"
+	}
+	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
 }
 
-func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, kube kubernetes.Interface, dyn dynamic.Interface, rep *finalize.Report) error {
-	reader := argoapp.KubeStatus{Client: dyn, Namespace: o.ArgoCDNamespace}
+func onlyApplications(missing []finalize.Access) bool {
+	for _, a := range missing {
+		if a.Group != argoapp.ApplicationGVR.Group || a.Resource != argoapp.ApplicationGVR.Resource {
+			return false
+		}
+	}
+	return len(missing) > 0
+}
+
+// argoMode is how finalize reads and syncs Applications: through the
+// Kubernetes API, or through argocd-server.
+type argoMode struct {
+	reader  argoapp.StatusReader
+	syncer  argoapp.Syncer
+	version argoapp.DetectedVersion
+	info    *finalize.ArgoCD
+	close   func()
+	// explain words a read or sync error: the Kubernetes API's in
+	// Kubernetes mode; API mode's errors already say where.
+	explain func(error) error
+}
+
+// connectArgoCD picks the mode, connects, and learns the Argo CD version:
+// --argocd-version, else argocd-server's version API in API mode, else the
+// application controller's image tag.
+func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (argoMode, error) {
+	m := argoMode{close: func() {}, explain: o.cluster.explain}
+	var ver argoapp.DetectedVersion
+	if o.ArgoCDServer != "" {
+		api, err := argoapp.DialAPI(argoapp.APIOptions{Server: o.ArgoCDServer, Token: o.ArgoCDToken, GRPCWeb: o.GRPCWeb, PlainText: o.Plaintext, Insecure: o.Insecure}, o.ArgoCDNamespace)
+		if err != nil {
+			return m, err
+		}
+		m.reader, m.syncer, m.close = api, api, func() { _ = api.Close() }
+		m.explain = func(err error) error { return err }
+		m.info = &finalize.ArgoCD{Mode: "api", Server: api.Server()}
+		if o.version == nil {
+			if ver, err = api.Version(ctx); err != nil {
+				ver = argoapp.DetectedVersion{Source: err.Error()}
+			}
+		}
+	} else {
+		k := argoapp.KubeStatus{Client: dyn, Namespace: o.ArgoCDNamespace}
+		m.reader, m.syncer = k, k
+		m.info = &finalize.ArgoCD{Mode: "kubernetes"}
+		if o.version == nil {
+			var err error
+			if ver, err = argoapp.VersionFromCluster(ctx, kube, o.ArgoCDNamespace); err != nil {
+				ver = argoapp.DetectedVersion{Source: o.cluster.explain(err).Error()}
+			}
+		}
+	}
+	if o.version != nil {
+		ver = *o.version
+	}
+	m.version = ver
+	m.info.VersionSource = ver.Source
+	if ver.Version.Known() {
+		m.info.Version = ver.Version.String()
+	}
+	if !o.Quiet {
+		fmt.Fprintln(o.ErrOut, m.info.String())
+	}
+	return m, nil
+}
+
+func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, kube kubernetes.Interface, argo argoMode, rep *finalize.Report) error {
+	reader := argo.reader
 	for _, a := range o.apps {
 		ar := finalize.AppReport{Name: a.Name}
 		targets := o.targets[a.Name]
 		s, err := reader.Application(ctx, a.Name)
 		if err != nil {
-			return o.cluster.explain(err)
+			return argo.explain(err)
 		}
 		if o.Sync && s.Found && !s.Operation && s.Phase == "" && len(s.History) == 0 {
 			if o.DryRun {
 				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
 			} else {
-				if err := argoapp.TriggerSync(ctx, dyn, o.ArgoCDNamespace, a.Name, o.Revision); err != nil {
+				if err := argo.syncer.Sync(ctx, a.Name, o.Revision, argo.version.Version); err != nil {
 					return err
 				}
 				ar.SyncStarted = true
+				ar.SyncOptions = argoapp.SyncOptions(s.SyncOptions, argo.version.Version)
 			}
 		}
 		want := argoapp.Want{Revision: o.Revision, AllowHealth: o.AllowHealth, Check: o.trackedCheck(f, targets)}
 		s, waiting, err := argoapp.Wait(ctx, reader, a.Name, want, o.PollInterval, o.Timeout, o.progress(a.Name))
 		if err != nil {
-			return o.cluster.explain(err)
+			return argo.explain(err)
 		}
 		ar.Sync, ar.Health, ar.Ready, ar.Waiting = s.Sync, s.Health, waiting == "", waiting
 		if !ar.Ready {
+			if hint := csaTrapHint(argo.version.Version, s); hint != "" {
+				ar.Problems = append(ar.Problems, hint)
+			}
 			ar.Problems = append(ar.Problems, argoapp.Explain(ctx, kube, s)...)
 			rep.Apps = append(rep.Apps, ar)
 			for _, t := range targets {
@@ -319,6 +430,15 @@ func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, k
 		}
 	}
 	return nil
+}
+
+// csaTrapHint explains a first sync that failed in Argo CD's client-side
+// apply migration on a version where that migration writes last-applied.
+func csaTrapHint(v argoapp.Version, s argoapp.AppState) string {
+	if !argoapp.CSAMigrationTrap(v) || !strings.Contains(s.Message, "client-side apply migration") {
+		return ""
+	}
+	return fmt.Sprintf("Argo CD %s migrates client-side-apply ownership with a client-side apply, which writes last-applied-configuration and can pass the 262144-byte annotation cap: add %s to the Application's spec.syncPolicy.syncOptions (adopt apply does), then re-run with --sync", v, argoapp.OptionNoClientSideApplyMigrate)
 }
 
 // trackedCheck is the last wait condition: every adopted object carries
