@@ -392,6 +392,20 @@ type AppStatus struct {
 	OperationMessage string
 	// Conditions are "Type: message" lines, such as ComparisonError.
 	Conditions []string
+	// Resources are the last sync's per-object results, as
+	// "Kind ns/name: status: message" lines (status Synced or SyncFailed).
+	Resources []string
+}
+
+// Failed reports whether the last sync failed for some object. Automated
+// sync retries, so the operation phase alone flips back to Running.
+func (s AppStatus) Failed() bool {
+	for _, r := range s.Resources {
+		if strings.Contains(r, ": SyncFailed: ") {
+			return true
+		}
+	}
+	return s.OperationPhase == "Failed" || s.OperationPhase == "Error"
 }
 
 func (s AppStatus) String() string {
@@ -401,6 +415,9 @@ func (s AppStatus) String() string {
 	}
 	if len(s.Conditions) > 0 {
 		out += " conditions=[" + strings.Join(s.Conditions, "; ") + "]"
+	}
+	if len(s.Resources) > 0 {
+		out += " resources=[" + strings.Join(s.Resources, "; ") + "]"
 	}
 	return out
 }
@@ -428,6 +445,12 @@ func (a *ArgoCD) ApplicationStatus(ctx context.Context, name string) (AppStatus,
 			st.Conditions = append(st.Conditions, fmt.Sprintf("%v: %v", m["type"], m["message"]))
 		}
 	}
+	results, _, _ := unstructured.NestedSlice(u.Object, "status", "operationState", "syncResult", "resources")
+	for _, r := range results {
+		if m, ok := r.(map[string]any); ok {
+			st.Resources = append(st.Resources, fmt.Sprintf("%v %v/%v: %v: %v", m["kind"], m["namespace"], m["name"], m["status"], m["message"]))
+		}
+	}
 	return st, nil
 }
 
@@ -438,14 +461,16 @@ func (a *ArgoCD) WaitApplication(ctx context.Context, name string, done func(App
 	var last AppStatus
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = a.ApplicationStatus(ctx, name)
-		return lastErr == nil && done(last), nil
+		st, err := a.ApplicationStatus(ctx, name)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last, lastErr = st, nil
+		return done(st), nil
 	})
 	if err != nil {
-		if lastErr != nil {
-			return last, fmt.Errorf("waiting for argoproj.io/Application %s/%s: %v (last error: %v)", a.Namespace, name, err, lastErr)
-		}
-		return last, fmt.Errorf("waiting for argoproj.io/Application %s/%s: %v; last status: %s", a.Namespace, name, err, last)
+		return last, fmt.Errorf("waiting for argoproj.io/Application %s/%s: %v; last status: %s (last error: %v)", a.Namespace, name, err, last, lastErr)
 	}
 	return last, nil
 }

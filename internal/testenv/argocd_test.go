@@ -210,3 +210,139 @@ func apiSyncStatus(ctx context.Context, server, token, app string) (string, erro
 	}
 	return out.Status.Sync.Status, nil
 }
+
+// TestArgoCDv3ClientSideApplyMigrationTrap reproduces issue 10 on a real
+// Argo CD v3.2.6: a hand-applied ConfigMap at about 98% of the annotation
+// cap, whose Git copy is about 6 KB larger, fails its first sync with
+// ServerSideApply=true, because the client-side apply migration writes the
+// last-applied annotation with the old manager and passes the cap; the
+// object is left untouched. The same object with
+// ClientSideApplyMigration=false syncs.
+func TestArgoCDv3ClientSideApplyMigrationTrap(t *testing.T) {
+	cp := startTestControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	a, err := StartArgoCD(ctx, cp, "v3.2.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	g, err := StartGitServer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	const target = 257270 // the incident's annotations, 98.1% of 262144
+	extra := usageHook(6 << 10)
+	files := map[string]string{}
+	namespaces := map[string]string{}
+	for _, name := range []string{"trap", "fixed"} {
+		ns := cp.Namespace(t)
+		namespaces[name] = ns
+		hook := hookForAnnotationBytes(t, cp, ns, target)
+		files["apps/"+name+"/configmap.yaml"] = configMapYAML(ns, map[string]string{"usage_hook.py": hook, "added-in-git": extra})
+	}
+	repoURL, err := g.CreateRepo("gitops", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string]string{
+		"trap":  "[ServerSideApply=true]",
+		"fixed": "[ServerSideApply=true, ClientSideApplyMigration=false]",
+	} {
+		app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+spec:
+  project: default
+  source: {repoURL: %q, path: apps/%s, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  syncPolicy:
+    automated: {}
+    syncOptions: %s
+`, name, repoURL, name, namespaces[name], opts)
+		if err := a.CreateApplication(ctx, []byte(app)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer waitCancel()
+
+	st, err := a.WaitApplication(waitCtx, "trap", func(s AppStatus) bool { return s.Failed() || s.Sync == "Synced" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("trap: %s", st)
+	if !st.Failed() {
+		t.Fatalf("without ClientSideApplyMigration=false the first sync should fail on v3.2.6; got %s", st)
+	}
+	msg := strings.Join(st.Resources, "; ")
+	for _, want := range []string{"client-side apply migration", "Too long: may not be more than 262144 bytes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("sync failure %q does not contain %q", msg, want)
+		}
+	}
+	cms := cp.Clientset().CoreV1().ConfigMaps(namespaces["trap"])
+	cm, err := cms.Get(ctx, "usage-hook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Data["added-in-git"]; ok {
+		t.Errorf("the failed sync changed the object: key added-in-git is present")
+	}
+	t.Logf("trap object after the failed sync: annotations %d B, managers %v", annotationBytes(cm.Annotations), managers(cm.ManagedFields))
+
+	st, err = a.WaitApplication(waitCtx, "fixed", SyncedHealthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err = cp.Clientset().CoreV1().ConfigMaps(namespaces["fixed"]).Get(ctx, "usage-hook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Data["added-in-git"]; !ok {
+		t.Errorf("fixed: the Git copy was not applied")
+	}
+	if _, ok := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+		t.Errorf("fixed: the last-applied annotation survived the sync")
+	}
+	if got := managers(cm.ManagedFields); strings.Join(got, ",") != "argocd-controller Apply" {
+		t.Errorf("fixed: managers after sync %v, want [argocd-controller Apply]", got)
+	}
+	t.Logf("fixed: %s; annotations %d B, managers %v", st, annotationBytes(cm.Annotations), managers(cm.ManagedFields))
+}
+
+// hookForAnnotationBytes hand-applies ConfigMap ns/usage-hook with the real
+// kubectl (client-side) so that its annotations total target bytes, give
+// or take one, and returns the hook text it used.
+func hookForAnnotationBytes(t *testing.T, cp *ControlPlane, ns string, target int) string {
+	t.Helper()
+	ctx := context.Background()
+	apply := func(hook string) int {
+		if _, err := cp.Kubectl(ctx, []byte(configMapYAML(ns, map[string]string{"usage_hook.py": hook})), "apply", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := cp.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "usage-hook", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return annotationBytes(cm.Annotations)
+	}
+	escaped := func(s string) int { b, _ := json.Marshal(s); return len(b) }
+	hook := usageHook(1 << 10)
+	overhead := apply(hook) - escaped(hook)
+	full := usageHook(target)
+	n := target - overhead
+	for n > 0 && escaped(full[:n])+overhead > target {
+		n--
+	}
+	hook = full[:n]
+	got := apply(hook)
+	if got > target || got < target-1 {
+		t.Fatalf("hand-applied ConfigMap %s/usage-hook has %d B of annotations, want %d", ns, got, target)
+	}
+	t.Logf("hand-applied %s/usage-hook: data %d B, annotations %d B (%.1f%% of 262144)", ns, len(hook), got, float64(got)*100/262144)
+	return hook
+}
