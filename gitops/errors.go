@@ -85,7 +85,11 @@ func classify(err error) (kind error, hint string) {
 	case strings.Contains(s, "knownhosts") || strings.Contains(s, "key mismatch") || strings.Contains(s, "host key"):
 		return ErrAuth, "The SSH host key is unknown or changed; add it to known_hosts (ssh-keyscan) after checking it"
 	case strings.Contains(s, "pre-receive hook declined"), strings.Contains(s, "rejected"), strings.Contains(s, "command error on"):
-		return ErrPushRejected, "The server refused the push; read its message above and fix the branch protection or hook"
+		return ErrPushRejected, "The server refused the push; fix what its message says (branch protection or hook), then run again"
+	case strings.Contains(s, "connection reset"), strings.Contains(s, "broken pipe"), strings.Contains(s, "EOF"), strings.Contains(s, "i/o timeout"), strings.Contains(s, "use of closed network connection"):
+		return ErrGit, "The connection dropped during the transfer; check the network and run again: a re-run with the same input makes no duplicate commit"
+	case strings.Contains(s, "connection refused"), strings.Contains(s, "no such host"), strings.Contains(s, "network is unreachable"):
+		return ErrGit, "Cannot reach the Git server; check --repo and the network"
 	}
 	return ErrGit, ""
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -447,15 +448,45 @@ func (r *Repo) push(ctx context.Context, branch string, force bool) error {
 	if force {
 		spec = "+" + spec
 	}
+	var said remoteText
 	err := r.repo.PushContext(ctx, &git.PushOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []gitconfig.RefSpec{gitconfig.RefSpec(spec)},
 		Auth:       r.auth,
+		Progress:   &said,
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}
+	if err != nil && said.String() != "" {
+		err = fmt.Errorf("%w (the server said: %s)", err, said.String())
+	}
 	return wrap("push "+branch+" to", r.display, err, r.secrets)
+}
+
+// remoteText keeps the first 4 KiB of what the server sends on the progress
+// side band, where pre-receive hooks and branch protection explain a refused
+// push. Progress counters are dropped.
+type remoteText struct{ b strings.Builder }
+
+var progressLine = regexp.MustCompile(`^[A-Za-z ]+:\s+\d+% \(`)
+
+func (w *remoteText) Write(p []byte) (int, error) {
+	if room := 4096 - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// String is the server's messages on one line.
+func (w *remoteText) String() string {
+	var lines []string
+	for _, l := range strings.FieldsFunc(w.b.String(), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" && !progressLine.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " / ")
 }
 
 // fetch updates every remote-tracking branch.
