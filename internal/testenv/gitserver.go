@@ -1,9 +1,11 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -60,6 +62,17 @@ func (g *GitServer) auth(next http.Handler) http.Handler {
 				http.Error(w, "authentication required", http.StatusUnauthorized)
 				return
 			}
+		}
+		if r.Body != nil && r.ContentLength != 0 {
+			// Read the whole request first: git http-backend copies a
+			// Content-Length body in a loop that spins forever on a body cut
+			// short, so a request that loses its connection never reaches it.
+			body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+			if err != nil || (r.ContentLength > 0 && int64(len(body)) != r.ContentLength) {
+				http.Error(w, "request body cut short", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		next.ServeHTTP(w, r)
 	})
