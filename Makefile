@@ -21,11 +21,25 @@ demo: build
 testbin:
 	@bash internal/testenv/tools/testbin.sh
 
-## test: vet, then every test against the real parts
+## test: vet, then every test against the real parts; with CI=true, then every fuzzer for FUZZTIME
 test: testbin vet
 	@start=$$(date +%s); \
 	CI=$${CI:-} $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./... ; rc=$$?; \
 	echo "phase: go test $$(( $$(date +%s) - start ))s"; exit $$rc
+	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory fuzz; fi
+
+FUZZTIME ?= 20s
+
+## fuzz: run every Fuzz* function for FUZZTIME each (plain go test replays their testdata/fuzz corpora)
+fuzz:
+	@set -e; start=$$(date +%s); \
+	for f in $$(grep -rlE --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]*\(' . | sort); do \
+	  for name in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' $$f); do \
+	    echo "fuzz: $$name in ./$$(dirname $${f#./}) for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$(dirname $${f#./}); \
+	  done; \
+	done; \
+	echo "phase: fuzz $$(( $$(date +%s) - start ))s"
 
 vet:
 	$(GO) vet ./...
