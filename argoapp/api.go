@@ -103,17 +103,17 @@ func (a *API) Application(ctx context.Context, name string) (AppState, error) {
 	if err != nil {
 		return AppState{Name: name, Namespace: a.Namespace}, a.callError("get", name, err)
 	}
-	// The API returns the Application resource itself; read it the way
-	// Kubernetes mode does.
+	// The API returns the Application resource itself (without kind and
+	// apiVersion); read it the way Kubernetes mode does.
 	b, err := json.Marshal(app)
 	if err != nil {
 		return AppState{}, err
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
 		return AppState{}, fmt.Errorf("read Application %s/%s from argocd-server at %s: %v", a.Namespace, name, a.server, err)
 	}
-	s := StateOf(u)
+	s := StateOf(&unstructured.Unstructured{Object: obj})
 	if s.Namespace == "" {
 		s.Namespace = a.Namespace
 	}

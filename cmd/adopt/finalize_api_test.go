@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// TestFinalizeAPIModeOnRealArgoCD runs a real Argo CD v2.14.21 on the test
+// control plane. A ConfigMap applied the runbook way (client-side, then
+// --server-side) is in a repo on the test git server; an Application with
+// no sync yet points at it. `adopt finalize --sync` in Argo CD API mode,
+// with a token from logging in as admin, must start the first sync through
+// argocd-server, see it Synced and Healthy, remove the stale annotation, and
+// never print the token. Then Git deletes a key and the next sync deletes it
+// from the cluster.
+func TestFinalizeAPIModeOnRealArgoCD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	const version = "v2.14.21"
+	start := time.Now()
+	a, err := testenv.StartArgoCD(ctx, cp, version)
+	if err != nil {
+		t.Fatal(err) // never a skip: Argo CD must start here and in CI
+	}
+	ns := cp.Namespace(t)
+	app := "adopt-" + ns
+	t.Cleanup(func() { uninstallArgoCD(t, a, app) })
+	t.Cleanup(a.Stop) // runs first
+	for _, tm := range a.Timings {
+		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
+	}
+	t.Logf("argocd %s started in %s at %s", version, time.Since(start).Round(time.Millisecond), a.Address)
+	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+		t.Fatal(err)
+	}
+
+	data := map[string]string{"a": "1", "b": "2"}
+	hand := object(configMap(ns, data), map[string]string{"team": "platform"})
+	kc(t, hand, "-n", ns, "apply", "-f", "-")
+	kc(t, hand, "-n", ns, "apply", "--server-side", "-f", "-")
+	if _, ok := getCM(t, ns).GetAnnotations()[budget.LastAppliedKey]; !ok {
+		t.Fatal("starting state lacks the last-applied annotation")
+	}
+
+	g, err := testenv.StartGitServer("argocd", "git-"+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	manifest := "adopted/" + ns + "/usage-hook.json"
+	repoURL, err := g.CreateRepo("gitops", map[string]string{manifest: string(hand)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-gitops
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {type: git, url: %q, username: %q, password: %q}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+spec:
+  project: default
+  source: {repoURL: %q, path: adopted/%s, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+`, repoURL, g.User, g.Password, app, repoURL, ns, ns)
+	if err := a.CreateApplication(ctx, []byte(resources)); err != nil {
+		t.Fatal(err)
+	}
+	token, err := a.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := writePlan(t, cmObject(ns))
+	api := []string{"--argocd-server", a.Address, "--plaintext"}
+	noToken := func(what, s string) {
+		t.Helper()
+		if strings.Contains(s, token) {
+			t.Errorf("the token appears in %s", what)
+		}
+	}
+
+	// A bad token: one line that says what to do, and the token is not in it.
+	bad := token + "x"
+	out, errOut, code := adopt(t, append([]string{"finalize", "--plan", planFile, "--argocd-token", bad, "--poll-interval", "100ms"}, api...)...)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	last := lines[len(lines)-1] // before it, the progress lines
+	if code != ExitError || !strings.HasPrefix(last, "error: argocd-server at "+a.Address+" rejected the token") ||
+		!strings.Contains(last, "--argocd-token or $ARGOCD_AUTH_TOKEN") || strings.Count(errOut, "error:") != 1 {
+		t.Fatalf("bad token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, bad) {
+		t.Fatal("the bad token appears in the output")
+	}
+
+	out, errOut, code = adopt(t, append([]string{"finalize", "--plan", planFile, "--sync", "--argocd-token", token,
+		"--timeout", "5m", "--poll-interval", "500ms"}, api...)...)
+	t.Logf("finalize:\n%s%s", out, errOut)
+	noToken("the output of finalize --sync", out+errOut)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s\ncontroller: %s", code, out, errOut, a.LogTail("argocd-application-controller", 2000))
+	}
+	for _, want := range []string{
+		"Argo CD v2.14.21 (from argocd-server at " + a.Address + " (version API)); Applications read through argocd-server at " + a.Address + " (Argo CD API mode)",
+		"Application " + app + ": sync Synced, health Healthy, ready",
+		"sync started by adopt (ServerSideApply=true, no prune)",
+		"finalized",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	// The sync went through argocd-server (as admin, not a .operation set by
+	// adopt), with server-side apply and no prune.
+	u, err := dynClient(t).Resource(argoapp.ApplicationGVR).Namespace(a.Namespace).Get(ctx, app, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, _ := unstructured.NestedMap(u.Object, "status", "operationState", "operation")
+	by, _, _ := unstructured.NestedString(op, "initiatedBy", "username")
+	opts, _, _ := unstructured.NestedStringSlice(op, "sync", "syncOptions")
+	prune, _, _ := unstructured.NestedBool(op, "sync", "prune")
+	if by != "admin" || !reflect.DeepEqual(opts, []string{"ServerSideApply=true"}) || prune {
+		t.Errorf("sync operation: initiated by %q, options %v, prune %v; want admin, [ServerSideApply=true], false", by, opts, prune)
+	}
+	st, err := a.ApplicationStatus(ctx, app)
+	if err != nil || !testenv.SyncedHealthy(st) {
+		t.Fatalf("Application %s: %s, %v", app, st, err)
+	}
+	after := getCM(t, ns)
+	if _, ok := after.GetAnnotations()[budget.LastAppliedKey]; ok {
+		t.Error("the last-applied annotation is still there")
+	}
+	if got := after.GetAnnotations()["team"]; got != "platform" {
+		t.Errorf("annotation team = %q, want platform", got)
+	}
+	if got, want := after.GetAnnotations()[argoapp.AnnotationTrackingID], app+":/ConfigMap:"+ns+"/usage-hook"; got != want {
+		t.Errorf("tracking id %q, want %q", got, want)
+	}
+	journal, err := os.ReadFile(planFile + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noToken("the journal", string(journal))
+
+	// Re-run with the token in $ARGOCD_AUTH_TOKEN: nothing left to do.
+	t.Setenv("ARGOCD_AUTH_TOKEN", token)
+	out, errOut, code = adopt(t, append([]string{"finalize", "--plan", planFile, "-o", "json", "--poll-interval", "500ms"}, api...)...)
+	noToken("the output of the re-run", out+errOut)
+	var rep finalize.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
+		t.Fatalf("re-run: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if rep.Total.Already != 1 || rep.ArgoCD == nil || rep.ArgoCD.Mode != "api" || rep.ArgoCD.Version != version || rep.ArgoCD.Server != a.Address {
+		t.Fatalf("re-run report: total %+v, argocd %+v", rep.Total, rep.ArgoCD)
+	}
+
+	// The decisive check: Git deletes key a, and the next sync deletes it.
+	delete(data, "a")
+	rev := pushFile(t, g, "gitops", manifest, object(configMap(ns, data), map[string]string{"team": "platform"}))
+	if err := argoapp.TriggerSync(ctx, dynClient(t), a.Namespace, app, rev); err != nil {
+		t.Fatal(err)
+	}
+	s, waiting, err := argoapp.Wait(ctx, argoapp.KubeStatus{Client: dynClient(t), Namespace: a.Namespace}, app,
+		argoapp.Want{Revision: rev}, 500*time.Millisecond, 5*time.Minute, nil)
+	if err != nil || waiting != "" {
+		t.Fatalf("second sync: %v, waiting: %s (%+v)", err, waiting, s)
+	}
+	if got, _, _ := unstructured.NestedStringMap(getCM(t, ns).Object, "data"); !reflect.DeepEqual(got, data) {
+		t.Fatalf("after finalize, the next sync left data %v, want %v", got, data)
+	}
+}
+
+// pushFile commits one file to repo on the git server and returns the new
+// commit.
+func pushFile(t *testing.T, g *testenv.GitServer, repo, path string, content []byte) string {
+	t.Helper()
+	work := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("clone", "-q", g.BarePath(repo), ".")
+	if err := os.WriteFile(filepath.Join(work, path), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", path)
+	git("-c", "user.name=test", "-c", "user.email=test@example.invalid", "commit", "-q", "-m", "delete key a")
+	git("push", "-q", "origin", "HEAD:main")
+	return git("rev-parse", "HEAD")
+}
+
+// uninstallArgoCD removes what StartArgoCD and the test put into the shared
+// control plane, apart from the CRDs, so that later tests of the package
+// (plan reads argocd-cm) see the cluster as before.
+func uninstallArgoCD(t *testing.T, a *testenv.ArgoCD, app string) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"delete", "-n", a.Namespace, "--ignore-not-found", "applications.argoproj.io", app},
+		{"delete", "-n", a.Namespace, "--ignore-not-found", "appprojects.argoproj.io", "default"},
+		{"delete", "-n", a.Namespace, "--ignore-not-found", "secret", "argocd-initial-admin-secret", "repo-gitops"},
+		{"delete", "-n", a.Namespace, "--ignore-not-found", "-k", filepath.Join(a.Dir, "config")},
+	} {
+		if out, err := cp.Kubectl(ctx, nil, args...); err != nil {
+			t.Errorf("clean up after Argo CD: kubectl %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
