@@ -41,6 +41,10 @@ fuzz:
 	done; \
 	echo "phase: fuzz $$(( $$(date +%s) - start ))s"
 
+## bench: seed 20,000 objects on a local control plane; wall time and peak RSS of adopt plan vs kubectl get -A -o json
+bench: build
+	$(GO) run ./bench -adopt bin/adopt
+
 vet:
 	$(GO) vet ./...
 
