@@ -59,7 +59,13 @@ func run(adoptBin string, namespaces, perType, bigEvery int) error {
 	}
 	defer cp.Stop()
 	start := time.Now()
-	n, big, err := seed(ctx, cp.Clientset(), namespaces, perType, bigEvery)
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	n, big, err := seed(ctx, cs, namespaces, perType, bigEvery)
 	if err != nil {
 		return err
 	}
