@@ -137,6 +137,7 @@ func Build(in Inputs) *Plan {
 	}
 
 	p.Applications = group(cands, groupBy, cfg, in.Index)
+	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {
 		p.Objects = append(p.Objects, c.obj)
 	}

@@ -112,6 +112,9 @@ type Object struct {
 	Level      budget.Level     `json:"level" yaml:"level"`
 	// NextApply predicts the next client-side apply's annotation total.
 	NextApply judge.NextApply `json:"nextApply" yaml:"nextApply"`
+	// CSAMigration predicts Argo CD 3.1.0-3.3.1's client-side-apply
+	// migration at the first sync (see judge.CSAMigration).
+	CSAMigration judge.CSAMigration `json:"csaMigration" yaml:"csaMigration"`
 	// HelmRelease is set for objects a Helm release installed.
 	HelmRelease string `json:"helmRelease,omitempty" yaml:"helmRelease,omitempty"`
 	// StaleTracking says why a tracking mark the object carries does not
