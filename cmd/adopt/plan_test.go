@@ -98,15 +98,20 @@ func TestPlanHandAppliedConfigMap(t *testing.T) {
 	if _, err := cp.Kubectl(ctx, []byte(manifest), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
+	// An Application "app" in this test's own Argo CD namespace tracks one
+	// ConfigMap; the namespace has no argocd-cm.
+	installApplicationCRD(t)
+	argoNS := cp.Namespace(t)
+	app := fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: app\n  namespace: %s\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: https://git.example.invalid/gitops.git, path: apps}\n", argoNS, ns)
 	tracked := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tracked\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/tracking-id: app:/ConfigMap:%s/tracked\ndata:\n  a: b\n", ns, ns)
-	if _, err := cp.Kubectl(ctx, []byte(tracked), "create", "-f", "-"); err != nil {
+	if _, err := cp.Kubectl(ctx, []byte(app+"---\n"+tracked), "create", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	live, err := cp.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "hook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := planJSON(t, "-n", ns)
+	p := planJSON(t, "-n", ns, "--argocd-namespace", argoNS)
 	o := findObject(p, "ConfigMap", ns, "hook")
 	if o == nil {
 		t.Fatalf("hook not in plan")
@@ -127,7 +132,7 @@ func TestPlanHandAppliedConfigMap(t *testing.T) {
 		t.Fatalf("tracking = %+v", p.Tracking)
 	}
 	// The table shows the same figures.
-	out, _, code := adopt(t, "plan", "-n", ns, "-q")
+	out, _, code := adopt(t, "plan", "-n", ns, "-q", "--argocd-namespace", argoNS)
 	if code != 0 || !strings.Contains(out, "hook") || !strings.Contains(out, fmt.Sprintf("%.1f%%", o.Budget.PercentOfCap)) {
 		t.Fatalf("table (exit %d):\n%s", code, out)
 	}
