@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,8 +35,9 @@ func main() {
 	namespaces := flag.Int("namespaces", 20, "namespaces to seed")
 	perType := flag.Int("per-type", 100, "objects per type per namespace (10 types)")
 	bigEvery := flag.Int("big-every", 100, "every Nth ConfigMap carries a 200 KB annotation")
+	hold := flag.Bool("hold", false, "after seeding, print the kubeconfig and wait for a signal instead of measuring")
 	flag.Parse()
-	if err := run(*adoptBin, *namespaces, *perType, *bigEvery); err != nil {
+	if err := run(*adoptBin, *namespaces, *perType, *bigEvery, *hold); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -47,7 +49,7 @@ type measurement struct {
 	maxRSS int64 // KiB
 }
 
-func run(adoptBin string, namespaces, perType, bigEvery int) error {
+func run(adoptBin string, namespaces, perType, bigEvery int, hold bool) error {
 	bin, err := filepath.Abs(adoptBin)
 	if err != nil {
 		return err
@@ -71,6 +73,13 @@ func run(adoptBin string, namespaces, perType, bigEvery int) error {
 	}
 	fmt.Printf("seeded %d objects (%d with a 200 KB annotation) in %d namespaces in %s\n", n, big, namespaces, time.Since(start).Round(time.Second))
 
+	if hold {
+		fmt.Printf("kubeconfig: %s\n", cp.Kubeconfig)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return nil
+	}
 	out := filepath.Join(cp.Dir, "plan.yaml")
 	planM, err := measure(bin, "--kubeconfig", cp.Kubeconfig, "plan", "-q", "-o", "json", "--out", out)
 	if err != nil {

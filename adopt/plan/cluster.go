@@ -3,20 +3,20 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 )
 
-// Seal sets the plan id: a digest of the document without the id, so the
-// same findings always give the same id.
+// Seal sets the plan id: a digest of the document (as JSON, streamed into
+// the hash) without the id, so the same findings always give the same id.
 func (p *Plan) Seal() error {
 	p.ID = ""
-	b, err := Marshal(p)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(p); err != nil {
 		return err
 	}
-	sum := sha256.Sum256(b)
-	p.ID = "plan-" + hex.EncodeToString(sum[:])[:16]
+	p.ID = "plan-" + hex.EncodeToString(h.Sum(nil))[:16]
 	return nil
 }
 

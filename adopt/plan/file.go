@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -13,9 +15,75 @@ import (
 // Marshal encodes p as YAML with a stable field order.
 func Marshal(p *Plan) ([]byte, error) {
 	var b bytes.Buffer
+	if err := Encode(&b, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// chunk is how many list items are encoded per YAML encoder.
+const chunk = 256
+
+// Encode writes p as YAML. The long lists (objects, skipped) are encoded in
+// chunks: yaml.v3's emitter keeps every event of a document until it ends,
+// so one encoder for a 20,000-object plan would hold gigabytes.
+func Encode(w io.Writer, p *Plan) error {
+	head := *p
+	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
+	b, err := encodeYAML(&head)
+	if err != nil {
+		return err
+	}
+	b = bytes.TrimSuffix(b, []byte("objects: []\n"))
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if err := writeList(w, "objects", p.Objects, false); err != nil {
+		return err
+	}
+	if err := writeList(w, "skipped", p.Skipped, true); err != nil {
+		return err
+	}
+	return writeList(w, "notScanned", p.NotScanned, true)
+}
+
+func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error {
+	if len(items) == 0 {
+		if omitEmpty {
+			return nil
+		}
+		_, err := io.WriteString(w, key+": []\n")
+		return err
+	}
+	if _, err := io.WriteString(w, key+":\n"); err != nil {
+		return err
+	}
+	for i := 0; i < len(items); i += chunk {
+		end := i + chunk
+		if end > len(items) {
+			end = len(items)
+		}
+		b, err := encodeYAML(items[i:end])
+		if err != nil {
+			return err
+		}
+		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			if _, err := w.Write(append([]byte("  "), line...)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func encodeYAML(v any) ([]byte, error) {
+	var b bytes.Buffer
 	e := yaml.NewEncoder(&b)
 	e.SetIndent(2)
-	if err := e.Encode(p); err != nil {
+	if err := e.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
 	if err := e.Close(); err != nil {
@@ -102,12 +170,21 @@ func ReadFile(path string) (*Plan, error) {
 
 // WriteFile writes p to path atomically (temp file, then rename).
 func WriteFile(path string, p *Plan) error {
-	b, err := Marshal(p)
-	if err != nil {
-		return err
-	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	bw := bufio.NewWriter(f)
+	err = Encode(bw, p)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write plan %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

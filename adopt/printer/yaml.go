@@ -8,10 +8,5 @@ import (
 
 // YAML writes p as YAML, the plan file format.
 func YAML(w io.Writer, p *plan.Plan) error {
-	b, err := plan.Marshal(p)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
+	return plan.Encode(w, p)
 }
