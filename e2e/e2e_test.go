@@ -1,0 +1,588 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/demo/estate"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// Versions are the Argo CD releases of the matrix (issue 10): the last v2,
+// and a v3 in 3.1.0-3.3.1, where the client-side-apply migration trap is.
+var versions = []string{"v2.14.21", "v3.2.6"}
+
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// The Applications adopt proposes for the estate (grouping by Git
+// directory, then by namespace for objects not in Git).
+const (
+	appSystem  = "adopt-system"       // k8s/system: the three hooks and the proxy config
+	appLiteLLM = "adopt-litellm-test" // the Deployment that cannot fit, its Service, the Secret
+	appCluster = "adopt-cluster"      // the Namespaces
+)
+
+// TestEndToEnd runs plan -> apply -> merge -> Applications -> finalize
+// --sync -> a key deleted in Git, on each Argo CD version, one after the
+// other (each starts its own control plane, scheduler and Argo CD; two at
+// once do not fit on 2 cores).
+func TestEndToEnd(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) { endToEnd(t, v) })
+	}
+}
+
+// phases records how long each phase took, printed at the end.
+type phases struct {
+	t     *testing.T
+	last  time.Time
+	names []string
+	took  []time.Duration
+}
+
+func (p *phases) done(name string) {
+	now := time.Now()
+	p.names = append(p.names, name)
+	p.took = append(p.took, now.Sub(p.last))
+	p.t.Logf("phase %-34s %s", name, now.Sub(p.last).Round(time.Millisecond))
+	p.last = now
+}
+
+func (p *phases) print() {
+	var b strings.Builder
+	var total time.Duration
+	for i, n := range p.names {
+		fmt.Fprintf(&b, "  %-34s %8s\n", n, p.took[i].Round(100*time.Millisecond))
+		total += p.took[i]
+	}
+	fmt.Fprintf(&b, "  %-34s %8s", "total", total.Round(100*time.Millisecond))
+	p.t.Logf("per-phase timings:\n%s", b.String())
+}
+
+func endToEnd(t *testing.T, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	ph := &phases{t: t, last: time.Now()}
+	defer ph.print()
+
+	// The real parts. A part that cannot start fails the test, never skips.
+	cp, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("the local control plane did not start: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	ph.done("control plane")
+	sched, err := estate.StartCapacity(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sched.Stop)
+	ph.done("scheduler + controller manager")
+	argo, err := testenv.StartArgoCD(ctx, cp, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(argo.Stop)
+	for _, tm := range argo.Timings {
+		t.Logf("  argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
+	}
+	// The incident's cluster tracks by annotation (its ConfigMap "carries no
+	// argocd.argoproj.io/tracking-id"); say so on both versions.
+	if err := argo.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+		t.Fatal(err)
+	}
+	ph.done("argo cd start")
+	password := "git-" + fmt.Sprint(time.Now().UnixNano())
+	gs, err := testenv.StartGitServer("adopt", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gs.Close)
+	repoURL := gs.URL + "/gitops.git"
+	if got, err := gs.CreateRepo("gitops", estate.GitOpsRepo(repoURL)); err != nil || got != repoURL {
+		t.Fatalf("create repo: %v (%s)", err, got)
+	}
+	bare := gs.BarePath("gitops")
+	repoSecret := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-gitops
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {type: git, url: %q, username: %q, password: %q}
+`, repoURL, gs.User, gs.Password)
+	if err := argo.CreateApplication(ctx, []byte(repoSecret)); err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. The estate, with the real kubectl; and the Application that
+	// already manages payments, from the repo.
+	var seedLog strings.Builder
+	if err := estate.Seed(ctx, cp, &seedLog); err != nil {
+		t.Fatalf("%v\n%s", err, seedLog.String())
+	}
+	work := t.TempDir()
+	checkout := filepath.Join(work, "checkout")
+	git(t, "", "clone", "-q", bare, checkout)
+	kubectl(t, cp, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp))
+	reason, err := cp.WaitUnschedulable(ctx, "litellm-test", "app=litellm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scheduler: %s", reason)
+	before := map[string]*unstructured.Unstructured{}
+	for _, ref := range []objRef{hookRef(0), hookRef(1), proxyRef(), deployRef()} {
+		u := get(t, cp, ref)
+		before[ref.String()] = u
+		t.Logf("seeded %s: annotations %d B, managers %v", ref, annotationBytes(u), managers(u))
+	}
+	if got := annotationBytes(before[hookRef(0).String()]); got*1000/262144 != 981 {
+		t.Fatalf("litellm-test hook at %d B of annotations, want 98.1%% of the cap", got)
+	}
+	if got := managers(before[proxyRef().String()]); !contains(got, "kubectl Apply") || !contains(got, "kubectl-last-applied Apply") {
+		t.Fatalf("the runbook's --server-side left managers %v, want kubectl (Apply) and kubectl-last-applied", got)
+	}
+	ph.done("seed")
+
+	// 2. adopt plan, matched with the repo over smart HTTP with basic auth.
+	cfg := filepath.Join(work, "adopt.yaml")
+	writeFile(t, cfg, adoptConfig)
+	planFile := filepath.Join(work, "plan.yaml")
+	gitEnv := []string{"ADOPT_GIT_USERNAME=" + gs.User, "ADOPT_GIT_TOKEN=" + gs.Password}
+	r := runAdopt(t, cp.Kubeconfig, gitEnv, "plan", "--repo", repoURL, "--config", cfg, "--out", planFile, "--argocd-version", version)
+	t.Logf("adopt plan: %s", r)
+	noSecret(t, "adopt plan", r, gs.Password)
+	if r.code != 0 {
+		t.Fatalf("adopt plan: %s", r)
+	}
+	p := readPlan(t, planFile)
+	for _, app := range []string{appSystem, appLiteLLM, appCluster} {
+		if planApp(p, app) == nil {
+			t.Fatalf("the plan proposes no Application %s: %s", app, r.out)
+		}
+	}
+	ph.done("plan")
+
+	// 3. adopt apply: a branch of the repo on the git server.
+	r = runAdopt(t, cp.Kubeconfig, []string{"ADOPT_GIT_TOKEN=" + gs.Password}, "apply", "--plan", planFile, "--repo", repoURL, "--git-user", gs.User, "--author", "adopt e2e <e2e@example.invalid>")
+	t.Logf("adopt apply: %s", r)
+	noSecret(t, "adopt apply", r, gs.Password)
+	if r.code != 0 {
+		t.Fatalf("adopt apply: %s", r)
+	}
+	branches := strings.Fields(git(t, bare, "for-each-ref", "--format=%(refname)", "refs/heads/adopt/"))
+	if len(branches) != 1 {
+		t.Fatalf("apply made branches %v, want one adopt/<id>", branches)
+	}
+	ph.done("apply")
+
+	// 4. Merge: fast-forward main to the adoption branch, as merging the
+	// pull request would.
+	oldMain := git(t, bare, "rev-parse", "refs/heads/main")
+	git(t, bare, "merge-base", "--is-ancestor", oldMain, branches[0])
+	merged := git(t, bare, "rev-parse", branches[0])
+	git(t, bare, "update-ref", "refs/heads/main", merged, oldMain)
+
+	// 5. The Applications from the repo: kubectl apply the generated
+	// argocd/apps/*.yaml into Argo CD's namespace (docs/e2e.md).
+	git(t, checkout, "pull", "-q", "--ff-only", "origin", "main")
+	kubectl(t, cp, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, "argocd", "apps"))
+	appYAML, err := os.ReadFile(filepath.Join(checkout, "argocd", "apps", appSystem+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysOptions := syncOptions(t, appYAML)
+	t.Logf("generated %s: syncOptions %v", appSystem, sysOptions)
+	ph.done("merge + create Applications")
+
+	// 6a. finalize --sync in Kubernetes mode for the ConfigMaps. The
+	// out-of-cluster Argo CD has no controller workload, so this mode does
+	// not learn the version: the sync it starts carries only the generated
+	// Application's own options (and ServerSideApply=true). On v3.2.6 that
+	// is exactly what must avoid the client-side-apply migration trap.
+	r = runAdopt(t, cp.Kubeconfig, nil, "finalize", "--plan", planFile, "--sync", "--app", appSystem,
+		"-o", "json", "--timeout", "5m", "--poll-interval", "500ms")
+	if r.code != 0 {
+		st, _ := argo.ApplicationStatus(ctx, appSystem)
+		if strings.Contains(st.String(), "client-side apply migration") {
+			t.Fatalf("Argo CD %s: the first sync of the generated %s failed in the client-side-apply migration (syncOptions %v; issue 10: apply must add ClientSideApplyMigration=false on 3.1.0-3.3.1): %s\nfinalize: %s",
+				version, appSystem, sysOptions, st, r)
+		}
+		t.Fatalf("finalize --sync (Kubernetes mode) %s: %s\nApplication: %s\ncontroller: %s", appSystem, r, st, argo.LogTail("argocd-application-controller", 3000))
+	}
+	sysRep := report(t, r)
+	t.Logf("finalize (Kubernetes mode) %s: %s", appSystem, summary(sysRep))
+	ph.done("sync + finalize (kubernetes mode)")
+
+	// 6b. finalize --sync in Argo CD API mode for the rest, with a token
+	// from logging in as admin with the initial admin password.
+	token, err := argo.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := []string{"--argocd-server", argo.Address, "--plaintext", "-o", "json", "--poll-interval", "500ms"}
+	tokenEnv := []string{"ARGOCD_AUTH_TOKEN=" + token}
+	r = runAdopt(t, cp.Kubeconfig, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", appCluster, "--timeout", "5m"}, api...)...)
+	noSecret(t, "adopt finalize (API mode)", r, token)
+	if r.code != 0 {
+		t.Fatalf("finalize --sync (API mode) %s: %s", appCluster, r)
+	}
+	clusterRep := report(t, r)
+	t.Logf("finalize (API mode) %s: %s", appCluster, summary(clusterRep))
+	if clusterRep.ArgoCD == nil || clusterRep.ArgoCD.Mode != "api" || !strings.HasPrefix(clusterRep.ArgoCD.Version, version) {
+		t.Errorf("API mode report: argocd %+v, want mode api and version %s from argocd-server", clusterRep.ArgoCD, version)
+	}
+	// The Deployment cannot fit: finalize waits --timeout, explains, leaves
+	// the Application's objects alone and exits 4.
+	r = runAdopt(t, cp.Kubeconfig, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", appLiteLLM, "--timeout", "45s"}, api...)...)
+	noSecret(t, "adopt finalize (API mode)", r, token)
+	if r.code != 4 {
+		t.Fatalf("finalize (API mode) %s: want exit 4 (the Deployment cannot be finalized): %s", appLiteLLM, r)
+	}
+	apiRep := report(t, r)
+	t.Logf("finalize (API mode) %s: %s", appLiteLLM, summary(apiRep))
+	ph.done("sync + finalize (api mode)")
+
+	// 7. Every Application Synced and Healthy except the one whose
+	// Deployment cannot fit.
+	for _, a := range p.Applications {
+		st, err := argo.ApplicationStatus(ctx, a.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Application %s: %s", a.Name, st)
+		if a.Name == appLiteLLM {
+			if st.Health == "Healthy" {
+				t.Errorf("Application %s is Healthy, but its Deployment cannot be scheduled", a.Name)
+			}
+			continue
+		}
+		if !testenv.SyncedHealthy(st) {
+			t.Errorf("Application %s: %s, want Synced and Healthy", a.Name, st)
+		}
+	}
+	// Tracking ids on every object of a finalized Application; the
+	// last-applied annotation gone; bytes before -> after reported.
+	results := map[string]finalize.Result{}
+	for _, rep := range []finalize.Report{sysRep, clusterRep, apiRep} {
+		for _, o := range rep.Objects {
+			results[o.Object] = o
+		}
+	}
+	for _, a := range p.Applications {
+		if a.Name == appLiteLLM {
+			continue
+		}
+		for _, ref := range a.Objects {
+			o := planObject(t, p, ref)
+			u := get(t, cp, objRef{group: o.Group, version: o.Version, kind: o.Kind, ns: o.Namespace, name: o.Name})
+			want := fmt.Sprintf("%s:%s/%s:%s/%s", a.Name, o.Group, o.Kind, o.Namespace, o.Name)
+			if got := u.GetAnnotations()[argoapp.AnnotationTrackingID]; got != want {
+				t.Errorf("%s: tracking id %q, want %q", ref, got, want)
+			}
+			if _, ok := u.GetAnnotations()[lastApplied]; ok {
+				t.Errorf("%s: the last-applied annotation is still there after finalize", ref)
+			}
+			res, ok := results[ref]
+			if !ok || (res.Status != finalize.StatusFinalized && res.Status != finalize.StatusAlready) {
+				t.Errorf("%s: finalize reported %+v, want finalized or already-finalized", ref, res)
+				continue
+			}
+			if res.After.AnnotationBytes != annotationBytes(u) {
+				t.Errorf("%s: finalize reported %d B after, the object has %d B", ref, res.After.AnnotationBytes, annotationBytes(u))
+			}
+		}
+	}
+	// The runbook-migrated hook kept its stale copy through the sync (the
+	// issue's table, row 2); finalize removed it and said how much.
+	ent := results[hookRef(1).ref()]
+	t.Logf("%s: %s, annotations %d B -> %d B", ent.Object, ent.Status, ent.Before.AnnotationBytes, ent.After.AnnotationBytes)
+	if ent.Status != finalize.StatusFinalized || ent.Before.AnnotationBytes < 190000 || ent.After.AnnotationBytes > 1000 {
+		t.Errorf("%s: finalize reported %s, %d B -> %d B; want finalized from the stale ~195 KB copy to the tracking id alone",
+			hookRef(1), ent.Status, ent.Before.AnnotationBytes, ent.After.AnnotationBytes)
+	}
+	// The near-cap hook now holds Git's copy, 8,126 B newer.
+	test := get(t, cp, hookRef(0))
+	gotData, _, _ := unstructured.NestedString(test.Object, "data", "usage_hook.py")
+	if want := estate.Hooks[0].DataBytes + estate.GitAhead - len("usage_hook.py"); len(gotData) != want {
+		t.Errorf("%s: usage_hook.py is %d B after the sync, want Git's %d B", hookRef(0), len(gotData), want)
+	}
+	// The Deployment: not Healthy, with the scheduler's own reason, and
+	// left unfinalized.
+	var lite *finalize.AppReport
+	for i := range apiRep.Apps {
+		if apiRep.Apps[i].Name == appLiteLLM {
+			lite = &apiRep.Apps[i]
+		}
+	}
+	if lite == nil || lite.Ready || lite.Health == "Healthy" {
+		t.Fatalf("finalize report for %s: %+v, want not ready and not Healthy", appLiteLLM, lite)
+	}
+	if want := "Pending: " + strings.Join(strings.Fields(reason), " "); !strings.Contains(strings.Join(lite.Problems, "\n"), want) {
+		t.Errorf("finalize explains %s as %q, want the scheduler's %q", appLiteLLM, lite.Problems, want)
+	}
+	if res := results[deployRef().ref()]; res.Status != finalize.StatusSkipped {
+		t.Errorf("%s: finalize reported %q, want skipped", deployRef(), res.Status)
+	}
+	// Left unfinalized: finalize journals every patch before sending it,
+	// and has no line for the Deployment. Its last-applied annotation, if
+	// Argo CD's sync kept it, is unchanged (Argo CD v2's sync migrates
+	// kubectl-client-side-apply and drops the annotation by itself).
+	journal, err := os.ReadFile(planFile + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n") {
+		var e finalize.Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if e.Target.Kind == "Deployment" && e.Target.Name == "litellm" {
+			t.Errorf("finalize journaled a change of %s, which was never Healthy: %s", deployRef(), line)
+		}
+	}
+	was := before[deployRef().String()].GetAnnotations()[lastApplied]
+	now, kept := get(t, cp, deployRef()).GetAnnotations()[lastApplied]
+	t.Logf("%s after the sync: last-applied annotation kept: %v", deployRef(), kept)
+	if kept && now != was {
+		t.Errorf("%s: the last-applied annotation changed, but the Deployment was never finalized", deployRef())
+	}
+	ph.done("assertions")
+
+	// 8. Git deletes a key of the runbook-migrated ConfigMap; the next sync
+	// deletes it from the cluster. Without finalize, kubectl's co-ownership
+	// keeps it: adopt/finalize's TestFinalizeThenKeyDeletedInGitIsDeleted
+	// ("runbook --server-side" case, "(without finalize)" subtest) proves
+	// that half.
+	writeFile(t, filepath.Join(checkout, estate.ProxyConfigPath), estate.ProxyConfigManifest(false))
+	git(t, checkout, "add", estate.ProxyConfigPath)
+	git(t, checkout, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "drop "+estate.DeletedKey)
+	git(t, checkout, "push", "-q", "origin", "HEAD:main")
+	rev := git(t, checkout, "rev-parse", "HEAD")
+	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
+	if err := argoapp.TriggerSync(ctx, dyn, argo.Namespace, appSystem, rev); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer waitCancel()
+	st, err := argo.WaitApplication(waitCtx, appSystem, func(s testenv.AppStatus) bool {
+		return s.Revision == rev && s.OperationPhase == "Succeeded" && testenv.SyncedHealthy(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(get(t, cp, proxyRef()).Object, "data")
+	if _, ok := data[estate.DeletedKey]; ok {
+		t.Errorf("%s: key %s deleted in Git at %s survived the sync (%s)", proxyRef(), estate.DeletedKey, rev[:12], st)
+	}
+	if _, ok := data["config.yaml"]; !ok {
+		t.Errorf("%s: key config.yaml is gone too", proxyRef())
+	}
+	ph.done("sync a key deleted in git")
+}
+
+// adoptConfig leaves Argo CD's own installation out of the plan: the
+// out-of-cluster install put its config into namespace argocd and its CRDs
+// into the cluster by hand, and those belong in an app-of-apps, not in the
+// adoption.
+const adoptConfig = `apiVersion: adopt.dev/v1alpha1
+kind: AdoptConfig
+exclusions:
+- namespaces: [argocd]
+- apiGroups: [apiextensions.k8s.io]
+- kinds: [Namespace]
+  names: [argocd]
+`
+
+// objRef names one live object.
+type objRef struct{ group, version, kind, ns, name string }
+
+func (r objRef) String() string { return r.ref() }
+
+// ref is the plan's Object.Ref form: group/kind ns/name.
+func (r objRef) ref() string {
+	return plan.Object{Group: r.group, Kind: r.kind, Namespace: r.ns, Name: r.name}.Ref()
+}
+
+func hookRef(i int) objRef {
+	h := estate.Hooks[i]
+	return objRef{version: "v1", kind: "ConfigMap", ns: h.Namespace, name: h.Name}
+}
+
+func proxyRef() objRef {
+	return objRef{version: "v1", kind: "ConfigMap", ns: estate.ProxyConfigNamespace, name: estate.ProxyConfigName}
+}
+
+func deployRef() objRef {
+	return objRef{group: "apps", version: "v1", kind: "Deployment", ns: "litellm-test", name: "litellm"}
+}
+
+// get reads a live object through the dynamic client.
+func get(t *testing.T, cp *testenv.ControlPlane, r objRef) *unstructured.Unstructured {
+	t.Helper()
+	gr, err := restmapper.GetAPIGroupResources(cp.Clientset().Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.NewDiscoveryRESTMapper(gr).RESTMapping(schema.GroupKind{Group: r.group, Kind: r.kind}, r.version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(m.Resource)
+	var ri dynamic.ResourceInterface = res
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = res.Namespace(r.ns)
+	}
+	u, err := ri.Get(context.Background(), r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get %s: %v", r, err)
+	}
+	return u
+}
+
+// annotationBytes counts the way the API server does: keys plus values.
+func annotationBytes(u *unstructured.Unstructured) int {
+	n := 0
+	for k, v := range u.GetAnnotations() {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+func managers(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, m := range u.GetManagedFields() {
+		out = append(out, m.Manager+" "+string(m.Operation))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kubectl(t *testing.T, cp *testenv.ControlPlane, args ...string) {
+	t.Helper()
+	out, err := cp.Kubectl(context.Background(), nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noSecret fails the test when secret appears in a command's output.
+func noSecret(t *testing.T, what string, r result, secret string) {
+	t.Helper()
+	if strings.Contains(r.out+r.errOut, secret) {
+		t.Errorf("%s printed a credential", what)
+	}
+}
+
+func readPlan(t *testing.T, path string) *plan.Plan {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func planApp(p *plan.Plan, name string) *plan.Application {
+	for i := range p.Applications {
+		if p.Applications[i].Name == name {
+			return &p.Applications[i]
+		}
+	}
+	return nil
+}
+
+func planObject(t *testing.T, p *plan.Plan, ref string) plan.Object {
+	t.Helper()
+	for _, o := range p.Objects {
+		if o.Ref() == ref {
+			return o
+		}
+	}
+	t.Fatalf("the plan has no object %s", ref)
+	return plan.Object{}
+}
+
+// syncOptions reads spec.syncPolicy.syncOptions of an Application manifest.
+func syncOptions(t *testing.T, manifest []byte) []string {
+	t.Helper()
+	var app struct {
+		Spec struct {
+			SyncPolicy struct {
+				SyncOptions []string `json:"syncOptions"`
+			} `json:"syncPolicy"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(manifest, &app); err != nil {
+		t.Fatal(err)
+	}
+	return app.Spec.SyncPolicy.SyncOptions
+}
+
+func report(t *testing.T, r result) finalize.Report {
+	t.Helper()
+	var rep finalize.Report
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("finalize -o json: %v: %s", err, r)
+	}
+	return rep
+}
+
+func summary(rep finalize.Report) string {
+	var b strings.Builder
+	if rep.ArgoCD != nil {
+		fmt.Fprintf(&b, "%s\n", rep.ArgoCD)
+	}
+	for _, a := range rep.Apps {
+		fmt.Fprintf(&b, "  Application %s: sync %s, health %s, ready %v %s %v\n", a.Name, a.Sync, a.Health, a.Ready, a.Waiting, a.SyncOptions)
+		for _, p := range a.Problems {
+			fmt.Fprintf(&b, "    %s\n", p)
+		}
+	}
+	for _, o := range rep.Objects {
+		fmt.Fprintf(&b, "  %-55s %-18s %d B -> %d B %s\n", o.Object, o.Status, o.Before.AnnotationBytes, o.After.AnnotationBytes, o.Reason)
+	}
+	fmt.Fprintf(&b, "  total %+v", rep.Total)
+	return b.String()
+}
