@@ -13,9 +13,13 @@ import (
 // Sync options and markers an adopted Application must carry or avoid.
 const (
 	SyncOptionServerSideApply = "ServerSideApply=true"
-	ResourcesFinalizer        = "resources-finalizer.argocd.argoproj.io"
-	PlanIDLabel               = "adopt.dev/plan-id"
-	InClusterServer           = "https://kubernetes.default.svc"
+	// SyncOptionNoCSAMigration turns off Argo CD 3.1.0-3.3.1's
+	// client-side-apply migration (see CSAMigrationTrap); other versions
+	// do not need it.
+	SyncOptionNoCSAMigration = OptionNoClientSideApplyMigrate
+	ResourcesFinalizer       = "resources-finalizer.argocd.argoproj.io"
+	PlanIDLabel              = "adopt.dev/plan-id"
+	InClusterServer          = "https://kubernetes.default.svc"
 )
 
 // ApplicationData is what the Application template is rendered from.

@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
@@ -55,6 +57,8 @@ type ApplyOptions struct {
 	DestServer      string
 	DestName        string
 	Quiet           bool
+	ArgoCDVersion   string
+	CSAMigration    string
 	pr              prOptions
 
 	genericiooptions.IOStreams
@@ -66,11 +70,12 @@ type ApplyOptions struct {
 	authorNote string
 	auth       gitops.Auth
 	tpl        *templates.Set
+	version    argoapp.DetectedVersion
 }
 
 func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ApplyOptions{ConfigFlags: flags, IOStreams: streams, ArgoCDNamespace: "argocd", AppsDir: "argocd/apps/",
-		Secrets: string(export.SecretsSkip), DestServer: argoapp.InClusterServer}
+		Secrets: string(export.SecretsSkip), DestServer: argoapp.InClusterServer, CSAMigration: csaAuto}
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Write the proposed Applications and clean manifests into the GitOps repo, on a branch",
@@ -131,6 +136,9 @@ on top and pushed again (never forced unless --force).`,
 	f.StringVar(&o.DestServer, "dest-server", o.DestServer, "spec.destination.server of the Applications")
 	f.StringVar(&o.DestName, "dest-name", "", "spec.destination.name of the Applications (instead of --dest-server)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version the Applications will run on (default: the application controller's image tag, else the version the plan recorded)")
+	f.StringVar(&o.CSAMigration, "csa-migration", o.CSAMigration, "ClientSideApplyMigration=false on the Applications: auto (where Argo CD 3.1.0-3.3.1's client-side-apply migration would pass the annotation cap), keep (never), disable (always)")
+	_ = cmd.RegisterFlagCompletionFunc("csa-migration", cobra.FixedCompletions([]string{csaAuto, csaKeep, csaDisable}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -208,6 +216,13 @@ func (o *ApplyOptions) Validate() error {
 		return usageErrorf("--dry-run and --force cannot be used together")
 	case o.pr.OpenPR && o.NoPush && !o.DryRun:
 		return usageErrorf("--open-pr needs the branch pushed: drop --no-push")
+	case o.CSAMigration != csaAuto && o.CSAMigration != csaKeep && o.CSAMigration != csaDisable:
+		return usageErrorf("--csa-migration %q: use auto, keep or disable", o.CSAMigration)
+	}
+	if o.ArgoCDVersion != "" {
+		if _, err := argoapp.VersionFromFlag(o.ArgoCDVersion); err != nil {
+			return usageErrorf("%v", err)
+		}
 	}
 	return o.pr.Validate()
 }
@@ -240,10 +255,17 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		}
 		po := &PlanOptions{ConfigFlags: o.ConfigFlags, ArgoCDNamespace: o.ArgoCDNamespace, IOStreams: o.IOStreams,
 			cluster: o.cluster, scopeNS: o.scopeNS, cfg: cfg, GroupBy: cfg.GroupBy,
-			gitSrc: gitindex.Source{Location: o.Repo, Username: o.GitUser, Password: o.GitToken}, Repo: o.Repo}
+			gitSrc: gitindex.Source{Location: o.Repo, Username: o.GitUser, Password: o.GitToken}, Repo: o.Repo,
+			ArgoCDVersion: o.ArgoCDVersion}
 		if p, err = po.build(ctx); err != nil {
 			return err
 		}
+	}
+	if err := o.detectVersion(ctx, p); err != nil {
+		return err
+	}
+	if w := versionMismatch(p, o.version); w != "" {
+		fmt.Fprintln(o.ErrOut, "warning: "+w)
 	}
 	if len(p.Applications) == 0 {
 		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
@@ -322,10 +344,15 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	in := PRInput{
 		RepoURL: repo.URL(), Head: branch, Base: base, Token: o.GitToken,
 		Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates, Out: o.Out,
-		Exported: map[string]string{}, Secrets: map[string]string{},
+		Exported: map[string]string{}, Secrets: map[string]string{}, CSAMigration: map[string]string{},
 	}
 	for _, f := range findings {
 		in.Runbooks = append(in.Runbooks, f.String())
+	}
+	for _, a := range apps {
+		if a.CSAMigration != "" {
+			in.CSAMigration[a.Name] = a.CSAMigration
+		}
 	}
 	for ref, e := range objs {
 		switch {
@@ -385,6 +412,9 @@ type appSummary struct {
 	File      string
 	Objects   []objectSummary
 	Notes     []string
+	// CSAMigration says why the Application sets
+	// ClientSideApplyMigration=false ("" when it does not).
+	CSAMigration string
 }
 
 type objectSummary struct {
@@ -466,6 +496,12 @@ func (o *ApplyOptions) renderApp(r *gitops.Repo, p *plan.Plan, id string, a plan
 	sort.Strings(include)
 	sort.Strings(exclude)
 	opts := []string{argoapp.SyncOptionServerSideApply}
+	if add, why := o.csaMigration(p, a); add {
+		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
+		s.CSAMigration = why
+	} else if why != "" {
+		s.Notes = append(s.Notes, why)
+	}
 	d := argoapp.ApplicationData{
 		Name: a.Name, Namespace: o.ArgoCDNamespace, Project: a.Project, PlanID: id, Objects: a.Objects,
 		RepoURL: repoURL, Path: srcPath, TargetRevision: base,
@@ -597,6 +633,9 @@ func (o *ApplyOptions) report(p *plan.Plan, id string, repo *gitops.Repo, base s
 		for _, ob := range a.Objects {
 			fmt.Fprintf(w, "    %s: %s\n", ob.Ref, ob.Where)
 		}
+		if a.CSAMigration != "" {
+			fmt.Fprintf(w, "    %s: %s\n", argoapp.SyncOptionNoCSAMigration, a.CSAMigration)
+		}
 		for _, n := range a.Notes {
 			fmt.Fprintf(w, "    warning: %s\n", n)
 		}
@@ -662,4 +701,89 @@ func short(h string) string {
 		return h[:10]
 	}
 	return h
+}
+
+// --csa-migration values.
+const (
+	csaAuto    = "auto"
+	csaKeep    = "keep"
+	csaDisable = "disable"
+)
+
+// detectVersion finds the Argo CD version the Applications will run on:
+// --argocd-version, else the application controller's image tag in
+// --argocd-namespace, else the version the plan recorded.
+func (o *ApplyOptions) detectVersion(ctx context.Context, p *plan.Plan) error {
+	if o.ArgoCDVersion != "" {
+		v, err := argoapp.VersionFromFlag(o.ArgoCDVersion)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		o.version = v
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(o.cluster.rest)
+	if err != nil {
+		return err
+	}
+	v, err := argoapp.VersionFromCluster(ctx, kube, o.ArgoCDNamespace)
+	if err != nil {
+		return o.cluster.explain(err)
+	}
+	if !v.Version.Known() && p.Tracking.Version != "" {
+		if pv, err := argoapp.ParseVersion(p.Tracking.Version); err == nil {
+			src := p.Tracking.VersionSource
+			if src == "" {
+				src = "unknown source"
+			}
+			v = argoapp.DetectedVersion{Version: pv, Raw: p.Tracking.Version, Source: fmt.Sprintf("plan %s (%s)", p.ID, src)}
+		}
+	}
+	o.version = v
+	return nil
+}
+
+// versionMismatch warns when the plan was made for an Argo CD version that
+// differs from apply's in what the predictions depend on: the default
+// tracking method (what Argo CD writes into each object) or the
+// client-side-apply migration trap.
+func versionMismatch(p *plan.Plan, v argoapp.DetectedVersion) string {
+	pv, err := argoapp.ParseVersion(p.Tracking.Version)
+	if err != nil || !v.Version.Known() {
+		return ""
+	}
+	if argoapp.DefaultTrackingMethod(pv) == argoapp.DefaultTrackingMethod(v.Version) && argoapp.CSAMigrationTrap(pv) == argoapp.CSAMigrationTrap(v.Version) {
+		return ""
+	}
+	return fmt.Sprintf("plan %s was made for Argo CD %s (tracking %q), but this apply targets %s: its client-side-apply migration predictions may not hold; run adopt plan --argocd-version %s again",
+		p.ID, pv, p.Tracking.Method, v, v.Version)
+}
+
+// csaMigration decides whether Application a gets
+// ClientSideApplyMigration=false, and says why; when it does not but an
+// object is at risk, why is a warning for the report.
+func (o *ApplyOptions) csaMigration(p *plan.Plan, a plan.Application) (bool, string) {
+	var trapped []string
+	for _, ref := range a.Objects {
+		if ob := p.Object(ref); ob != nil && ob.CSAMigration.Fails {
+			trapped = append(trapped, fmt.Sprintf("%s (%d B)", ref, ob.CSAMigration.Bytes))
+		}
+	}
+	v := o.version
+	risk := fmt.Sprintf("the client-side-apply migration of Argo CD 3.1.0-3.3.1 writes last-applied again and would pass the %d B annotation cap for %s, failing the first sync", budget.AnnotationCap, strings.Join(trapped, ", "))
+	switch {
+	case o.CSAMigration == csaDisable:
+		return true, "set by --csa-migration=disable; adopt finalize migrates field ownership instead"
+	case len(trapped) == 0:
+		return false, ""
+	case o.CSAMigration == csaKeep && argoapp.CSAMigrationTrap(v.Version):
+		return false, fmt.Sprintf("on %s, %s; --csa-migration=keep leaves ClientSideApplyMigration on", v, risk)
+	case o.CSAMigration == csaKeep:
+		return false, ""
+	case argoapp.CSAMigrationTrap(v.Version):
+		return true, fmt.Sprintf("on %s, %s; with the migration off, the first sync succeeds and adopt finalize migrates field ownership instead", v, risk)
+	case !v.Version.Known():
+		return false, fmt.Sprintf("%s: if it is 3.1.0-3.3.1, %s; pass --argocd-version, or --csa-migration=disable", v, risk)
+	}
+	return false, ""
 }

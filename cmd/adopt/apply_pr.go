@@ -70,6 +70,9 @@ type PRInput struct {
 	// Secrets maps a Secret's Ref to why it was left out of Git, for
 	// Secrets apply skipped; Secrets the plan skipped are listed too.
 	Secrets map[string]string
+	// CSAMigration maps an Application's name to why it sets
+	// ClientSideApplyMigration=false.
+	CSAMigration map[string]string
 	// Out receives the one line saying which provider was used and why.
 	Out io.Writer
 }
@@ -204,6 +207,9 @@ type prData struct {
 type prApp struct {
 	Name, Namespace, Path string
 	Objects               []prObject
+	// CSAMigration says why the Application sets
+	// ClientSideApplyMigration=false ("" when it does not).
+	CSAMigration string
 }
 
 type prObject struct {
@@ -238,7 +244,7 @@ func newPRData(in PRInput) prData {
 		byRef[ob.Ref()] = ob
 	}
 	for _, a := range p.Applications {
-		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath}
+		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name]}
 		for _, r := range a.Objects {
 			ob, ok := byRef[r]
 			if !ok {
