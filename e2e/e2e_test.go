@@ -163,7 +163,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 
 	// 2. adopt plan, matched with the repo over smart HTTP with basic auth.
 	cfg := filepath.Join(work, "adopt.yaml")
-	writeFile(t, cfg, adoptConfig)
+	writeFile(t, cfg, estate.AdoptConfig)
 	planFile := filepath.Join(work, "plan.yaml")
 	gitEnv := []string{"ADOPT_GIT_USERNAME=" + gs.User, "ADOPT_GIT_TOKEN=" + gs.Password}
 	r := runAdopt(t, cp.Kubeconfig, gitEnv, "plan", "--repo", repoURL, "--config", cfg, "--out", planFile, "--argocd-version", version)
@@ -228,6 +228,9 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		t.Fatalf("finalize --sync (Kubernetes mode) %s: %s\nApplication: %s\ncontroller: %s", appSystem, r, st, argo.LogTail("argocd-application-controller", 3000))
 	}
 	sysRep := report(t, r)
+	if sysRep.ArgoCD == nil || sysRep.ArgoCD.Version != "" {
+		t.Errorf("Kubernetes mode learnt the Argo CD version (%+v): the sync it started may have added options, so it no longer proves that the generated Application syncs by itself", sysRep.ArgoCD)
+	}
 	t.Logf("finalize (Kubernetes mode) %s: %s", appSystem, summary(sysRep))
 	ph.done("sync + finalize (kubernetes mode)")
 
@@ -397,19 +400,6 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	ph.done("sync a key deleted in git")
 }
-
-// adoptConfig leaves Argo CD's own installation out of the plan: the
-// out-of-cluster install put its config into namespace argocd and its CRDs
-// into the cluster by hand, and those belong in an app-of-apps, not in the
-// adoption.
-const adoptConfig = `apiVersion: adopt.dev/v1alpha1
-kind: AdoptConfig
-exclusions:
-- namespaces: [argocd]
-- apiGroups: [apiextensions.k8s.io]
-- kinds: [Namespace]
-  names: [argocd]
-`
 
 // objRef names one live object.
 type objRef struct{ group, version, kind, ns, name string }

@@ -303,3 +303,16 @@ spec:
   selector: {app: payments}
   ports: [{port: 80}]
 `
+
+// AdoptConfig is the adopt.yaml the demo and the end-to-end test plan
+// with. It leaves Argo CD's own installation out: the out-of-cluster Argo
+// CD put its config into namespace argocd and its CRDs into the cluster by
+// hand, and those belong in an app-of-apps, not in the adoption.
+const AdoptConfig = `apiVersion: adopt.dev/v1alpha1
+kind: AdoptConfig
+exclusions:
+- namespaces: [argocd]
+- apiGroups: [apiextensions.k8s.io]
+- kinds: [Namespace]
+  names: [argocd]
+`
