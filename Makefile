@@ -13,9 +13,9 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/adopt ./cmd/adopt
 
-## demo: start a local control plane, seed the incident's estate, run adopt on it
+## demo: start a local control plane, seed the incident's estate, run adopt on it with a real Argo CD (ARGOCD=0: without)
 demo: build
-	@PR=$(PR) $(GO) run ./internal/demo -adopt bin/adopt
+	@PR=$(PR) ARGOCD=$(ARGOCD) $(GO) run ./internal/demo -adopt bin/adopt
 
 ## testbin: build and cache the real parts the tests run against (printed with timings)
 testbin:
