@@ -11,9 +11,8 @@ phase() {
 }
 [ -x "$here/install-debs.sh" ] && phase "debian packages" "$here/install-debs.sh"
 phase "kubernetes control plane" "$here/build.sh"
-for v in ${ADOPT_ARGOCD_VERSIONS:-}; do
+# The end-to-end matrix (e2e/) and the Argo CD tests need both versions.
+for v in ${ADOPT_ARGOCD_VERSIONS-v2.14.21 v3.2.6}; do
   phase "argo cd $v" "$here/build-argocd.sh" "$v"
 done
-if [ -n "${ADOPT_GITEA:-}" ] && [ -x "$here/build-gitea.sh" ]; then
-  phase "gitea" "$here/build-gitea.sh"
-fi
+phase "gitea" "$here/build-gitea.sh"
