@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// TestCSAMigrationOnRealArgoCDv3 runs plan and apply against a real Argo CD
+// v3.2.6 on its own control plane, for four hand-applied ConfigMaps:
+//
+//   - incident: at 98.1% of the cap, Git copy 4.8 KB larger. The Application
+//     adopt apply generates (ClientSideApplyMigration=false) syncs.
+//   - incident-trap: the same, with the option taken out of the generated
+//     Application: the first sync fails with the quoted "Too long" message
+//     and the object is left as it was.
+//   - at-cap: tuned so plan predicts the migration writes exactly 262,144 B.
+//     apply adds no option, and the Application syncs.
+//   - over-cap: one byte more. apply adds the option; taken out, the sync
+//     fails. Together with at-cap this pins the prediction to the byte.
+func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	c, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("the local control plane did not start: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	a, err := testenv.StartArgoCD(ctx, c, "v3.2.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	g, err := testenv.StartGitServer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	run := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+
+	type hook struct {
+		name      string
+		ns        string
+		stripped  bool // the generated Application with the option taken out
+		wantSync  bool
+		wantOpt   bool
+		wantBytes int // the predicted migration total; 0: only over the cap
+	}
+	hooks := []*hook{
+		{name: "incident", wantSync: true, wantOpt: true},
+		{name: "incident-trap", stripped: true, wantOpt: true},
+		{name: "at-cap", wantSync: true, wantBytes: budget.AnnotationCap},
+		{name: "over-cap", stripped: true, wantOpt: true, wantBytes: budget.AnnotationCap + 1},
+	}
+	files := map[string]string{}
+	for _, h := range hooks {
+		h.ns = c.Namespace(t)
+		switch h.wantBytes {
+		case 0:
+			n := seedHook(t, c, h.ns, 257270)
+			files["apps/"+h.name+"/cm.yaml"] = csaHook(h.ns, n+4800, nil)
+		default:
+			n := seedHook(t, c, h.ns, 250000)
+			files["apps/"+h.name+"/cm.yaml"] = csaHook(h.ns, n+1000, map[string]string{"added-in-git": "yes"})
+		}
+	}
+	url, err := g.CreateRepo("gitops", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	for _, h := range hooks {
+		planFile := filepath.Join(dir, h.name+".yaml")
+		_, ob := csaPlan(t, run, h.ns, url, "v3.2.6", planFile)
+		if h.wantBytes != 0 {
+			// A filler annotation (kubectl annotate keeps the
+			// client-side manager) brings the prediction to the byte.
+			const key = "adopt.dev/filler"
+			fill := h.wantBytes - ob.CSAMigration.Bytes - len(key)
+			if fill < 0 {
+				t.Fatalf("%s: predicted %d B before filling, want at most %d", h.name, ob.CSAMigration.Bytes, h.wantBytes-len(key))
+			}
+			if out, err := c.Kubectl(ctx, nil, "annotate", "-n", h.ns, "configmap/litellm-test-usage-hook", key+"="+strings.Repeat("f", fill)); err != nil {
+				t.Fatalf("kubectl annotate: %v: %s", err, out)
+			}
+			if _, ob = csaPlan(t, run, h.ns, url, "v3.2.6", planFile); ob.CSAMigration.Bytes != h.wantBytes {
+				t.Fatalf("%s: predicted %d B after filling, want %d", h.name, ob.CSAMigration.Bytes, h.wantBytes)
+			}
+		}
+		if got := finding(ob, plan.CodeCSAMigrationFails) != nil; got != h.wantOpt {
+			t.Errorf("%s: trap finding %v, want %v (predicted %d B)", h.name, got, h.wantOpt, ob.CSAMigration.Bytes)
+		}
+
+		branch := "adopt-" + h.name
+		out, errOut, code := run("apply", "--plan", planFile, "--repo", url, "--branch", branch, "--auto-sync", "--author", "T <t@example.invalid>", "-q")
+		if code != 0 {
+			t.Fatalf("%s: apply exited %d: %s%s", h.name, code, out, errOut)
+		}
+		p := readPlan(t, planFile)
+		app := fileText(t, tipOf(t, g.BarePath("gitops"), branch), "argocd/apps/"+p.Applications[0].Name+".yaml")
+		opt := "    - " + fmt.Sprintf("%q", argoapp.SyncOptionNoCSAMigration) + "\n"
+		if got := strings.Contains(app, opt); got != h.wantOpt {
+			t.Fatalf("%s: generated Application has %s: %v, want %v\n%s", h.name, argoapp.SyncOptionNoCSAMigration, got, h.wantOpt, app)
+		}
+		if h.stripped {
+			app = strings.Replace(app, opt, "", 1)
+		}
+		if err := a.CreateApplication(ctx, []byte(app)); err != nil {
+			t.Fatalf("%s: %v", h.name, err)
+		}
+		h.name = p.Applications[0].Name + "|" + h.name
+	}
+
+	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer waitCancel()
+	for _, h := range hooks {
+		appName, label, _ := strings.Cut(h.name, "|")
+		st, err := a.WaitApplication(waitCtx, appName, func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) })
+		if err != nil {
+			t.Fatalf("%s: %v\ncontroller: %s", label, err, a.LogTail("argocd-application-controller", 3000))
+		}
+		cm, err := c.Clientset().CoreV1().ConfigMaps(h.ns).Get(ctx, "litellm-test-usage-hook", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lastApplied := cm.Annotations[budget.LastAppliedKey]
+		t.Logf("%s: %s; annotations %d B, last-applied kept %v", label, st, budget.AnnotationBytes(cm.Annotations), lastApplied)
+		if !h.wantSync {
+			msg := strings.Join(st.Resources, "; ")
+			if !st.Failed() || !strings.Contains(msg, "client-side apply migration on manager kubectl-client-side-apply") ||
+				!strings.Contains(msg, "metadata.annotations: Too long: may not be more than 262144 bytes") {
+				t.Errorf("%s: want the first sync to fail with the migration's \"Too long\"; got %s", label, st)
+			}
+			if !lastApplied || cm.Data["added-in-git"] != "" || len(cm.Data["usage_hook.py"]) > 257270 {
+				t.Errorf("%s: the failed sync changed the object", label)
+			}
+			continue
+		}
+		if !testenv.SyncedHealthy(st) {
+			t.Errorf("%s: want Synced/Healthy, got %s", label, st)
+		}
+		if h.wantBytes == 0 && len(cm.Data["usage_hook.py"]) < 257270 {
+			t.Errorf("%s: the Git copy was not applied", label)
+		}
+		if h.wantBytes != 0 && cm.Data["added-in-git"] != "yes" {
+			t.Errorf("%s: the Git copy was not applied", label)
+		}
+	}
+}
