@@ -188,6 +188,11 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		return err
 	}
 	o.cluster = c
+	if o.plan != nil {
+		if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
 	return nil
 }
 
