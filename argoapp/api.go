@@ -120,6 +120,31 @@ func (a *API) Application(ctx context.Context, name string) (AppState, error) {
 	return s, nil
 }
 
+// Changes watches Application name through argocd-server (the
+// application service's Watch) and sends after each event. The channel is
+// closed when ctx ends or the stream breaks; Wait then keeps polling.
+func (a *API) Changes(ctx context.Context, name string) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	stream, err := a.apps.Watch(ctx, &applicationpkg.ApplicationQuery{Name: &name, AppNamespace: &a.Namespace})
+	if err != nil {
+		close(out)
+		return out
+	}
+	go func() {
+		defer close(out)
+		for {
+			if _, err := stream.Recv(); err != nil {
+				return
+			}
+			select {
+			case out <- struct{}{}:
+			default: // a wake-up is already pending
+			}
+		}
+	}()
+	return out
+}
+
 // Sync starts a sync of Application name through argocd-server, at
 // revision when set, with server-side apply and no pruning (see
 // SyncOptions for the options sent). It refuses while another operation is

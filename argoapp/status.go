@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -187,34 +186,65 @@ func (s AppState) Waiting(w Want) string {
 	return ""
 }
 
-// Wait polls r every interval until the Application has what w asks for,
-// or timeout passes, or ctx ends. progress, when set, is called whenever
-// what it waits for changes. It returns the last state read and what was
-// still missing ("" when ready). Reads are not cut short by the timeout:
-// the last one decides.
+// Watcher is a StatusReader that can also say when an Application changes
+// (API mode, with argocd-server's Watch). Wait then reads again at once
+// after each change, not only every interval.
+type Watcher interface {
+	// Changes receives a value after each change of Application name, until
+	// ctx ends or the watch breaks; then it is closed.
+	Changes(ctx context.Context, name string) <-chan struct{}
+}
+
+// Wait reads r every interval, and after each change when r is a Watcher,
+// until the Application has what w asks for, or timeout passes, or ctx
+// ends. progress, when set, is called whenever what it waits for changes.
+// It returns the last state read and what was still missing ("" when
+// ready). Reads are not cut short by the timeout: the last one, made when
+// the timeout passes, decides.
 func Wait(ctx context.Context, r StatusReader, name string, w Want, interval, timeout time.Duration, progress func(AppState, string)) (AppState, string, error) {
 	var last AppState
 	waiting, said := "", "\x00"
-	deadline := time.Now().Add(timeout)
-	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var changes <-chan struct{}
+	if wr, ok := r.(Watcher); ok {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		changes = wr.Changes(wctx, name)
+	}
+	for late := false; ; {
 		s, err := r.Application(ctx, name)
 		if err != nil {
-			return false, err
+			return last, waiting, err
 		}
 		last = s
 		waiting = s.Waiting(w)
 		if waiting == "" && w.Check != nil {
 			if waiting, err = w.Check(ctx, s); err != nil {
-				return false, err
+				return last, waiting, err
 			}
 		}
 		if progress != nil && waiting != said {
 			progress(s, waiting)
 			said = waiting
 		}
-		return waiting == "" || time.Now().After(deadline), nil
-	})
-	return last, waiting, err
+		if waiting == "" || late {
+			return last, waiting, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, waiting, ctx.Err()
+		case <-deadline.C:
+			late = true
+		case <-tick.C:
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the watch broke: keep polling
+			}
+		}
+	}
 }
 
 // Sync options adopt sets on the syncs it starts.

@@ -26,9 +26,9 @@ import (
 // --server-side) is in a repo on the test git server; an Application with
 // no sync yet points at it. `adopt finalize --sync` in Argo CD API mode,
 // with a token from logging in as admin, must start the first sync through
-// argocd-server, see it Synced and Healthy, remove the stale annotation, and
-// never print the token. Then Git deletes a key and the next sync deletes it
-// from the cluster.
+// argocd-server, wait for it with argocd-server's Watch, see it Synced and
+// Healthy, remove the stale annotation, and never print the token. Then Git
+// deletes a key and the next sync deletes it from the cluster.
 func TestFinalizeAPIModeOnRealArgoCD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -113,8 +113,11 @@ spec:
 		t.Fatal("the bad token appears in the output")
 	}
 
+	// The poll interval is longer than the timeout: only argocd-server's
+	// Watch can wake the wait up before the timeout, when the sync is done.
+	// Without it the wait ends at the timeout, not ready, and the run fails.
 	out, errOut, code = adopt(t, append([]string{"finalize", "--plan", planFile, "--sync", "--argocd-token", token,
-		"--timeout", "5m", "--poll-interval", "500ms"}, api...)...)
+		"--timeout", "5m", "--poll-interval", "1h"}, api...)...)
 	t.Logf("finalize:\n%s%s", out, errOut)
 	noToken("the output of finalize --sync", out+errOut)
 	if code != ExitOK {
