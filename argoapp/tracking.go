@@ -95,28 +95,18 @@ func ReadTracking(ctx context.Context, c kubernetes.Interface, ns, version strin
 }
 
 // controllerVersion reads the tag of the application controller's image
-// (StatefulSet, then Deployment). It returns "" when none is found.
+// with VersionFromCluster (StatefulSet, Deployment, or either found by its
+// app.kubernetes.io/name label). The version is "" when unknown; the source
+// then says what was tried.
 func controllerVersion(ctx context.Context, c kubernetes.Interface, ns string) (string, string) {
-	var containers []corev1.Container
-	if ss, err := c.AppsV1().StatefulSets(ns).Get(ctx, controllerName, metav1.GetOptions{}); err == nil {
-		containers = ss.Spec.Template.Spec.Containers
-	} else if d, err := c.AppsV1().Deployments(ns).Get(ctx, controllerName, metav1.GetOptions{}); err == nil {
-		containers = d.Spec.Template.Spec.Containers
-	} else {
+	d, err := VersionFromCluster(ctx, c, ns)
+	if err != nil {
 		return "", ""
 	}
-	for _, ct := range containers {
-		if i := strings.LastIndex(ct.Image, ":"); i >= 0 && !strings.Contains(ct.Image[i:], "/") {
-			tag := ct.Image[i+1:]
-			if at := strings.Index(tag, "@"); at >= 0 {
-				tag = tag[:at]
-			}
-			if strings.HasPrefix(tag, "v") {
-				return tag, fmt.Sprintf("image tag of %s/%s", ns, controllerName)
-			}
-		}
+	if !d.Version.Known() {
+		return "", d.Source
 	}
-	return "", ""
+	return d.Raw, d.Source
 }
 
 // majorVersion is 2 for "v2.14.21", 0 when unknown.

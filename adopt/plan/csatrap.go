@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
@@ -22,6 +23,10 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 	source := t.VersionSource
 	if source == "" {
 		source = "not detected"
+	}
+	unknown := source
+	if !strings.Contains(unknown, "--argocd-version") {
+		unknown += "; pass --argocd-version"
 	}
 	for _, c := range cands {
 		o := &c.obj
@@ -47,8 +52,8 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 				v, o.CSAMigration.Bytes, budget.AnnotationCap, source, o.App)})
 		case !v.Known():
 			o.Findings = append(o.Findings, Finding{CodeCSAMigrationFails, Warning, fmt.Sprintf(
-				"first sync would fail on Argo CD 3.1.0-3.3.1 (client-side-apply migration writes last-applied, %d B of annotations, over the %d B cap); the Argo CD version is unknown (%s): pass --argocd-version",
-				o.CSAMigration.Bytes, budget.AnnotationCap, source)})
+				"first sync would fail on Argo CD 3.1.0-3.3.1 (client-side-apply migration writes last-applied, %d B of annotations, over the %d B cap); the Argo CD version is unknown: %s",
+				o.CSAMigration.Bytes, budget.AnnotationCap, unknown)})
 		default:
 			continue
 		}

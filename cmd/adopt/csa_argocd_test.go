@@ -60,6 +60,7 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		wantSync  bool
 		wantOpt   bool
 		wantBytes int // the predicted migration total; 0: only over the cap
+		planFile  string
 	}
 	hooks := []*hook{
 		{name: "incident", wantSync: true, wantOpt: true},
@@ -87,6 +88,7 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	dir := t.TempDir()
 	for _, h := range hooks {
 		planFile := filepath.Join(dir, h.name+".yaml")
+		h.planFile = planFile
 		_, ob := csaPlan(t, run, h.ns, url, "v3.2.6", planFile)
 		if h.wantBytes != 0 {
 			// A filler annotation (kubectl annotate keeps the
@@ -161,5 +163,32 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		if h.wantBytes != 0 && cm.Data["added-in-git"] != "yes" {
 			t.Errorf("%s: the Git copy was not applied", label)
 		}
+		// finalize is right both when Argo CD migrated ownership (at-cap)
+		// and when it did not (incident, ClientSideApplyMigration=false).
+		before := managerSet(cm.ManagedFields)
+		out, errOut, code := run("finalize", "--plan", h.planFile, "--timeout", "2m", "-q")
+		if code != 0 {
+			t.Fatalf("%s: finalize exited %d: %s%s", label, code, out, errOut)
+		}
+		cm, err = c.Clientset().CoreV1().ConfigMaps(h.ns).Get(ctx, "litellm-test-usage-hook", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lastApplied = cm.Annotations[budget.LastAppliedKey]
+		after := managerSet(cm.ManagedFields)
+		t.Logf("%s: managers before finalize %v, after %v", label, before, after)
+		// kubectl-annotate owns at-cap's filler annotation, which is not
+		// in Git: it stays.
+		if lastApplied || strings.Contains(after, "kubectl-client-side-apply") || strings.Contains(after, "kubectl-last-applied") || !strings.Contains(after, "argocd-controller/Apply") {
+			t.Errorf("%s: after finalize, last-applied kept %v, managers %v", label, lastApplied, after)
+		}
 	}
+}
+
+func managerSet(mf []metav1.ManagedFieldsEntry) string {
+	var out []string
+	for _, m := range mf {
+		out = append(out, m.Manager+"/"+string(m.Operation))
+	}
+	return strings.Join(out, ",")
 }
