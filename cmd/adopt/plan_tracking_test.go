@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,36 +16,12 @@ import (
 
 var plAppGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 
-// plEnsureAppCRD creates a minimal Application CRD (if absent) and waits
-// until the API server serves it.
+// plEnsureAppCRD installs Argo CD's real Application CRD, the same way the
+// other tests of this package do (installApplicationCRD), so they agree on
+// its field managers.
 func plEnsureAppCRD(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	cs := clientset.NewForConfigOrDie(cp.RESTConfig())
-	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "applications.argoproj.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "argoproj.io", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "applications", Singular: "application", Kind: "Application", ListKind: "ApplicationList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
-		},
-	}
-	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
-	for i := 0; ; i++ {
-		_, err := dyn.Resource(plAppGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return
-		}
-		if i > 300 {
-			t.Fatalf("Application CRD not served: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	installApplicationCRD(t)
 }
 
 func plCreateApp(t *testing.T, ns, name string) {
@@ -57,7 +29,9 @@ func plCreateApp(t *testing.T, ns, name string) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"project": "default"},
+		"spec": map[string]any{"project": "default",
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
+			"source":      map[string]any{"repoURL": "https://git.example.invalid/gitops.git", "path": "."}},
 	}}
 	if _, err := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(plAppGVR).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
