@@ -32,23 +32,9 @@ import (
 func TestFinalizeAPIModeOnRealArgoCD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	const version = "v2.14.21"
-	start := time.Now()
-	a, err := testenv.StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err) // never a skip: Argo CD must start here and in CI
-	}
 	ns := cp.Namespace(t)
 	app := "adopt-" + ns
-	t.Cleanup(func() { uninstallArgoCD(t, a, app) })
-	t.Cleanup(a.Stop) // runs first
-	for _, tm := range a.Timings {
-		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
-	}
-	t.Logf("argocd %s started in %s at %s", version, time.Since(start).Round(time.Millisecond), a.Address)
-	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
-		t.Fatal(err)
-	}
+	a := startArgoCD(ctx, t, "v2.14.21", app)
 
 	data := map[string]string{"a": "1", "b": "2"}
 	hand := object(configMap(ns, data), map[string]string{"team": "platform"})
@@ -57,36 +43,8 @@ func TestFinalizeAPIModeOnRealArgoCD(t *testing.T) {
 	if _, ok := getCM(t, ns).GetAnnotations()[budget.LastAppliedKey]; !ok {
 		t.Fatal("starting state lacks the last-applied annotation")
 	}
-
-	g, err := testenv.StartGitServer("argocd", "git-"+ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
 	manifest := "adopted/" + ns + "/usage-hook.json"
-	repoURL, err := g.CreateRepo("gitops", map[string]string{manifest: string(hand)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resources := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: repo-gitops
-  labels: {argocd.argoproj.io/secret-type: repository}
-stringData: {type: git, url: %q, username: %q, password: %q}
----
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %s
-spec:
-  project: default
-  source: {repoURL: %q, path: adopted/%s, targetRevision: main}
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-`, repoURL, g.User, g.Password, app, repoURL, ns, ns)
-	if err := a.CreateApplication(ctx, []byte(resources)); err != nil {
-		t.Fatal(err)
-	}
+	g := gitOpsApps(ctx, t, a, map[string]string{manifest: string(hand)}, ns)
 	token, err := a.Token(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +133,7 @@ spec:
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
 		t.Fatalf("re-run: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
-	if rep.Total.Already != 1 || rep.ArgoCD == nil || rep.ArgoCD.Mode != "api" || rep.ArgoCD.Version != version || rep.ArgoCD.Server != a.Address {
+	if rep.Total.Already != 1 || rep.ArgoCD == nil || rep.ArgoCD.Mode != "api" || rep.ArgoCD.Version != "v2.14.21" || rep.ArgoCD.Server != a.Address {
 		t.Fatalf("re-run report: total %+v, argocd %+v", rep.Total, rep.ArgoCD)
 	}
 
@@ -193,6 +151,150 @@ spec:
 	if got, _, _ := unstructured.NestedStringMap(getCM(t, ns).Object, "data"); !reflect.DeepEqual(got, data) {
 		t.Fatalf("after finalize, the next sync left data %v, want %v", got, data)
 	}
+}
+
+// TestFinalizeSyncAvoidsCSAMigrationTrapOnArgoCD3 runs a real Argo CD
+// v3.2.6. Two ConfigMaps were applied client-side by hand; their Git copies
+// are larger, so a client-side apply of the Git copy would pass the
+// 262144-byte annotation cap. A first sync with only ServerSideApply=true
+// fails in v3.2's client-side-apply migration, and finalize says why and
+// what to do. `adopt finalize --sync` in API mode learns v3.2.6 from
+// argocd-server, adds ClientSideApplyMigration=false, and the other
+// ConfigMap is adopted: Synced, Healthy, annotation gone, field ownership
+// migrated by finalize.
+func TestFinalizeSyncAvoidsCSAMigrationTrapOnArgoCD3(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	trapped, adopted := cp.Namespace(t), cp.Namespace(t)
+	a := startArgoCD(ctx, t, "v3.2.6", "adopt-"+trapped, "adopt-"+adopted)
+	files := map[string]string{}
+	for _, ns := range []string{trapped, adopted} {
+		kc(t, object(configMap(ns, map[string]string{"usage_hook.py": strings.Repeat("a", 250_000)}), nil), "-n", ns, "apply", "-f", "-")
+		before := getCM(t, ns)
+		if n := budget.AnnotationBytes(before.GetAnnotations()); n < 250_000 || n > budget.AnnotationCap {
+			t.Fatalf("starting state: annotations %d B", n)
+		}
+		files["adopted/"+ns+"/usage-hook.json"] = string(object(configMap(ns, map[string]string{"usage_hook.py": strings.Repeat("b", 263_000)}), nil))
+	}
+	gitOpsApps(ctx, t, a, files, trapped, adopted)
+	token, err := a.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := writePlan(t, cmObject(trapped), cmObject(adopted))
+	api := []string{"--argocd-server", a.Address, "--plaintext", "--argocd-token", token}
+
+	// The trap: a sync with ServerSideApply=true alone, as adopt would send
+	// for an unknown version.
+	if err := argoapp.TriggerSync(ctx, dynClient(t), a.Namespace, "adopt-"+trapped, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer waitCancel()
+	st, err := a.WaitApplication(waitCtx, "adopt-"+trapped, func(s testenv.AppStatus) bool {
+		return s.OperationPhase == "Failed" || s.OperationPhase == "Error" || s.OperationPhase == "Succeeded"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("trapped: %s", st)
+	if st.OperationPhase != "Failed" || !strings.Contains(st.OperationMessage, "client-side apply migration") || !strings.Contains(st.OperationMessage, "Too long") {
+		t.Fatalf("a first sync without ClientSideApplyMigration=false on v3.2.6: %s; want Failed in the client-side apply migration", st)
+	}
+	out, errOut, code := adopt(t, append([]string{"finalize", "--plan", planFile, "--app", "adopt-" + trapped, "--timeout", "1s", "--poll-interval", "100ms"}, api...)...)
+	t.Logf("finalize trapped:\n%s%s", out, errOut)
+	if code != ExitPartial || !strings.Contains(out, "Argo CD v3.2.6 migrates client-side-apply ownership with a client-side apply") ||
+		!strings.Contains(out, "add ClientSideApplyMigration=false to the Application's spec.syncPolicy.syncOptions") {
+		t.Fatalf("exit %d: the report does not explain the trap", code)
+	}
+	if _, ok := getCM(t, trapped).GetAnnotations()[budget.LastAppliedKey]; !ok {
+		t.Fatal("the trapped object lost its annotation")
+	}
+
+	// adopt's own first sync on v3.2.6 avoids it.
+	out, errOut, code = adopt(t, append([]string{"finalize", "--plan", planFile, "--app", "adopt-" + adopted, "--sync", "--timeout", "5m", "--poll-interval", "1s"}, api...)...)
+	t.Logf("finalize adopted:\n%s%s", out, errOut)
+	if code != ExitOK || !strings.Contains(errOut, "Argo CD v3.2.6 (from argocd-server at "+a.Address+" (version API))") ||
+		!strings.Contains(out, "sync started by adopt (ServerSideApply=true, ClientSideApplyMigration=false, no prune)") {
+		t.Fatalf("exit %d\ncontroller: %s", code, a.LogTail("argocd-application-controller", 2000))
+	}
+	st, err = a.ApplicationStatus(ctx, "adopt-"+adopted)
+	if err != nil || !testenv.SyncedHealthy(st) {
+		t.Fatalf("Application adopt-%s: %s, %v", adopted, st, err)
+	}
+	after := getCM(t, adopted)
+	if _, ok := after.GetAnnotations()[budget.LastAppliedKey]; ok {
+		t.Error("the last-applied annotation is still there")
+	}
+	if got, _, _ := unstructured.NestedString(after.Object, "data", "usage_hook.py"); got != strings.Repeat("b", 263_000) {
+		t.Errorf("the Git copy was not applied (%d B of data)", len(got))
+	}
+	for _, m := range after.GetManagedFields() {
+		if m.Manager != "argocd-controller" {
+			t.Errorf("manager %s (%s) left after finalize; want argocd-controller only", m.Manager, m.Operation)
+		}
+	}
+}
+
+// startArgoCD starts a real Argo CD with annotation tracking for one test.
+// When the test ends it stops Argo CD and removes what it installed, and
+// the Applications named, from the shared control plane.
+func startArgoCD(ctx context.Context, t *testing.T, version string, apps ...string) *testenv.ArgoCD {
+	t.Helper()
+	start := time.Now()
+	a, err := testenv.StartArgoCD(ctx, cp, version)
+	if err != nil {
+		t.Fatal(err) // never a skip: Argo CD must start here and in CI
+	}
+	t.Cleanup(func() { uninstallArgoCD(t, a, apps...) })
+	t.Cleanup(a.Stop) // runs first
+	for _, tm := range a.Timings {
+		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
+	}
+	t.Logf("argocd %s started in %s at %s", version, time.Since(start).Round(time.Millisecond), a.Address)
+	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// gitOpsApps puts files into repo "gitops" on a new test git server (with
+// basic auth), registers the repo with Argo CD, and creates one Application
+// adopt-<ns> per namespace, for path adopted/<ns>, that has never synced.
+func gitOpsApps(ctx context.Context, t *testing.T, a *testenv.ArgoCD, files map[string]string, namespaces ...string) *testenv.GitServer {
+	t.Helper()
+	g, err := testenv.StartGitServer("argocd", "git-"+namespaces[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	repoURL, err := g.CreateRepo("gitops", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-gitops
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {type: git, url: %q, username: %q, password: %q}
+`, repoURL, g.User, g.Password)
+	for _, ns := range namespaces {
+		resources += fmt.Sprintf(`---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: adopt-%s
+spec:
+  project: default
+  source: {repoURL: %q, path: adopted/%s, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+`, ns, repoURL, ns, ns)
+	}
+	if err := a.CreateApplication(ctx, []byte(resources)); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // pushFile commits one file to repo on the git server and returns the new
@@ -224,10 +326,10 @@ func pushFile(t *testing.T, g *testenv.GitServer, repo, path string, content []b
 // uninstallArgoCD removes what StartArgoCD and the test put into the shared
 // control plane, apart from the CRDs, so that later tests of the package
 // (plan reads argocd-cm) see the cluster as before.
-func uninstallArgoCD(t *testing.T, a *testenv.ArgoCD, app string) {
+func uninstallArgoCD(t *testing.T, a *testenv.ArgoCD, apps ...string) {
 	ctx := context.Background()
 	for _, args := range [][]string{
-		{"delete", "-n", a.Namespace, "--ignore-not-found", "applications.argoproj.io", app},
+		append([]string{"delete", "-n", a.Namespace, "--ignore-not-found", "applications.argoproj.io"}, apps...),
 		{"delete", "-n", a.Namespace, "--ignore-not-found", "appprojects.argoproj.io", "default"},
 		{"delete", "-n", a.Namespace, "--ignore-not-found", "secret", "argocd-initial-admin-secret", "repo-gitops"},
 		{"delete", "-n", a.Namespace, "--ignore-not-found", "-k", filepath.Join(a.Dir, "config")},
