@@ -43,7 +43,7 @@ func TestCSAMigrationBoundary(t *testing.T) {
 	others := map[string]string{"team": "sre"}
 	// The marked configuration's JSON gains `,"argocd.argoproj.io/tracking-id":"<id>"`
 	// inside its existing annotations.
-	growth := len(`,"`+argoapp.AnnotationTrackingID+`":"`+id+`"`)
+	growth := len(`,"` + argoapp.AnnotationTrackingID + `":"` + id + `"`)
 	fixed := len("team") + len("sre") + len(argoapp.AnnotationTrackingID) + len(id) + len(budget.LastAppliedKey) + growth
 	atCap := budget.AnnotationCap - fixed
 
