@@ -137,6 +137,24 @@ func TestFinalizeAPIModeOnRealArgoCD(t *testing.T) {
 		t.Fatalf("re-run report: total %+v, argocd %+v", rep.Total, rep.ArgoCD)
 	}
 
+	// A user who may patch the objects but not read Applications through the
+	// Kubernetes API: told to use API mode, and with $ARGOCD_SERVER set,
+	// finalize switches to it by itself.
+	kc(t, nil, "-n", ns, "create", "role", "finalizer", "--verb=get,patch", "--resource=configmaps")
+	kc(t, nil, "-n", ns, "create", "rolebinding", "finalizer", "--role=finalizer", "--user="+testenv.ViewerUser)
+	_, errOut, code = adopt(t, "--kubeconfig", cp.ViewerKubeconfig, "finalize", "--plan", planFile)
+	if code != ExitError || !strings.Contains(errOut, "get applications.argoproj.io in "+a.Namespace) ||
+		!strings.Contains(errOut, "or use Argo CD API mode (--argocd-server and --argocd-token)") {
+		t.Fatalf("viewer without $ARGOCD_SERVER: exit %d: %s", code, errOut)
+	}
+	t.Setenv("ARGOCD_SERVER", a.Address)
+	out, errOut, code = adopt(t, "--kubeconfig", cp.ViewerKubeconfig, "finalize", "--plan", planFile, "--plaintext", "--poll-interval", "500ms")
+	noToken("the output of the viewer's run", out+errOut)
+	if code != ExitOK || !strings.Contains(errOut, "using Argo CD API mode with $ARGOCD_SERVER "+a.Address) ||
+		!strings.Contains(out, "Applications read through argocd-server at "+a.Address) || !strings.Contains(out, "already-finalized") {
+		t.Fatalf("viewer with $ARGOCD_SERVER: exit %d\n%s\n%s", code, out, errOut)
+	}
+
 	// The decisive check: Git deletes key a, and the next sync deletes it.
 	delete(data, "a")
 	rev := pushFile(t, g, "gitops", manifest, object(configMap(ns, data), map[string]string{"team": "platform"}))
