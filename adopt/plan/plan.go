@@ -11,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -93,6 +94,8 @@ type Summary struct {
 	NotScanned    int `json:"notScanned" yaml:"notScanned"`
 	Tracked       int `json:"tracked" yaml:"tracked"`
 	StaleTracking int `json:"staleTracking" yaml:"staleTracking"`
+	// Preview counts the first-sync preview's outcomes (plan --preview).
+	Preview *preview.Summary `json:"preview,omitempty" yaml:"preview,omitempty"`
 }
 
 // Object is one untracked object proposed for adoption.
@@ -134,6 +137,8 @@ type Object struct {
 	// Risk is the highest finding severity ("" when none).
 	Risk     Severity  `json:"risk,omitempty" yaml:"risk,omitempty"`
 	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
+	// Preview is what Argo CD's first sync would do (plan --preview).
+	Preview *preview.Result `json:"preview,omitempty" yaml:"preview,omitempty"`
 }
 
 // GitMatch locates an object's manifest in the GitOps repo.

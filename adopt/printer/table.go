@@ -34,7 +34,12 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 	for _, a := range p.Applications {
 		fmt.Fprintf(w, "\nApplication %s (%s)\n", a.Name, source(a))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAMESPACE\tKIND\tNAME\tPROVENANCE\tANNOTATIONS\t% CAP\tGIT\tRISK")
+		previewed := p.Summary.Preview != nil
+		header := "  NAMESPACE\tKIND\tNAME\tPROVENANCE\tANNOTATIONS\t% CAP\tGIT\tRISK"
+		if previewed {
+			header += "\tFIRST SYNC"
+		}
+		fmt.Fprintln(tw, header)
 		for _, ref := range a.Objects {
 			ob := byRef[ref]
 			if ob == nil {
@@ -44,9 +49,13 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 			if ob.Group != "" {
 				kind += "." + ob.Group
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s B\t%.1f%%\t%s\t%s\n",
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s B\t%.1f%%\t%s\t%s",
 				dash(ob.Namespace), kind, ob.Name, ob.Provenance, Bytes(ob.Budget.AnnotationBytes),
 				ob.Budget.PercentOfCap, gitColumn(ob), risk(ob, o.Color))
+			if previewed {
+				fmt.Fprintf(tw, "\t%s", previewColumn(ob))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -63,6 +72,9 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref(), f.Message)
 			}
 		}
+	}
+	if p.Summary.Preview != nil {
+		previewDetails(w, p)
 	}
 	fmt.Fprintf(w, "\n%s\n", SummaryLine(p))
 	for _, f := range p.Findings {

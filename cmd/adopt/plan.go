@@ -36,6 +36,7 @@ type PlanOptions struct {
 	ConfigFile      string
 	GroupBy         string
 	FailOn          string
+	Preview         bool
 
 	genericiooptions.IOStreams
 	cluster  *cluster
@@ -97,6 +98,7 @@ abort the scan. The plan never writes to the cluster.
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
+	f.BoolVar(&o.Preview, "preview", false, "dry-run Argo CD's first sync of every object (server-side apply, dryRun=All) and check that changed workloads fit on the nodes; writes nothing")
 	f.StringVar(&o.FailOn, "fail-on", "", "exit with code 3 when a finding is at least this severe: critical|warning")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("group-by", cobra.FixedCompletions(plan.GroupByValues, cobra.ShellCompDirectiveNoFileComp))
@@ -234,10 +236,16 @@ func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
 		discover.Each(ctx, o.cluster.clients, objs, 4, want, fn)
 	}
-	return plan.Build(plan.Inputs{
+	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: o.cfg, Index: ix, GroupBy: plan.GroupBy(o.GroupBy), Bodies: bodies,
 		Cluster: plan.Cluster{Server: o.cluster.rest.Host, Context: o.cluster.context, Namespace: o.scopeNS},
-	}), nil
+	})
+	if o.Preview {
+		if err := o.preview(ctx, kube, p, ix); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // say writes progress to stderr when it is a terminal and not --quiet.

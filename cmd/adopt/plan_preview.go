@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/capacity"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// preview dry-runs Argo CD's first sync of every adopted object with the
+// manifest its Application will sync: the Git file when matched, otherwise
+// the clean export. Secrets (left out of sync) and Helm-sourced objects
+// (rendered from the chart) are not previewed. It writes nothing.
+func (o *PlanOptions) preview(ctx context.Context, kube kubernetes.Interface, p *plan.Plan, ix *gitindex.Index) error {
+	snap, err := capacity.Read(ctx, kube)
+	if err != nil {
+		return o.cluster.explain(fmt.Errorf("read nodes and pods for the capacity check: %w", err))
+	}
+	dyn, err := dynamic.NewForConfig(o.cluster.rest)
+	if err != nil {
+		return err
+	}
+	pv := &preview.Previewer{Client: dyn, Capacity: snap}
+	results := map[string]preview.Result{}
+	for i, ob := range p.Objects {
+		if export.IsSecret(ob.Group, ob.Kind) || ob.HelmRelease != "" {
+			continue
+		}
+		o.say("\rpreviewing %d/%d", i+1, len(p.Objects))
+		gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+		live, err := export.Fetch(ctx, dyn, gvr, ob.Namespace, ob.Name)
+		if err != nil {
+			return o.cluster.explain(fmt.Errorf("%s: %w", ob.Ref(), err))
+		}
+		manifest, err := syncManifest(ob, live, ix, p.Tracking.InstanceLabelKey)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ob.Ref(), err)
+		}
+		id := ""
+		if p.Tracking.Method != argoapp.TrackingLabel {
+			id = argoapp.TrackingID{AppName: ob.App, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+		}
+		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
+		if err != nil {
+			return o.cluster.explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
+		}
+		results[ob.Ref()] = r
+	}
+	o.say("\n")
+	p.AddPreview(results)
+	return nil
+}
+
+// syncManifest is what the object's Application will sync.
+func syncManifest(ob plan.Object, live *unstructured.Unstructured, ix *gitindex.Index, instanceLabel string) (*unstructured.Unstructured, error) {
+	if ob.Git != nil {
+		if ix == nil {
+			return nil, fmt.Errorf("in Git at %s:%d but the repo was not read: pass --repo", ob.Git.Path, ob.Git.Line)
+		}
+		for _, m := range ix.Lookup(ob.Group, ob.Kind, ob.Namespace, ob.Name) {
+			if m.Path == ob.Git.Path && m.Line == ob.Git.Line {
+				u, err := jsonCopy(m.Object)
+				if err != nil {
+					return nil, fmt.Errorf("manifest %s:%d: %w", m.Path, m.Line, err)
+				}
+				if u.GetNamespace() == "" && ob.Namespace != "" {
+					u.SetNamespace(ob.Namespace)
+				}
+				return u, nil
+			}
+		}
+		return nil, fmt.Errorf("manifest %s:%d is no longer in the repo index", ob.Git.Path, ob.Git.Line)
+	}
+	return export.Clean(live, export.Options{InstanceLabelKey: instanceLabel})
+}
+
+// jsonCopy copies a decoded YAML document into an Unstructured with JSON
+// types (YAML gives int where the API machinery expects int64).
+func jsonCopy(m map[string]any) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	return u, u.UnmarshalJSON(b)
+}
