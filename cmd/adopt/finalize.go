@@ -74,7 +74,14 @@ An Application that is not Healthy is explained (scheduler reason, crash
 loop, failing probe, missing command) and its objects are left untouched.
 
 Every change is journaled (the annotation's value, except for Secrets) next
-to the plan, or in --journal; --undo puts the removed annotations back.`,
+to the plan, or in --journal; --undo puts the removed annotations back.
+
+Applications are read through the Kubernetes API; with --argocd-server they
+are read, watched and synced through argocd-server instead (Argo CD API mode,
+token in --argocd-token or $ARGOCD_AUTH_TOKEN, never printed). The Argo CD
+version (--argocd-version, else asked of argocd-server, else the application
+controller's image tag) is reported with its source; on 3.1.0 to 3.3.1 a sync
+started by --sync adds ClientSideApplyMigration=false.`,
 		Example: `  # Wait for the first sync of every planned Application, then clean up
   adopt finalize --plan plan.yaml
 
@@ -83,6 +90,9 @@ to the plan, or in --journal; --undo puts the removed annotations back.`,
 
   # Start the first sync (server-side apply, no prune) if none happened yet
   adopt finalize --plan plan.yaml --app adopt-litellm-test --sync --timeout 15m
+
+  # Argo CD API mode: read and sync the Applications through argocd-server
+  ARGOCD_AUTH_TOKEN=... adopt finalize --plan plan.yaml --argocd-server argocd.example.internal:443 --sync
 
   # Put the removed annotations back
   adopt finalize --plan plan.yaml --undo`,
