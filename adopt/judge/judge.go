@@ -80,6 +80,8 @@ func SkipObjectClass(o *discover.Object) (class, why string) {
 		return SkipSystem, "API priority and fairness default, maintained by the API server"
 	case o.Labels["kube-aggregator.kubernetes.io/automanaged"] != "":
 		return SkipSystem, "APIService maintained by the aggregator"
+	case o.Type.Group == "networking.k8s.io" && o.Type.Kind == "ServiceCIDR" && o.Name == "kubernetes":
+		return SkipDefault, "the cluster's default ServiceCIDR, created by the API server"
 	case o.Type.Group == "scheduling.k8s.io" && strings.HasPrefix(o.Name, "system-"):
 		return SkipSystem, "built-in priority class"
 	case strings.HasPrefix(o.Name, "system:") && strings.HasPrefix(o.Type.Group, "rbac.authorization.k8s.io"):

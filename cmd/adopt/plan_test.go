@@ -171,6 +171,17 @@ func TestPlanTwiceIsByteIdentical(t *testing.T) {
 	if findObject(p, "ConfigMap", ns, "cm-3") == nil {
 		t.Fatal("plan file lacks cm-3")
 	}
+	// Cluster-wide, what the API server creates for itself is skipped.
+	if findObject(p, "ServiceCIDR", "", "kubernetes") != nil {
+		t.Fatal("the API server's default ServiceCIDR is proposed for adoption")
+	}
+	skipped := false
+	for _, s := range p.Skipped {
+		skipped = skipped || (s.Kind == "ServiceCIDR" && s.Name == "kubernetes" && s.Class == "api-server-default")
+	}
+	if !skipped {
+		t.Fatal("the default ServiceCIDR is not reported as skipped")
+	}
 }
 
 // TestPlanBadClusterIsOneLine covers an unreachable server, a server that
