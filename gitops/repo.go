@@ -79,7 +79,13 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		return nil, err
 	}
 	r.auth = auth
-	co := &git.CloneOptions{URL: r.url, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
+	// The remote is configured without the URL's credentials (auth carries
+	// them), so an on-disk clone's .git/config never holds a password.
+	remoteURL := r.url
+	if strings.HasPrefix(r.url, "http://") || strings.HasPrefix(r.url, "https://") {
+		remoteURL = CleanURL(r.url)
+	}
+	co := &git.CloneOptions{URL: remoteURL, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
 	if o.Dir != "" {
 		r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
 	} else {
