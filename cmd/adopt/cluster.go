@@ -29,6 +29,13 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 	if err != nil {
 		return nil, usageErrorf("cannot load kubeconfig: %v. Check --kubeconfig, $KUBECONFIG and --context", err)
 	}
+	if u, err := url.Parse(cfg.Host); err == nil && u.User != nil {
+		// Go's HTTP client would send them as basic auth in place of the
+		// kubeconfig's token, which no current API server accepts, and
+		// every error and plan file would print them.
+		u.User = nil
+		return nil, usageErrorf("the kubeconfig's server URL %s carries credentials (user:password@): remove them, and put a token or client certificate in the kubeconfig's user instead", u)
+	}
 	cfg.QPS, cfg.Burst = 50, 100
 	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
 	ctxName := ""
