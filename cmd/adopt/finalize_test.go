@@ -48,7 +48,9 @@ func installApplicationCRD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kc(t, crd, "apply", "--server-side", "--field-manager=finalize-test", "-f", "-")
+		// --force-conflicts: an Argo CD test may have installed another
+		// version's CRD before (field manager testenv).
+		kc(t, crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-")
 		// Served once discovery lists it; wait for that, bounded.
 		err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := cp.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
