@@ -74,6 +74,9 @@ const (
 	StatusSkipped   Status = "skipped"
 	StatusFailed    Status = "failed"
 	StatusRestored  Status = "restored"
+	// StatusLeftOut is an object the Application does not sync (a Secret
+	// adopt left out of Git): nothing to finalize, and not a failure.
+	StatusLeftOut Status = "left-out"
 )
 
 // Result is what finalize did, or would do, to one object.
@@ -177,6 +180,11 @@ func (f *Finalizer) Object(ctx context.Context, t Target) Result {
 		res.Status, res.Reason = StatusFailed, explain(t, err, res.Attempts)
 	}
 	return res
+}
+
+// LeftOut reports an object its Application does not sync.
+func LeftOut(t Target, reason string) Result {
+	return Result{Object: t.Ref(), App: t.App, Status: StatusLeftOut, Reason: reason}
 }
 
 // Skip reports an object left untouched, with the reason.

@@ -99,7 +99,7 @@ func (rep *Report) Add(r Result) {
 	case StatusFailed:
 		t.Failed++
 	}
-	if r.Status != StatusSkipped && r.Status != StatusFailed {
+	if r.Status != StatusSkipped && r.Status != StatusFailed && r.Status != StatusLeftOut {
 		t.BytesBefore += r.Before.AnnotationBytes
 		t.BytesAfter += r.After.AnnotationBytes
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -49,6 +50,7 @@ type FinalizeOptions struct {
 	plan    *plan.Plan
 	apps    []plan.Application
 	targets map[string][]finalize.Target // by Application name
+	leftOut map[string][]finalize.Target // Secrets, by Application name
 	// envServer is $ARGOCD_SERVER: API mode's fallback when the
 	// Application resources may not be read through the Kubernetes API.
 	envServer string
@@ -201,6 +203,7 @@ func (o *FinalizeOptions) Validate() error {
 		byRef[ob.Ref()] = ob
 	}
 	o.targets = map[string][]finalize.Target{}
+	o.leftOut = map[string][]finalize.Target{}
 	for _, a := range o.plan.Applications {
 		if len(o.Apps) > 0 && !contains(o.Apps, a.Name) {
 			continue
@@ -211,10 +214,17 @@ func (o *FinalizeOptions) Validate() error {
 			if !ok {
 				return usageErrorf("--plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", o.PlanFile, a.Name, ref)
 			}
-			o.targets[a.Name] = append(o.targets[a.Name], finalize.Target{
+			t := finalize.Target{
 				Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource,
 				Namespace: ob.Namespace, Name: ob.Name, App: a.Name,
-			})
+			}
+			// apply never puts a Secret's values in Git and excludes it
+			// from sync, so the Application will never track it.
+			if export.IsSecret(ob.Group, ob.Kind) {
+				o.leftOut[a.Name] = append(o.leftOut[a.Name], t)
+				continue
+			}
+			o.targets[a.Name] = append(o.targets[a.Name], t)
 		}
 	}
 	for _, name := range o.Apps {
@@ -402,6 +412,9 @@ func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, k
 	for _, a := range o.apps {
 		ar := finalize.AppReport{Name: a.Name}
 		targets := o.targets[a.Name]
+		for _, t := range o.leftOut[a.Name] {
+			rep.Add(finalize.LeftOut(t, "a Secret: adopt apply left it out of Git and out of sync, so there is nothing to finalize; give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"))
+		}
 		s, err := reader.Application(ctx, a.Name)
 		if err != nil {
 			return argo.explain(err)
