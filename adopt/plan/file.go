@@ -29,6 +29,9 @@ const chunk = 256
 // so one encoder for a 20,000-object plan would hold gigabytes.
 func Encode(w io.Writer, p *Plan) error {
 	head := *p
+	// The summary's list counts are what Unmarshal checks a file against,
+	// so they always match the lists written after them.
+	head.Summary.Objects, head.Summary.Skipped, head.Summary.NotScanned = len(p.Objects), len(p.Skipped), len(p.NotScanned)
 	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
 	b, err := encodeYAML(&head)
 	if err != nil {
@@ -110,10 +113,44 @@ func Unmarshal(data []byte) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("not an %s: apiVersion %q, kind %q (this adopt reads %s)", Kind, p.APIVersion, p.Kind, APIVersion)
 	}
+	if err := complete(data, &p); err != nil {
+		return nil, err
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// complete refuses a plan file that was cut short. The encoder writes the
+// summary before the lists it counts, so a file cut anywhere after the
+// summary disagrees with it, and one cut before lacks the keys.
+func complete(data []byte, p *Plan) error {
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil { // YAML is a superset of JSON
+		return fmt.Errorf("not a readable plan: %v", err)
+	}
+	for _, k := range []string{"cluster", "tracking", "summary", "applications", "objects"} {
+		if _, ok := top[k]; !ok {
+			return fmt.Errorf("plan has no %q: the file is truncated or was edited; run adopt plan again", k)
+		}
+	}
+	s := p.Summary
+	if s.Objects != len(p.Objects) || s.Skipped != len(p.Skipped) || s.NotScanned != len(p.NotScanned) {
+		return fmt.Errorf("plan summary counts %d objects, %d skipped and %d not scanned, but the file lists %d, %d and %d: it is truncated or was edited; run adopt plan again",
+			s.Objects, s.Skipped, s.NotScanned, len(p.Objects), len(p.Skipped), len(p.NotScanned))
+	}
+	for _, sk := range p.Skipped {
+		if sk.Reason == "" {
+			return fmt.Errorf("plan entry for skipped %s %s has no reason: the file is truncated or was edited; run adopt plan again", sk.Kind, sk.Name)
+		}
+	}
+	for _, n := range p.NotScanned {
+		if n.Reason == "" {
+			return fmt.Errorf("plan entry for not-scanned %s has no reason: the file is truncated or was edited; run adopt plan again", n.Type)
+		}
+	}
+	return nil
 }
 
 // Validate checks that the plan is consistent: every

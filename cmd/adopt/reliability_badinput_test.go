@@ -210,3 +210,27 @@ func TestPlanMeasuresEdgeObjects(t *testing.T) {
 		t.Errorf("table (exit %d) lacks 100.0%% for the object at the cap:\n%s%s", code, out, errOut)
 	}
 }
+
+// TestEveryTruncationOfAPlanIsRefused cuts a real plan file after every
+// line and checks each cut is refused: a plan cut short must never be
+// taken for a smaller plan.
+func TestEveryTruncationOfAPlanIsRefused(t *testing.T) {
+	ns := cp.Namespace(t)
+	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {a: b}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\ndata: {c: d}\n"), "-n", ns, "apply", "-f", "-")
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if out, errOut, code := adopt(t, "plan", "-n", ns, "-q", "--out", file); code != ExitOK {
+		t.Fatalf("plan: exit %d: %s%s", code, out, errOut)
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(text), "\n")
+	for i := 1; i < len(lines)-1; i++ {
+		cut := strings.Join(lines[:i], "")
+		if _, err := plan.Unmarshal([]byte(cut)); err == nil {
+			t.Errorf("a plan cut after line %d of %d (%q) was accepted", i, len(lines)-1, strings.TrimSpace(lines[i-1]))
+		}
+	}
+}
+
