@@ -163,7 +163,7 @@ func TestPlanMeasuresEdgeObjects(t *testing.T) {
 	cms := cp.Clientset().CoreV1().ConfigMaps(ns)
 
 	const kCJK, kEmoji, kFill = "example.com/cjk", "example.com/emoji", "example.com/fill"
-	cjk := strings.Repeat("漢", 1000)  // 3,000 bytes
+	cjk := strings.Repeat("漢", 1000)   // 3,000 bytes
 	emoji := strings.Repeat("🚀", 1000) // 4,000 bytes
 	ann := map[string]string{kCJK: cjk, kEmoji: emoji,
 		kFill: strings.Repeat("x", budget.AnnotationCap-len(kCJK)-len(cjk)-len(kEmoji)-len(emoji)-len(kFill))}
@@ -233,4 +233,3 @@ func TestEveryTruncationOfAPlanIsRefused(t *testing.T) {
 		}
 	}
 }
-
