@@ -48,12 +48,12 @@ func argoCDCRD(t *testing.T) []byte {
 func sample() ApplicationData {
 	return ApplicationData{
 		Name: "adopt-litellm-test", Namespace: "argocd", Project: "default", PlanID: "3f9a1c0b7d2e",
-		Objects:        []string{"ConfigMap litellm-test/litellm-test-usage-hook"},
-		RepoURL:        "https://git.example.invalid/org/gitops.git",
-		Path:           "k8s/system",
-		TargetRevision: "main",
-		Include:        Glob([]string{"litellm-test-usage-hook-cm.yaml"}),
-		Exclude:        Glob([]string{"secret-a.yaml", "secret-b.yaml"}),
+		Objects:           []string{"ConfigMap litellm-test/litellm-test-usage-hook"},
+		RepoURL:           "https://git.example.invalid/org/gitops.git",
+		Path:              "k8s/system",
+		TargetRevision:    "main",
+		Include:           Glob([]string{"litellm-test-usage-hook-cm.yaml"}),
+		Exclude:           Glob([]string{"secret-a.yaml", "secret-b.yaml"}),
 		DestinationServer: InClusterServer, DestinationNamespace: "litellm-test",
 		SyncOptions: []string{SyncOptionServerSideApply},
 	}

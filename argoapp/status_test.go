@@ -26,7 +26,7 @@ func TestPodProblem(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}},
 		}}}}, "", "container litellm: CrashLoopBackOff, last exit code 137 (OOMKilled)"},
 		{"running, not ready, probe event", corev1.Pod{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "litellm", ReadinessProbe: &probe}}},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "litellm", ReadinessProbe: &probe}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "litellm", State: running}}},
 		}, "Readiness probe failed: Get \"http://10.0.0.7:4000/health/readiness\": connection refused",
 			"container litellm: Running but not Ready: Readiness probe failed: Get \"http://10.0.0.7:4000/health/readiness\": connection refused"},

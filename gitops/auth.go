@@ -119,4 +119,3 @@ func CleanURL(u string) string {
 	p.User = nil
 	return p.String()
 }
-

@@ -104,7 +104,7 @@ func TestPublishOverSmartHTTP(t *testing.T) {
 	seed(t, g2, "local")
 	for _, tc := range []struct {
 		name, url, bare string
-		auth             Auth
+		auth            Auth
 	}{
 		{"smart-http", httpURL, g.BarePath("gitops"), Auth{Username: "alice", Password: "s3cret-token"}},
 		{"local-bare", g2.BarePath("local"), g2.BarePath("local"), Auth{}},
