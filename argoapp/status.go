@@ -60,14 +60,7 @@ type ResourceState struct {
 
 // Ref is group/kind namespace/name.
 func (r ResourceState) Ref() string {
-	gk := r.Kind
-	if r.Group != "" {
-		gk = r.Group + "/" + r.Kind
-	}
-	if r.Namespace == "" {
-		return gk + " " + r.Name
-	}
-	return gk + " " + r.Namespace + "/" + r.Name
+	return Ref{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.String()
 }
 
 // StatusReader reads an Application's state. KubeStatus reads the

@@ -169,6 +169,19 @@ type Ref struct {
 	Group, Kind, Namespace, Name string
 }
 
+// String is group/kind namespace/name (kind name for cluster-scoped
+// objects), the way plans, reports and errors name an object.
+func (r Ref) String() string {
+	gk := r.Kind
+	if r.Group != "" {
+		gk = r.Group + "/" + r.Kind
+	}
+	if r.Namespace == "" {
+		return gk + " " + r.Name
+	}
+	return gk + " " + r.Namespace + "/" + r.Name
+}
+
 // Mark is what an object's labels and annotations claim about its owner,
 // under one tracking configuration.
 type Mark struct {
@@ -344,11 +357,7 @@ func (id TrackingID) Names(r Ref) bool {
 }
 
 func (id TrackingID) refString() string {
-	gk := id.Kind
-	if id.Group != "" {
-		gk = id.Group + "/" + id.Kind
-	}
-	return gk + " " + id.Namespace + "/" + id.Name
+	return Ref{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}.String()
 }
 
 // ParseTrackingID parses a tracking-id annotation value the way Argo CD

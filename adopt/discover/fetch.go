@@ -2,7 +2,6 @@ package discover
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -84,26 +83,13 @@ func AppliedBytes(body map[string]any) int {
 		for _, f := range serverFields {
 			delete(meta, f)
 		}
-		if a, ok := meta["annotations"].(map[string]any); ok {
-			ann := make(map[string]any, len(a))
-			for k, v := range a {
-				if k != budget.LastAppliedKey {
-					ann[k] = v
-				}
-			}
-			if len(ann) == 0 {
-				delete(meta, "annotations")
-			} else {
-				meta["annotations"] = ann
-			}
-		}
 		c["metadata"] = meta
 	}
-	b, err := json.Marshal(c)
+	b, err := budget.AppliedConfig(c, "")
 	if err != nil {
 		return 0
 	}
-	return len(b) + 1
+	return len(b)
 }
 
 func joinName(ns, name string) string {

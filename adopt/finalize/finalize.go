@@ -42,14 +42,7 @@ type Target struct {
 
 // Ref is group/kind namespace/name, as the plan names objects.
 func (t Target) Ref() string {
-	gk := t.Kind
-	if t.Group != "" {
-		gk = t.Group + "/" + t.Kind
-	}
-	if t.Namespace == "" {
-		return gk + " " + t.Name
-	}
-	return gk + " " + t.Namespace + "/" + t.Name
+	return argoapp.Ref{Group: t.Group, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}.String()
 }
 
 // GVR is the object's resource.

@@ -191,33 +191,6 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// AppliedJSON is what a client-side `kubectl apply` of the manifest writes
-// into last-applied-configuration: the document as JSON (sorted keys, one
-// trailing newline) without that annotation, and with the namespace set
-// when the live object has one.
-func AppliedJSON(m map[string]any, namespace string) ([]byte, error) {
-	c := shallowCopy(m)
-	meta := shallowCopy(asMap(c["metadata"]))
-	if namespace != "" && meta["namespace"] == nil {
-		meta["namespace"] = namespace
-	}
-	if ann := asMap(meta["annotations"]); len(ann) > 0 {
-		ann = shallowCopy(ann)
-		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-		if len(ann) == 0 {
-			delete(meta, "annotations")
-		} else {
-			meta["annotations"] = ann
-		}
-	}
-	c["metadata"] = meta
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m

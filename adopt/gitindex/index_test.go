@@ -3,6 +3,8 @@ package gitindex
 import (
 	"strings"
 	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
 )
 
 const multi = `# leading comment
@@ -123,22 +125,6 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestAppliedJSON(t *testing.T) {
-	m := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a",
-		"annotations": map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "x", "k": "v"}}, "data": map[string]any{"a": "b"}}
-	b, err := AppliedJSON(m, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"apiVersion":"v1","data":{"a":"b"},"kind":"ConfigMap","metadata":{"annotations":{"k":"v"},"name":"a","namespace":"ns"}}` + "\n"
-	if string(b) != want {
-		t.Fatalf("got %s", b)
-	}
-	if _, ok := m["metadata"].(map[string]any)["namespace"]; ok {
-		t.Fatal("AppliedJSON changed the manifest")
-	}
-}
-
 func TestSpan(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
@@ -168,7 +154,7 @@ func FuzzIndex(f *testing.F) {
 				if m.Kind == "" || m.Name == "" || m.Line < 1 || m.Line > lines {
 					t.Fatalf("bad manifest %+v (file has %d lines)", m.Key, lines)
 				}
-				if _, err := AppliedJSON(m.Object, "ns"); err != nil {
+				if _, err := budget.AppliedConfig(m.Object, "ns"); err != nil {
 					t.Fatalf("manifest does not encode as JSON: %v", err)
 				}
 				Compare(m.Object, m.Object)

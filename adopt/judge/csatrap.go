@@ -35,7 +35,7 @@ type CSAMigration struct {
 // exports).
 type SyncTarget struct {
 	// AppliedBytes is the size of the last-applied value kubectl would
-	// write for it before Argo CD marks it (gitindex.AppliedJSON of the
+	// write for it before Argo CD marks it (budget.AppliedConfig of the
 	// manifest, or discover.AppliedBytes of the live object); 0 when
 	// unknown.
 	AppliedBytes int

@@ -7,7 +7,6 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
-	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -82,7 +81,7 @@ func TestCSAMigrationDoesNotRun(t *testing.T) {
 
 // TestCSAMigrationJSONGrowth checks the JSON arithmetic against encoding
 // the marked configuration: the predicted last-applied size must equal
-// gitindex.AppliedJSON of the manifest with Argo CD's marks set in it.
+// budget.AppliedConfig of the manifest with Argo CD's marks set in it.
 func TestCSAMigrationJSONGrowth(t *testing.T) {
 	ref := argoapp.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}
 	withID := argoapp.Tracking{Method: argoapp.TrackingAnnotationAndLabel, InstanceLabelKey: "app.kubernetes.io/instance", InstallationID: "prod-1"}
@@ -113,11 +112,11 @@ func TestCSAMigrationJSONGrowth(t *testing.T) {
 				return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": map[string]any{"replicas": int64(2)}}
 			}
 			mark := TrackingMark(tc.tracking, "api", ref)
-			plain, err := gitindex.AppliedJSON(manifest(tc.annotations, tc.labels), "web")
+			plain, err := budget.AppliedConfig(manifest(tc.annotations, tc.labels), "web")
 			if err != nil {
 				t.Fatal(err)
 			}
-			marked, err := gitindex.AppliedJSON(manifest(setAll(tc.annotations, mark.Annotations), setAll(tc.labels, mark.Labels)), "web")
+			marked, err := budget.AppliedConfig(manifest(setAll(tc.annotations, mark.Annotations), setAll(tc.labels, mark.Labels)), "web")
 			if err != nil {
 				t.Fatal(err)
 			}

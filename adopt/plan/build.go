@@ -126,7 +126,7 @@ func Build(in Inputs) *Plan {
 	for _, c := range cands {
 		applied := c.src.AppliedBytes
 		if c.manifest != nil {
-			if b, err := gitindex.AppliedJSON(c.manifest.Object, c.src.Namespace); err == nil {
+			if b, err := budget.AppliedConfig(c.manifest.Object, c.src.Namespace); err == nil {
 				applied = len(b)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -32,7 +31,7 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 		o := &c.obj
 		target := judge.SyncTarget{AppliedBytes: c.src.AppliedBytes, Annotations: c.src.Annotations, Labels: c.src.Labels}
 		if c.manifest != nil {
-			b, err := gitindex.AppliedJSON(c.manifest.Object, c.src.Namespace)
+			b, err := budget.AppliedConfig(c.manifest.Object, c.src.Namespace)
 			if err != nil {
 				continue
 			}

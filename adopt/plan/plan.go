@@ -187,14 +187,7 @@ type HelmSource struct {
 
 // Ref is group/kind namespace/name, the way errors and reports name it.
 func (o Object) Ref() string {
-	gk := o.Kind
-	if o.Group != "" {
-		gk = o.Group + "/" + o.Kind
-	}
-	if o.Namespace == "" {
-		return gk + " " + o.Name
-	}
-	return gk + " " + o.Namespace + "/" + o.Name
+	return argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.String()
 }
 
 // Skipped is an object or type left out, with the reason.

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/capacity"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // FieldManager is the manager Argo CD's server-side apply writes as.
@@ -292,14 +293,7 @@ func refused(err error) bool {
 
 // ref is group/kind namespace/name.
 func ref(u *unstructured.Unstructured) string {
-	gk := u.GetKind()
-	if g := u.GroupVersionKind().Group; g != "" {
-		gk = g + "/" + gk
-	}
-	if u.GetNamespace() == "" {
-		return gk + " " + u.GetName()
-	}
-	return gk + " " + u.GetNamespace() + "/" + u.GetName()
+	return argoapp.Ref{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}.String()
 }
 
 func isSecret(u *unstructured.Unstructured) bool {
