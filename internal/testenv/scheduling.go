@@ -120,10 +120,10 @@ func (cp *ControlPlane) RegisterNode(ctx context.Context, name, cpu, memory stri
 		corev1.ResourceMemory: memQ,
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	// UpdateStatus carries the resourceVersion just read, so a concurrent
+	// Both writes carry the resourceVersion just read, so a concurrent
 	// writer (the controller manager's ttl controller annotates new nodes)
-	// makes it fail; then read again and retry.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// makes them fail; then read again and retry.
+	node, err = updateNode(ctx, cp, node, nodes.UpdateStatus, func(node *corev1.Node) bool {
 		now := metav1.Now()
 		node.Status.Capacity = list
 		node.Status.Allocatable = list
@@ -133,25 +133,15 @@ func (cp *ControlPlane) RegisterNode(ctx context.Context, name, cpu, memory stri
 			Message: "registered by testenv; no kubelet", LastHeartbeatTime: now, LastTransitionTime: now,
 		}}
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
-		updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			if fresh, gerr := nodes.Get(ctx, name, metav1.GetOptions{}); gerr == nil {
-				node = fresh
-			}
-			return err
-		}
-		if err == nil {
-			node = updated
-		}
-		return err
+		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set status of node %s: %w", name, err)
 	}
 	// The apiserver's TaintNodesByCondition admission taints a new node
 	// not-ready; the node-lifecycle controller (off here) would lift it once
-	// Ready is true. Lift it the same way, guarded by resourceVersion.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// Ready is true. Lift it the same way.
+	node, err = updateNode(ctx, cp, node, nodes.Update, func(node *corev1.Node) bool {
 		var keep []corev1.Taint
 		for _, t := range node.Spec.Taints {
 			if t.Key != corev1.TaintNodeNotReady {
@@ -159,20 +149,10 @@ func (cp *ControlPlane) RegisterNode(ctx context.Context, name, cpu, memory stri
 			}
 		}
 		if len(keep) == len(node.Spec.Taints) {
-			return nil
+			return false
 		}
 		node.Spec.Taints = keep
-		updated, err := nodes.Update(ctx, node, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			if fresh, gerr := nodes.Get(ctx, name, metav1.GetOptions{}); gerr == nil {
-				node = fresh
-			}
-			return err
-		}
-		if err == nil {
-			node = updated
-		}
-		return err
+		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("remove the not-ready taint from node %s: %w", name, err)
@@ -274,4 +254,30 @@ func (cp *ControlPlane) WaitUnschedulable(ctx context.Context, ns, labelSelector
 		return "", fmt.Errorf("no unschedulable pod in namespace %s matching %q (%v); pods seen: [%s]", ns, labelSelector, err, strings.Join(seen, "; "))
 	}
 	return msg, nil
+}
+
+// updateNode applies change to node and writes it with write, guarded by
+// its resourceVersion; on a conflict it reads the node again and retries.
+// change reports whether there is anything to write.
+func updateNode(ctx context.Context, cp *ControlPlane, node *corev1.Node,
+	write func(context.Context, *corev1.Node, metav1.UpdateOptions) (*corev1.Node, error),
+	change func(*corev1.Node) bool) (*corev1.Node, error) {
+	nodes := cp.Clientset().CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !change(node) {
+			return nil
+		}
+		updated, err := write(ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if fresh, gerr := nodes.Get(ctx, node.Name, metav1.GetOptions{}); gerr == nil {
+				node = fresh
+			}
+			return err
+		}
+		if err == nil {
+			node = updated
+		}
+		return err
+	})
+	return node, err
 }
