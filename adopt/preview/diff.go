@@ -33,14 +33,7 @@ func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
 	if hasA && hasB && okA && okB {
-		keys := map[string]bool{}
-		for k := range ma {
-			keys[k] = true
-		}
-		for k := range mb {
-			keys[k] = true
-		}
-		for k := range keys {
+		for k := range union(ma, mb) {
 			va, ina := ma[k]
 			vb, inb := mb[k]
 			walk(join(path, k), va, vb, ina, inb, secret, out)
@@ -53,14 +46,7 @@ func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
 		na, nb := byName(la), byName(lb)
 		switch {
 		case na != nil && nb != nil:
-			keys := map[string]bool{}
-			for k := range na {
-				keys[k] = true
-			}
-			for k := range nb {
-				keys[k] = true
-			}
-			for k := range keys {
+			for k := range union(na, nb) {
 				va, ina := na[k]
 				vb, inb := nb[k]
 				walk(path+"[name="+k+"]", va, vb, ina, inb, secret, out)
@@ -217,4 +203,16 @@ func signed(n int) string {
 		return "±0"
 	}
 	return Bytes(n)
+}
+
+// union is the set of keys of a and b.
+func union(a, b map[string]any) map[string]bool {
+	keys := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
 }
