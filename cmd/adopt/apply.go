@@ -100,15 +100,7 @@ on top and pushed again (never forced unless --force).`,
   # Compute the plan now, push with a token from the environment
   ADOPT_GIT_TOKEN=... adopt apply -n litellm-test --repo https://git.example.com/org/gitops.git`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	o.pr.AddFlags(f)

@@ -99,15 +99,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
   # Put the removed annotations back
   adopt finalize --plan plan.yaml --undo`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out' (required)")

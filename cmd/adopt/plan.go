@@ -75,15 +75,7 @@ abort the scan. The plan never writes to the cluster.
   # In CI: fail (exit 3) when anything is critical
   adopt plan --repo https://git.example.com/org/gitops.git --fail-on critical -o markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "scan every namespace and cluster-scoped types (the default unless -n is given)")

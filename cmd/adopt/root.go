@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"strings"
@@ -76,4 +77,25 @@ func useColor(w io.Writer) bool {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// options is a verb's Options: Complete fills defaults from flags and the
+// kubeconfig, Validate rejects bad input in one sentence, Run does the work.
+type options interface {
+	Complete(*cobra.Command) error
+	Validate() error
+	Run(context.Context) error
+}
+
+// runOptions is the RunE of every verb: Complete, Validate, Run.
+func runOptions(o options) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := o.Complete(cmd); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }
