@@ -16,6 +16,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
 )
@@ -210,6 +211,11 @@ type prApp struct {
 	// CSAMigration says why the Application sets
 	// ClientSideApplyMigration=false ("" when it does not).
 	CSAMigration string
+	// Preview summarises the first-sync preview of the Application's
+	// objects, and Previews has a line per object (empty unless the plan
+	// was made with --preview).
+	Preview  string
+	Previews []string
 }
 
 type prObject struct {
@@ -245,6 +251,7 @@ func newPRData(in PRInput) prData {
 	}
 	for _, a := range p.Applications {
 		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name]}
+		counts := map[preview.Outcome]int{}
 		for _, r := range a.Objects {
 			ob, ok := byRef[r]
 			if !ok {
@@ -273,6 +280,10 @@ func newPRData(in PRInput) prData {
 				po.Drift = "n/a (exported from the cluster)"
 			}
 			pa.Objects = append(pa.Objects, po)
+			if ob.Preview != nil {
+				pa.Previews = append(pa.Previews, previewLines(r, ob)...)
+				counts[ob.Preview.Outcome]++
+			}
 			d.Objects++
 			if len(ob.Findings) > 0 {
 				for _, f := range ob.Findings {
@@ -281,6 +292,9 @@ func newPRData(in PRInput) prData {
 			} else {
 				d.Risks = append(d.Risks, objectRisks(ob)...)
 			}
+		}
+		if len(pa.Previews) > 0 {
+			pa.Preview = fmt.Sprintf("%d no-op, %d changing, %d failing", counts[preview.NoOp], counts[preview.Changes], counts[preview.WouldFail])
 		}
 		d.Applications = append(d.Applications, pa)
 	}
@@ -344,4 +358,29 @@ func execTemplate(set *templates.Set, name string, d prData) (string, error) {
 		return "", fmt.Errorf("render %s (%s): %w", name, set.Source(name), err)
 	}
 	return strings.TrimSpace(b.String()) + "\n", nil
+}
+
+// previewLines renders one object's first-sync preview for the PR body.
+func previewLines(ref string, ob plan.Object) []string {
+	r := ob.Preview
+	out := []string{fmt.Sprintf("- `%s`: **%s**", ref, r.Column())}
+	if r.Verdict != "" {
+		out = append(out, "  - the API server says: "+r.Verdict)
+	}
+	for _, c := range r.Changes {
+		out = append(out, "  - "+c.Text)
+	}
+	if r.Rollout != nil {
+		out = append(out, "  - "+r.Rollout.Text)
+		if r.Rollout.Capacity != nil {
+			out = append(out, "  - "+r.Rollout.Capacity.Summary)
+		}
+	}
+	for _, f := range r.PendingDeletions {
+		out = append(out, "  - pending deletion after finalize: `"+f.Path+"`")
+	}
+	for _, w := range r.Warnings {
+		out = append(out, "  - warning: "+w)
+	}
+	return out
 }
