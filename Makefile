@@ -15,6 +15,7 @@ build:
 
 ## demo: start a local control plane, seed the incident's estate, run adopt on it with a real Argo CD (ARGOCD=0: without)
 demo: build
+	@bash internal/testenv/tools/install-debs.sh
 	@PR=$(PR) ARGOCD=$(ARGOCD) $(GO) run ./internal/demo -adopt bin/adopt
 
 ## testbin: build and cache the real parts the tests run against (printed with timings)
