@@ -188,17 +188,3 @@ func chartOf(refs []*candidate) (string, string) {
 	}
 	return "", ""
 }
-
-// Group proposes one Application per namespace (and one for cluster-scoped
-// objects) for a plan assembled by hand, with the default settings, and sets
-// Object.App. Build groups by the configured rule instead.
-func (p *Plan) Group() {
-	cands := make([]*candidate, len(p.Objects))
-	for i := range p.Objects {
-		cands[i] = &candidate{obj: p.Objects[i]}
-	}
-	p.Applications = group(cands, GroupNamespace, config.Default(), nil)
-	for i := range p.Objects {
-		p.Objects[i].App = cands[i].obj.App
-	}
-}

@@ -9,12 +9,11 @@ import (
 
 // Exit codes. They are documented in the README and in `adopt --help`.
 const (
-	ExitOK             = 0 // success
-	ExitError          = 1 // the work failed: cluster, Git or file error
-	ExitUsage          = 2 // bad flags or bad input
-	ExitFindings       = 3 // findings at or above --fail-on
-	ExitPartial        = 4 // some objects could not be finalized
-	ExitNotImplemented = 5 // the command is not implemented yet
+	ExitOK       = 0 // success
+	ExitError    = 1 // the work failed: cluster, Git or file error
+	ExitUsage    = 2 // bad flags or bad input
+	ExitFindings = 3 // findings at or above --fail-on
+	ExitPartial  = 4 // some objects could not be finalized
 )
 
 const exitCodesHelp = `Exit codes:
@@ -22,8 +21,7 @@ const exitCodesHelp = `Exit codes:
   1  the work failed (cluster, Git or file error)
   2  bad flags or bad input
   3  findings at or above --fail-on
-  4  some objects could not be finalized
-  5  command not implemented yet`
+  4  some objects could not be finalized`
 
 // exitError carries an exit code with the error.
 type exitError struct {
