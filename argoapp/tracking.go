@@ -109,32 +109,16 @@ func controllerVersion(ctx context.Context, c kubernetes.Interface, ns string) (
 	return d.Raw, d.Source
 }
 
-// majorVersion is 2 for "v2.14.21", 0 when unknown.
-func majorVersion(v string) int {
-	v = strings.TrimPrefix(v, "v")
-	switch {
-	case strings.HasPrefix(v, "2."):
-		return 2
-	case strings.HasPrefix(v, "3."):
-		return 3
-	}
-	return 0
-}
-
-// defaultMethod is Argo CD's default tracking method for version v: label
-// up to v2, annotation from v3 (and when the version is unknown).
+// defaultMethod is Argo CD's default tracking method for the version
+// string v (DefaultTrackingMethod; annotation when v does not parse).
 func defaultMethod(v string) TrackingMethod {
-	if majorVersion(v) == 2 {
-		return TrackingLabel
-	}
-	return TrackingAnnotation
+	pv, _ := ParseVersion(v)
+	return DefaultTrackingMethod(pv)
 }
 
+// defaultWhy says whose default defaultMethod chose.
 func defaultWhy(v string) string {
-	switch majorVersion(v) {
-	case 2:
-		return "Argo CD " + v + "'s default"
-	case 3:
+	if pv, err := ParseVersion(v); err == nil && pv.Known() {
 		return "Argo CD " + v + "'s default"
 	}
 	return "Argo CD 3's default (version unknown)"
