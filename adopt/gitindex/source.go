@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // Source says which repo and revision to index.
@@ -48,7 +50,7 @@ func Load(ctx context.Context, src Source) (*Index, error) {
 func loadURL(ctx context.Context, src Source) (*Index, error) {
 	u, err := url.Parse(src.Location)
 	if err != nil {
-		return nil, fmt.Errorf("repo URL %s is not valid; give a URL like https://host/org/repo.git or a local path", Redact(src.Location))
+		return nil, fmt.Errorf("repo URL %s is not valid; give a URL like https://host/org/repo.git or a local path", gitops.Redact(src.Location))
 	}
 	user, pass := src.Username, src.Password
 	if u.User != nil && user == "" && pass == "" {
@@ -264,18 +266,6 @@ func (ix *Index) subtree(dir string) *Index {
 	}
 	out.Finish()
 	return out
-}
-
-// Redact removes the password from a URL's userinfo.
-func Redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }
 
 // scrub removes a secret from a message, also where a library echoed it.

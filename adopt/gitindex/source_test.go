@@ -109,3 +109,12 @@ func TestLoadPath(t *testing.T) {
 		t.Fatalf("missing path: %v", err)
 	}
 }
+
+// TestInvalidURLHidesUserinfo checks that a token given as the URL's user
+// (no password) does not reach the error about an invalid URL.
+func TestInvalidURLHidesUserinfo(t *testing.T) {
+	_, err := Load(context.Background(), Source{Location: "https://tok3nSECRET@git.example.invalid/%zz.git"})
+	if err == nil || !strings.Contains(err.Error(), "is not valid") || strings.Contains(err.Error(), "tok3nSECRET") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // PlanOptions are the inputs of `adopt plan`.
@@ -185,7 +186,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	var ix *gitindex.Index
 	if o.Repo != "" {
-		o.say("reading repo %s\n", gitindex.Redact(o.Repo))
+		o.say("reading repo %s\n", gitops.Redact(o.Repo))
 		var err error
 		if ix, err = gitindex.Load(ctx, o.gitSrc); err != nil {
 			return nil, err
