@@ -20,6 +20,9 @@ const (
 	ResourcesFinalizer       = "resources-finalizer.argocd.argoproj.io"
 	PlanIDLabel              = "adopt.dev/plan-id"
 	InClusterServer          = "https://kubernetes.default.svc"
+	// DefaultNamespace is Argo CD's control-plane namespace in a standard
+	// install.
+	DefaultNamespace = "argocd"
 )
 
 // ApplicationData is what the Application template is rendered from.

@@ -69,9 +69,13 @@ type Tracking struct {
 // argocd-cm is not an error: Installed is false and the version's default
 // method is assumed (annotation when the version is unknown).
 func ReadTracking(ctx context.Context, c kubernetes.Interface, ns, version string) (Tracking, error) {
-	source := "--argocd-version"
-	if version == "" {
-		version, source = controllerVersion(ctx, c, ns)
+	d, err := ResolveVersion(ctx, VersionQuery{Flag: version, Kube: c, Namespace: ns})
+	if err != nil {
+		return Tracking{}, err
+	}
+	version, source := d.Raw, d.Source
+	if !d.Version.Known() {
+		version = ""
 	}
 	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName, metav1.GetOptions{})
 	switch {
@@ -92,21 +96,6 @@ func ReadTracking(ctx context.Context, c kubernetes.Interface, ns, version strin
 	t.VersionSource = source
 	t.Installed = true
 	return t, nil
-}
-
-// controllerVersion reads the tag of the application controller's image
-// with VersionFromCluster (StatefulSet, Deployment, or either found by its
-// app.kubernetes.io/name label). The version is "" when unknown; the source
-// then says what was tried.
-func controllerVersion(ctx context.Context, c kubernetes.Interface, ns string) (string, string) {
-	d, err := VersionFromCluster(ctx, c, ns)
-	if err != nil {
-		return "", ""
-	}
-	if !d.Version.Known() {
-		return "", d.Source
-	}
-	return d.Raw, d.Source
 }
 
 // defaultMethod is Argo CD's default tracking method for the version

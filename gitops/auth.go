@@ -1,8 +1,9 @@
 package gitops
 
 import (
-	"net/url"
-	"strings"
+	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -35,21 +36,16 @@ func (a Auth) secrets() []string {
 	return []string{a.Token, a.Password, a.SSHKeyPassphrase}
 }
 
-// isSSH reports whether a repo URL uses SSH (ssh:// or scp-like user@host:path).
-func isSSH(u string) bool {
-	if strings.HasPrefix(u, "ssh://") {
-		return true
-	}
-	return !strings.Contains(u, "://") && strings.Contains(u, "@") && strings.Contains(u, ":")
-}
-
-// method turns Auth into a go-git auth method for repoURL. Credentials
-// embedded in an HTTPS URL are used when no other credentials are given.
-func (a Auth) method(repoURL string) (transport.AuthMethod, error) {
-	if isSSH(repoURL) {
-		return a.sshMethod(repoURL)
-	}
-	if !strings.HasPrefix(repoURL, "http://") && !strings.HasPrefix(repoURL, "https://") {
+// method turns Auth into the go-git auth method for a location: SSH keys
+// (or the agent) with known_hosts checked for SSH, basic auth for HTTP(S),
+// nothing for local paths. Credentials embedded in an HTTP(S) URL are used
+// when no other credentials are given; an SSH URL never gets basic auth.
+func (a Auth) method(l Location) (transport.AuthMethod, error) {
+	switch l.Scheme {
+	case SchemeSSH:
+		return a.sshMethod(l.Raw)
+	case SchemeHTTP:
+	default:
 		return nil, nil // local path or file://
 	}
 	user, pass := a.Username, a.Password
@@ -60,9 +56,8 @@ func (a Auth) method(repoURL string) (transport.AuthMethod, error) {
 		}
 	}
 	if pass == "" {
-		if u, err := url.Parse(repoURL); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			user, pass = u.User.Username(), p
+		if u, p := l.userinfo(); p != "" || u != "" {
+			user, pass = u, p
 		}
 	}
 	if pass == "" && user == "" {
@@ -109,13 +104,60 @@ func (a Auth) sshMethod(repoURL string) (transport.AuthMethod, error) {
 	return ag, nil
 }
 
-// CleanURL removes userinfo from an HTTP(S) URL, for display and for
-// Application.spec.source.repoURL.
-func CleanURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil || (p.Scheme != "http" && p.Scheme != "https") {
-		return Redact(u)
+// AuthFlags are the Git credential flags every command that reads or writes
+// the GitOps repo shares, with their environment variables. Tokens and
+// passphrases are best given through the environment, which `ps` does not
+// show.
+type AuthFlags struct {
+	Token      string
+	User       string
+	SSHKey     string
+	KnownHosts string
+	// Insecure skips SSH host key checking (for tests and throwaway hosts).
+	Insecure bool
+}
+
+// Environment variables read by AuthFlags.Complete when a flag is not set.
+const (
+	EnvToken         = "ADOPT_GIT_TOKEN"
+	EnvUser          = "ADOPT_GIT_USERNAME"
+	EnvSSHKey        = "ADOPT_SSH_KEY"
+	EnvSSHPassphrase = "ADOPT_SSH_KEY_PASSPHRASE"
+	EnvKnownHosts    = "SSH_KNOWN_HOSTS"
+)
+
+// AddFlags registers the credential flags.
+func (f *AuthFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Token, "git-token", "", "HTTPS access token for the GitOps repo (default $"+EnvToken+")")
+	fs.StringVar(&f.User, "git-user", "", "user name for HTTPS basic auth with the token (default $"+EnvUser+", else git)")
+	fs.StringVar(&f.SSHKey, "ssh-key", "", "private key for ssh:// and git@host:path repos (default $"+EnvSSHKey+", else the SSH agent); its passphrase comes from $"+EnvSSHPassphrase)
+	fs.StringVar(&f.KnownHosts, "known-hosts", "", "known_hosts file the SSH host key is checked against (default $"+EnvKnownHosts+", else ~/.ssh/known_hosts)")
+	fs.BoolVar(&f.Insecure, "insecure-skip-host-key-check", false, "do not check the SSH host key (never on a network you do not control)")
+}
+
+// Complete fills what the flags left empty from the environment (getenv;
+// nil means os.Getenv) and returns the Auth with where its token came from
+// ("--git-token", "$ADOPT_GIT_TOKEN", or "" when there is none).
+func (f AuthFlags) Complete(getenv func(string) string) (Auth, string) {
+	if getenv == nil {
+		getenv = os.Getenv
 	}
-	p.User = nil
-	return p.String()
+	pick := func(flag, env string) string {
+		if flag != "" {
+			return flag
+		}
+		return getenv(env)
+	}
+	from := ""
+	switch {
+	case f.Token != "":
+		from = "--git-token"
+	case getenv(EnvToken) != "":
+		from = "$" + EnvToken
+	}
+	return Auth{
+		Token: pick(f.Token, EnvToken), Username: pick(f.User, EnvUser),
+		SSHKeyFile: pick(f.SSHKey, EnvSSHKey), SSHKeyPassphrase: getenv(EnvSSHPassphrase),
+		KnownHostsFile: pick(f.KnownHosts, EnvKnownHosts), InsecureIgnoreHostKey: f.Insecure,
+	}, from
 }

@@ -63,18 +63,18 @@ type Repo struct {
 // Clone clones the repository. A local path must have a clean working
 // tree; it is read through git's own upload-pack, without any network.
 func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
-	r := &Repo{url: o.URL, display: CleanURL(o.URL), secrets: o.Auth.secrets(), dir: o.Dir}
-	if isLocalPath(o.URL) {
-		abs, err := filepath.Abs(o.URL)
-		if err != nil {
-			return nil, newError(ErrNotFound, r.secrets, "repository %s: %v", o.URL, err)
-		}
-		if err := checkClean(abs); err != nil {
+	loc, err := ParseLocation(o.URL)
+	if err != nil {
+		return nil, newError(ErrNotFound, o.Auth.secrets(), "%v", err)
+	}
+	r := &Repo{url: strings.TrimSpace(o.URL), display: loc.Clean(), secrets: o.Auth.secrets(), dir: o.Dir}
+	if loc.Scheme == SchemeLocal {
+		if err := checkClean(loc.Path); err != nil {
 			return nil, err
 		}
-		r.url, r.display, r.local = abs, abs, true
+		r.url, r.local = loc.Path, true
 	}
-	auth, err := o.Auth.method(r.url)
+	auth, err := o.Auth.method(loc)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +82,8 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	// The remote is configured without the URL's credentials (auth carries
 	// them), so an on-disk clone's .git/config never holds a password.
 	remoteURL := r.url
-	if strings.HasPrefix(r.url, "http://") || strings.HasPrefix(r.url, "https://") {
-		remoteURL = CleanURL(r.url)
+	if loc.Remote() {
+		remoteURL = loc.Clean()
 	}
 	co := &git.CloneOptions{URL: remoteURL, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
 	if o.Dir != "" {
@@ -103,17 +103,6 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		r.defaultBranch = head.Target().Short()
 	}
 	return r, nil
-}
-
-// isLocalPath reports whether u names a directory on this machine.
-func isLocalPath(u string) bool {
-	if strings.HasPrefix(u, "file://") {
-		return false
-	}
-	if strings.Contains(u, "://") || isSSH(u) {
-		return false
-	}
-	return true
 }
 
 // checkClean refuses a local repository whose working tree has changes.
@@ -166,8 +155,9 @@ func (r *Repo) Local() bool { return r.local }
 // Dir is the on-disk clone, or "" for an in-memory clone.
 func (r *Repo) Dir() string { return r.dir }
 
-// SourceURL is the URL Argo CD should fetch the repository from: the URL
-// without credentials, or for a local path its origin remote (else a file://
+// SourceURL is the URL Argo CD should fetch the repository from: the
+// location without credentials (Location.Clean, so ssh:// and git@host:path
+// keep their user), or for a local path its origin remote (else a file://
 // URL, which only an Argo CD on the same machine can read).
 func (r *Repo) SourceURL() string {
 	if !r.local {
@@ -175,7 +165,9 @@ func (r *Repo) SourceURL() string {
 	}
 	if lr, err := git.PlainOpen(r.url); err == nil {
 		if rem, err := lr.Remote(remoteName); err == nil && len(rem.Config().URLs) > 0 {
-			return CleanURL(rem.Config().URLs[0])
+			if l, err := ParseLocation(rem.Config().URLs[0]); err == nil {
+				return l.Clean()
+			}
 		}
 	}
 	return "file://" + filepath.ToSlash(r.url)

@@ -15,9 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -29,14 +26,15 @@ type Source struct {
 	Location string
 	// Revision is a branch, tag or commit; "" means HEAD.
 	Revision string
-	// Username and Password are basic-auth credentials for a URL (a token
-	// goes in Password). Userinfo in Location is used when these are empty.
-	Username, Password string
+	// Auth are the credentials for a URL; userinfo in Location is used
+	// when Auth has none.
+	Auth gitops.Auth
 }
 
 // IsURL says whether loc names a remote repository rather than a path.
 func IsURL(loc string) bool {
-	return strings.Contains(loc, "://") || (strings.Contains(loc, "@") && strings.Contains(loc, ":") && !strings.HasPrefix(loc, "/"))
+	l, err := gitops.ParseLocation(loc)
+	return err == nil && l.Remote()
 }
 
 // Load reads the repo and indexes it.
@@ -48,61 +46,16 @@ func Load(ctx context.Context, src Source) (*Index, error) {
 }
 
 func loadURL(ctx context.Context, src Source) (*Index, error) {
-	u, err := url.Parse(src.Location)
+	snap, err := gitops.Read(ctx, gitops.ReadOptions{URL: src.Location, Auth: src.Auth, Revision: src.Revision})
 	if err != nil {
-		return nil, fmt.Errorf("repo URL %s is not valid; give a URL like https://host/org/repo.git or a local path", gitops.Redact(src.Location))
+		return nil, fmt.Errorf("cannot read repo: %w", err)
 	}
-	user, pass := src.Username, src.Password
-	if u.User != nil && user == "" && pass == "" {
-		user = u.User.Username()
-		pass, _ = u.User.Password()
-	}
-	u.User = nil
-	clean := u.String()
-	opts := &git.CloneOptions{URL: clean, Depth: 1, Tags: git.NoTags}
-	if user != "" || pass != "" {
-		if user == "" {
-			user = "git"
-		}
-		opts.Auth = &githttp.BasicAuth{Username: user, Password: pass}
-	}
-	hash := plumbing.ZeroHash
-	if src.Revision != "" {
-		if plumbing.IsHash(src.Revision) {
-			hash = plumbing.NewHash(src.Revision)
-			opts.Depth = 0
-		} else {
-			opts.SingleBranch = true
-			opts.ReferenceName = plumbing.NewBranchReferenceName(src.Revision)
-		}
-	}
-	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
-	if err != nil && src.Revision != "" && !plumbing.IsHash(src.Revision) && errors.Is(err, plumbing.ErrReferenceNotFound) {
-		opts.ReferenceName = plumbing.NewTagReferenceName(src.Revision)
-		repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, opts)
-	}
+	ix, err := indexRepo(snap.Repo, snap.Commit, src.Revision)
 	if err != nil {
-		return nil, cloneError(clean, src.Revision, err, pass)
+		return nil, fmt.Errorf("repo %s: %s", snap.URL, scrub(err.Error(), src.Auth.Token))
 	}
-	ix, err := indexRepo(repo, hash, src.Revision)
-	if err != nil {
-		return nil, fmt.Errorf("repo %s: %s", clean, scrub(err.Error(), pass))
-	}
-	ix.Source = clean
+	ix.Source = snap.URL
 	return ix, nil
-}
-
-func cloneError(clean, rev string, err error, secret string) error {
-	msg := scrub(err.Error(), secret)
-	switch {
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("cannot read repo %s: %s. Give credentials in the URL or set ADOPT_GIT_USERNAME and ADOPT_GIT_TOKEN", clean, msg)
-	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Errorf("repo %s not found: %s. Check --repo", clean, msg)
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		return fmt.Errorf("repo %s has no branch or tag %q. Check --revision", clean, rev)
-	}
-	return fmt.Errorf("cannot clone repo %s: %s. Check --repo and that the Git server is reachable", clean, msg)
 }
 
 func loadPath(src Source) (*Index, error) {

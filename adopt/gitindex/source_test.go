@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -30,7 +31,7 @@ func TestLoadURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ix, err := Load(ctx, Source{Location: url, Username: "alice", Password: "s3cret-canary"})
+	ix, err := Load(ctx, Source{Location: url, Auth: gitops.Auth{Username: "alice", Password: "s3cret-canary"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestLoadURL(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "wrong-canary") || !strings.Contains(err.Error(), "ADOPT_GIT_TOKEN") {
 		t.Fatalf("wrong password: %v", err)
 	}
-	_, err = Load(ctx, Source{Location: url, Username: "alice", Password: "s3cret-canary", Revision: "no-such-branch"})
+	_, err = Load(ctx, Source{Location: url, Auth: gitops.Auth{Username: "alice", Password: "s3cret-canary"}, Revision: "no-such-branch"})
 	if err == nil || !strings.Contains(err.Error(), "no-such-branch") || strings.Contains(err.Error(), "s3cret-canary") {
 		t.Fatalf("missing branch: %v", err)
 	}

@@ -1,30 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/gitops"
-	"github.com/adopt-dev/adopt/templates"
-)
-
-// Pull-request template names in templates/ (overridable with --templates).
-const (
-	prTitleTemplate = "pr-title.tmpl"
-	prBodyTemplate  = "pr-body.tmpl"
 )
 
 // prOptions are the pull-request flags of `adopt apply`. The apply command
@@ -44,38 +33,6 @@ type prOptions struct {
 	httpClient *http.Client
 	attempts   int
 	backoff    time.Duration
-}
-
-// PRInput is what apply knows after pushing the branch.
-type PRInput struct {
-	// RepoURL is the GitOps repository's remote URL.
-	RepoURL string
-	// Head is the pushed branch, Base the branch it targets.
-	Head, Base string
-	// Token is --git-token; empty means ADOPT_GIT_TOKEN, then
-	// GITHUB_TOKEN, GITLAB_TOKEN or GITEA_TOKEN for the provider.
-	Token string
-	// Plan is the adoption plan applied; PlanPath the file it came from.
-	Plan     *plan.Plan
-	PlanPath string
-	// TemplatesDir is --templates (may be empty).
-	TemplatesDir string
-	// Exported maps an object's Ref to the path apply exported it to, for
-	// objects that were not in Git.
-	Exported map[string]string
-	// Drift maps an object's Ref to a short drift note ("identical",
-	// "live 8,126 B behind Git: data.usage_hook.py"); missing means unknown.
-	Drift map[string]string
-	// Runbooks are runbook findings, one sentence each.
-	Runbooks []string
-	// Secrets maps a Secret's Ref to why it was left out of Git, for
-	// Secrets apply skipped; Secrets the plan skipped are listed too.
-	Secrets map[string]string
-	// CSAMigration maps an Application's name to why it sets
-	// ClientSideApplyMigration=false.
-	CSAMigration map[string]string
-	// Out receives the one line saying which provider was used and why.
-	Out io.Writer
 }
 
 // AddFlags registers the pull-request flags.
@@ -128,7 +85,11 @@ func (o *prOptions) Validate() error {
 }
 
 // Open opens (or updates) the pull request for in.Head and returns its URL.
-func (o *prOptions) Open(ctx context.Context, in PRInput) (string, error) {
+// token is the Git token apply already has and tokenFrom where it came from
+// (--git-token or $ADOPT_GIT_TOKEN); without one the provider's own
+// variable is read. The one line saying which provider, API and token
+// source were used goes to out.
+func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom string, out io.Writer) (string, error) {
 	ref, err := gitops.ParseRepoURL(in.RepoURL)
 	if err != nil {
 		return "", err
@@ -144,20 +105,22 @@ func (o *prOptions) Open(ctx context.Context, in PRInput) (string, error) {
 	if apiURL == "" {
 		apiURL = gitops.DefaultAPIURL(name, ref)
 	}
-	token, tokenFrom := o.token(name, in.Token)
+	if token == "" {
+		token, tokenFrom = o.token(name)
+	}
 	if token == "" {
 		return "", usageErrorf("opening a pull request on %s needs a token: pass --git-token or set ADOPT_GIT_TOKEN or %s_TOKEN", ref.FullName(), strings.ToUpper(name))
 	}
-	title, body, err := renderPR(in, o.Title)
+	title, body, err := apply.RenderPR(in, o.Title)
 	if err != nil {
-		return "", err
+		return "", usageErrorf("%v", err)
 	}
 	p, err := gitops.NewProvider(name, gitops.ProviderOptions{APIURL: apiURL, Token: token, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff})
 	if err != nil {
 		return "", err
 	}
-	if in.Out != nil {
-		fmt.Fprintf(in.Out, "Pull request: provider %s (%s), API %s, token from %s\n", name, why, gitops.Redact(apiURL, token), tokenFrom)
+	if out != nil {
+		fmt.Fprintf(out, "Pull request: provider %s (%s), API %s, token from %s\n", name, why, gitops.Redact(apiURL, token), tokenFrom)
 	}
 	pr, err := p.EnsurePR(ctx, gitops.PROptions{
 		Repo: ref, Head: in.Head, Base: in.Base, Title: title, Body: body,
@@ -166,221 +129,27 @@ func (o *prOptions) Open(ctx context.Context, in PRInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if in.Out != nil {
+	if out != nil {
 		verb := "Updated"
 		if pr.Created {
 			verb = "Opened"
 		}
-		fmt.Fprintf(in.Out, "%s pull request #%d: %s\n", verb, pr.Number, pr.URL)
+		fmt.Fprintf(out, "%s pull request #%d: %s\n", verb, pr.Number, pr.URL)
 	}
 	return pr.URL, nil
 }
 
-// token picks the token and says where it came from (never what it is).
-func (o *prOptions) token(provider, flag string) (string, string) {
-	if flag != "" {
-		return flag, "--git-token"
-	}
+// token reads the provider's token from the environment, and says which
+// variable (never what it is).
+func (o *prOptions) token(provider string) (string, string) {
 	getenv := o.getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	for _, k := range []string{"ADOPT_GIT_TOKEN", strings.ToUpper(provider) + "_TOKEN"} {
+	for _, k := range []string{gitops.EnvToken, strings.ToUpper(provider) + "_TOKEN"} {
 		if v := getenv(k); v != "" {
-			return v, k
+			return v, "$" + k
 		}
 	}
 	return "", ""
-}
-
-// prData is what pr-title.tmpl and pr-body.tmpl see.
-type prData struct {
-	Cluster      string
-	Head, Base   string
-	Objects      int
-	Applications []prApp
-	Risks        []string
-	Runbooks     []string
-	Secrets      []prSecret
-	NextStep     string
-}
-
-type prApp struct {
-	Name, Namespace, Path string
-	Objects               []prObject
-	// CSAMigration says why the Application sets
-	// ClientSideApplyMigration=false ("" when it does not).
-	CSAMigration string
-	// Preview summarises the first-sync preview of the Application's
-	// objects, and Previews has a line per object (empty unless the plan
-	// was made with --preview).
-	Preview  string
-	Previews []string
-}
-
-type prObject struct {
-	Ref             string
-	AnnotationBytes int
-	PercentOfCap    float64
-	Level           string
-	Where           string
-	Drift           string
-}
-
-type prSecret struct{ Ref, Reason string }
-
-// newPRData turns the plan and what apply did into the template data.
-func newPRData(in PRInput) prData {
-	d := prData{Head: in.Head, Base: in.Base, Runbooks: in.Runbooks}
-	planPath := in.PlanPath
-	if planPath == "" {
-		planPath = "<plan file>"
-	}
-	d.NextStep = "adopt finalize --plan " + planPath
-	p := in.Plan
-	if p == nil {
-		return d
-	}
-	d.Cluster = p.Cluster.Context
-	if d.Cluster == "" {
-		d.Cluster = p.Cluster.Server
-	}
-	byRef := map[string]plan.Object{}
-	for _, ob := range p.Objects {
-		byRef[ob.Ref()] = ob
-	}
-	for _, a := range p.Applications {
-		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name]}
-		counts := map[preview.Outcome]int{}
-		for _, r := range a.Objects {
-			ob, ok := byRef[r]
-			if !ok {
-				continue
-			}
-			po := prObject{Ref: r, AnnotationBytes: ob.Budget.AnnotationBytes, PercentOfCap: ob.Budget.PercentOfCap, Level: string(ob.Level), Drift: "not measured"}
-			if po.Level == "" {
-				po.Level = string(budget.LevelOK)
-			}
-			switch {
-			case ob.Git != nil:
-				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
-			case in.Exported[r] != "":
-				po.Where = "exported to `" + in.Exported[r] + "`"
-			default:
-				po.Where = "exported (not in Git)"
-			}
-			switch {
-			case in.Drift[r] != "":
-				po.Drift = in.Drift[r]
-			case ob.Drift != nil && ob.Drift.Identical():
-				po.Drift = "identical"
-			case ob.Drift != nil:
-				po.Drift = fmt.Sprintf("live %d B behind Git: %s", ob.Drift.BytesBehind, strings.Join(ob.Drift.Fields, ", "))
-			case ob.Git == nil:
-				po.Drift = "n/a (exported from the cluster)"
-			}
-			pa.Objects = append(pa.Objects, po)
-			if ob.Preview != nil {
-				pa.Previews = append(pa.Previews, previewLines(r, ob)...)
-				counts[ob.Preview.Outcome]++
-			}
-			d.Objects++
-			if len(ob.Findings) > 0 {
-				for _, f := range ob.Findings {
-					d.Risks = append(d.Risks, fmt.Sprintf("`%s` (%s): %s", r, f.Severity, f.Message))
-				}
-			} else {
-				d.Risks = append(d.Risks, objectRisks(ob)...)
-			}
-		}
-		if len(pa.Previews) > 0 {
-			pa.Preview = fmt.Sprintf("%d no-op, %d changing, %d failing", counts[preview.NoOp], counts[preview.Changes], counts[preview.WouldFail])
-		}
-		d.Applications = append(d.Applications, pa)
-	}
-	for _, f := range p.Findings {
-		d.Risks = append(d.Risks, fmt.Sprintf("(%s) %s", f.Severity, f.Message))
-	}
-	for _, s := range p.Skipped {
-		if s.Kind == "Secret" && s.Group == "" && s.Name != "" {
-			d.Secrets = append(d.Secrets, prSecret{Ref: "Secret " + s.Namespace + "/" + s.Name, Reason: s.Reason})
-		}
-	}
-	for ref, why := range in.Secrets {
-		d.Secrets = append(d.Secrets, prSecret{Ref: ref, Reason: why})
-	}
-	sort.SliceStable(d.Secrets, func(i, j int) bool { return d.Secrets[i].Ref < d.Secrets[j].Ref })
-	return d
-}
-
-// objectRisks states an object's risks, one sentence each, for plans
-// written before the plan recorded findings.
-func objectRisks(ob plan.Object) []string {
-	var out []string
-	r := "`" + ob.Ref() + "`"
-	switch ob.Level {
-	case budget.LevelCritical, budget.LevelWarning:
-		out = append(out, fmt.Sprintf("%s: annotations are %d B, %.1f%% of the 262,144 B cap (%s); %d B of headroom before the API server refuses the next client-side apply.", r, ob.Budget.AnnotationBytes, ob.Budget.PercentOfCap, ob.Level, ob.Budget.Headroom))
-	}
-	if ob.Budget.HasLastApplied {
-		out = append(out, fmt.Sprintf("%s: carries a %d B last-applied-configuration annotation that server-side sync keeps; `adopt finalize` removes it after the first sync.", r, ob.Budget.LastAppliedBytes))
-	}
-	if ob.Git == nil {
-		out = append(out, r+": no source in Git; this pull request adds the live object as exported.")
-	}
-	return out
-}
-
-// renderPR renders the title (unless given) and the body.
-func renderPR(in PRInput, title string) (string, string, error) {
-	set, err := templates.New(in.TemplatesDir)
-	if err != nil {
-		return "", "", usageErrorf("%v", err)
-	}
-	d := newPRData(in)
-	if title == "" {
-		if title, err = execTemplate(set, prTitleTemplate, d); err != nil {
-			return "", "", err
-		}
-		title = strings.Join(strings.Fields(title), " ")
-	}
-	body, err := execTemplate(set, prBodyTemplate, d)
-	return title, body, err
-}
-
-func execTemplate(set *templates.Set, name string, d prData) (string, error) {
-	t, err := set.Load(name)
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("render %s (%s): %w", name, set.Source(name), err)
-	}
-	return strings.TrimSpace(b.String()) + "\n", nil
-}
-
-// previewLines renders one object's first-sync preview for the PR body.
-func previewLines(ref string, ob plan.Object) []string {
-	r := ob.Preview
-	out := []string{fmt.Sprintf("- `%s`: **%s**", ref, r.Column())}
-	if r.Verdict != "" {
-		out = append(out, "  - the API server says: "+r.Verdict)
-	}
-	for _, c := range r.Changes {
-		out = append(out, "  - "+c.Text)
-	}
-	if r.Rollout != nil {
-		out = append(out, "  - "+r.Rollout.Text)
-		if r.Rollout.Capacity != nil {
-			out = append(out, "  - "+r.Rollout.Capacity.Summary)
-		}
-	}
-	for _, f := range r.PendingDeletions {
-		out = append(out, "  - pending deletion after finalize: `"+f.Path+"`")
-	}
-	for _, w := range r.Warnings {
-		out = append(out, "  - warning: "+w)
-	}
-	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -63,92 +62,15 @@ func TestPROptionsValidate(t *testing.T) {
 	}
 }
 
-// prPlan is a plan with the incident's ConfigMap (in Git, critical), one
-// exported object and a Secret left out.
-func prPlan() *plan.Plan {
+// prInput is a pull request for one critical ConfigMap in Git.
+func prInput() apply.PRInput {
 	hook := plan.Object{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook",
-		Budget: budget.Budget{AnnotationBytes: 257270, LastAppliedBytes: 257149, PercentOfCap: 98.1, Headroom: 4874, HasLastApplied: true},
-		Level:  budget.LevelCritical, App: "litellm-test", Git: &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}}
-	svc := plan.Object{Kind: "Service", Version: "v1", Namespace: "litellm-test", Name: "litellm",
-		Budget: budget.Budget{AnnotationBytes: 900, PercentOfCap: 0.3, Headroom: 261244}, Level: budget.LevelOK, App: "litellm-test"}
-	return &plan.Plan{
-		Cluster: plan.Cluster{Server: "https://127.0.0.1:6443", Context: "prod-eu"},
-		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
-			Objects: []string{hook.Ref(), svc.Ref()}}},
-		Objects: []plan.Object{hook, svc},
-		Skipped: []plan.Skipped{{Kind: "Secret", Namespace: "litellm-test", Name: "litellm-keys", Reason: "Secrets are never exported to Git"}},
-	}
-}
-
-func prInput() PRInput {
-	return PRInput{
-		Head: "adopt/litellm-test", Base: "main", Plan: prPlan(), PlanPath: "plans/prod-eu.yaml",
-		Exported: map[string]string{"Service litellm-test/litellm": "adopted/litellm-test/service-litellm.yaml"},
-		Drift:    map[string]string{"ConfigMap litellm-test/litellm-test-usage-hook": "live 8,126 B behind Git"},
-		Secrets:  map[string]string{"Secret litellm-test/api-token": "--secrets=skip"},
-		Runbooks: []string{"k8s/system/README.md line 12 runs `kubectl apply -f` on an adopted file; change it to --server-side or remove it."},
-	}
-}
-
-func TestPRBodyFromPlan(t *testing.T) {
-	title, body, err := renderPR(prInput(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if title != "adopt: 1 Argo CD Application for 2 hand-applied objects on prod-eu" {
-		t.Errorf("title = %q", title)
-	}
-	for _, want := range []string{
-		"### Application `litellm-test` (namespace `litellm-test`)",
-		"| `ConfigMap litellm-test/litellm-test-usage-hook` | 257270 B | 98.1% (critical) | in Git at `k8s/system/litellm-test-usage-hook-cm.yaml:1` | live 8,126 B behind Git |",
-		"| `Service litellm-test/litellm` | 900 B | 0.3% | exported to `adopted/litellm-test/service-litellm.yaml` | n/a (exported from the cluster) |",
-		"98.1% of the 262,144 B cap (critical); 4874 B of headroom",
-		"carries a 257149 B last-applied-configuration annotation",
-		"`Service litellm-test/litellm`: no source in Git",
-		"k8s/system/README.md line 12 runs `kubectl apply -f`",
-		"- `Secret litellm-test/api-token`: --secrets=skip\n- `Secret litellm-test/litellm-keys`: Secrets are never exported to Git",
-		"adopt finalize --plan plans/prod-eu.yaml",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body lacks %q\n%s", want, body)
-		}
-	}
-	// --pr-title wins over the template.
-	if title, _, _ := renderPR(prInput(), "mine"); title != "mine" {
-		t.Errorf("--pr-title ignored: %q", title)
-	}
-	// A --templates directory overrides the title template only.
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, prTitleTemplate), []byte("custom {{ .Objects }} on {{ .Cluster }}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in := prInput()
-	in.TemplatesDir = dir
-	title, body2, err := renderPR(in, "")
-	if err != nil || title != "custom 2 on prod-eu" || body2 != body {
-		t.Errorf("override: title %q, err %v, body changed %v", title, err, body2 != body)
-	}
-}
-
-// TestPRBodyUsesPlanDriftAndFindings: with no drift from apply, the
-// plan's own drift and findings fill the table and the risks.
-func TestPRBodyUsesPlanDriftAndFindings(t *testing.T) {
-	in := prInput()
-	in.Drift = nil
-	in.Plan.Objects[0].Drift = &gitindex.Drift{Fields: []string{"data.usage_hook.py"}, BytesBehind: 8126}
-	in.Plan.Objects[0].Findings = []plan.Finding{{Code: plan.CodeStaleVsGit, Severity: plan.Warning, Message: "live is 8126 B behind Git"}}
-	_, body, err := renderPR(in, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"| live 8126 B behind Git: data.usage_hook.py |",
-		"- `ConfigMap litellm-test/litellm-test-usage-hook` (warning): live is 8126 B behind Git",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body lacks %q\n%s", want, body)
-		}
-	}
+		Budget: budget.Budget{AnnotationBytes: 257270, PercentOfCap: 98.1, Headroom: 4874}, Level: budget.LevelCritical,
+		App: "litellm-test", Git: &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}}
+	p := &plan.Plan{Cluster: plan.Cluster{Server: "https://127.0.0.1:6443", Context: "prod-eu"}, Objects: []plan.Object{hook},
+		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system", Objects: []string{hook.Ref()}}}}
+	return apply.PRInput{Head: "adopt/litellm-test", Base: "main", Plan: p, PlanPath: "plans/prod-eu.yaml",
+		Drift: map[string]string{hook.Ref(): "live 8,126 B behind Git"}}
 }
 
 func TestOpenPRNeedsProviderAndToken(t *testing.T) {
@@ -156,11 +78,11 @@ func TestOpenPRNeedsProviderAndToken(t *testing.T) {
 	o.getenv = func(string) string { return "" }
 	in := prInput()
 	in.RepoURL = "https://git.example.invalid/acme/gitops.git"
-	if _, err := o.Open(context.Background(), in); err == nil || !strings.Contains(err.Error(), "cannot tell which provider hosts git.example.invalid: pass --provider gitea|github|gitlab") {
+	if _, err := o.Open(context.Background(), in, "", "", nil); err == nil || !strings.Contains(err.Error(), "cannot tell which provider hosts git.example.invalid: pass --provider gitea|github|gitlab") {
 		t.Errorf("no provider: %v", err)
 	}
 	in.RepoURL = "https://gitlab.example.invalid/acme/gitops.git"
-	if _, err := o.Open(context.Background(), in); err == nil || !strings.Contains(err.Error(), "needs a token: pass --git-token or set ADOPT_GIT_TOKEN or GITLAB_TOKEN") {
+	if _, err := o.Open(context.Background(), in, "", "", nil); err == nil || !strings.Contains(err.Error(), "needs a token: pass --git-token or set ADOPT_GIT_TOKEN or GITLAB_TOKEN") {
 		t.Errorf("no token: %v", err)
 	}
 }
@@ -198,18 +120,17 @@ func TestOpenPROnGitea(t *testing.T) {
 		return ""
 	}
 	var out bytes.Buffer
-	in.Out = &out
-	url, err := o.Open(ctx, in)
+	url, err := o.Open(ctx, in, "", "", &out)
 	if err != nil {
 		t.Fatalf("Open: %v\n%s", err, g.LogTail(2000))
 	}
-	if !strings.Contains(out.String(), "provider gitea (--provider)") || !strings.Contains(out.String(), "token from GITEA_TOKEN") || !strings.Contains(out.String(), "Opened pull request #1: "+url) {
+	if !strings.Contains(out.String(), "provider gitea (--provider)") || !strings.Contains(out.String(), "token from $GITEA_TOKEN") || !strings.Contains(out.String(), "Opened pull request #1: "+url) {
 		t.Errorf("output:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), g.Token) {
 		t.Errorf("output leaks the token")
 	}
-	wantTitle, wantBody, _ := renderPR(in, "")
+	wantTitle, wantBody, _ := apply.RenderPR(in, "")
 	prs, err := g.PullRequests(ctx, "gitops")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +148,7 @@ func TestOpenPROnGitea(t *testing.T) {
 	// Run again after the plan changed: one pull request, body updated.
 	in.Drift["ConfigMap litellm-test/litellm-test-usage-hook"] = "identical"
 	out.Reset()
-	url2, err := o.Open(ctx, in)
+	url2, err := o.Open(ctx, in, "", "", &out)
 	if err != nil || url2 != url || !strings.Contains(out.String(), "Updated pull request #1") {
 		t.Fatalf("second Open = %s, %v; output %s", url2, err, out.String())
 	}
@@ -241,8 +162,7 @@ func TestOpenPROnGitea(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Token = ro
-	_, err = o.Open(ctx, in)
+	_, err = o.Open(ctx, in, ro, "--git-token", nil)
 	if err == nil {
 		t.Fatal("a read-only token opened or updated a pull request")
 	}

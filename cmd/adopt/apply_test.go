@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -132,7 +133,7 @@ func TestApplyOverSmartHTTP(t *testing.T) {
 		t.Fatalf("plan: %s", errOut)
 	}
 	p := readPlan(t, planFile)
-	id := adoptionID(p)
+	id := apply.AdoptionID(p)
 	var logs strings.Builder
 	run := func(extra ...string) (string, int) {
 		args := append([]string{"apply", "--plan", planFile, "--repo", url, "--git-user", "alice", "--author", "Test <t@example.invalid>", "-q"}, extra...)
@@ -247,7 +248,7 @@ func TestApplyLocalRepoPointsAtGitAndFixesRunbooks(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "k8s/system/README.md:3: this runbook still applies an adopted file by hand") {
 		t.Fatalf("apply (%d): %s %s", code, out, errOut)
 	}
-	id := adoptionID(p)
+	id := apply.AdoptionID(p)
 	tip := tipOf(t, bare, "adopt/"+id)
 	app := fileText(t, tip, "argocd/apps/adopt-"+ns+".yaml")
 	a, err := argoapp.DecodeApplication([]byte(app))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -21,6 +22,7 @@ type cluster struct {
 	rest    *rest.Config
 	context string
 	clients discover.Clients
+	kube    kubernetes.Interface
 }
 
 // connect resolves kubeconfig flags into clients. It makes no request.
@@ -59,6 +61,9 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
 	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
 	return c, nil
 }
 

@@ -238,28 +238,3 @@ func TestCSAMigrationPredictionMatchesKubectl(t *testing.T) {
 		t.Errorf("kubectl wrote %d B of annotations, plan predicted %d B", got, ob.CSAMigration.Bytes)
 	}
 }
-
-// TestPRBodyExplainsCSAMigration renders the embedded pull-request body for
-// an Application apply gave ClientSideApplyMigration=false.
-func TestPRBodyExplainsCSAMigration(t *testing.T) {
-	p := &plan.Plan{
-		Applications: []plan.Application{{Name: "adopt-litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
-			Objects: []string{"ConfigMap litellm-test/litellm-test-usage-hook"}}},
-		Objects: []plan.Object{{Version: "v1", Kind: "ConfigMap", Namespace: "litellm-test", Name: "litellm-test-usage-hook", App: "adopt-litellm-test"}},
-	}
-	why := "on Argo CD v3.2.6 (from --argocd-version), the client-side-apply migration would fail the first sync"
-	_, body, err := renderPR(PRInput{Plan: p, Head: "adopt/x", Base: "main", CSAMigration: map[string]string{"adopt-litellm-test": why}}, "title")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(body, "Sync option `ClientSideApplyMigration=false`: "+why+".") {
-		t.Errorf("PR body does not explain the option:\n%s", body)
-	}
-	_, body, err = renderPR(PRInput{Plan: p, Head: "adopt/x", Base: "main"}, "title")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(body, "ClientSideApplyMigration") {
-		t.Errorf("PR body mentions the option although apply did not set it:\n%s", body)
-	}
-}

@@ -3,20 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/config"
-	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
-	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
+	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -38,6 +35,7 @@ type PlanOptions struct {
 	GroupBy         string
 	FailOn          string
 	Preview         bool
+	Git             gitops.AuthFlags
 
 	genericiooptions.IOStreams
 	cluster  *cluster
@@ -87,7 +85,8 @@ abort the scan. The plan never writes to the cluster.
 	f.BoolVar(&o.ShowSkipped, "show-skipped", false, "list skipped objects and types, and informational findings")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.Int64Var(&o.ChunkSize, "chunk-size", 500, "return large lists in chunks of this size, as kubectl does")
-	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path or a URL (read in memory; credentials from the URL or ADOPT_GIT_USERNAME/ADOPT_GIT_TOKEN)")
+	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory)")
+	o.Git.AddFlags(f)
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
@@ -116,8 +115,8 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 		o.GroupBy = cfg.GroupBy
 	}
 	if o.Repo != "" {
-		o.gitSrc = gitindex.Source{Location: o.Repo, Revision: o.Revision,
-			Username: os.Getenv("ADOPT_GIT_USERNAME"), Password: os.Getenv("ADOPT_GIT_TOKEN")}
+		auth, _ := o.Git.Complete(nil)
+		o.gitSrc = gitindex.Source{Location: o.Repo, Revision: o.Revision, Auth: auth}
 	}
 	c, err := connect(o.ConfigFlags)
 	if err != nil {
@@ -144,6 +143,16 @@ func (o *PlanOptions) Validate() error {
 	}
 	if o.ChunkSize < 0 {
 		return usageErrorf("--chunk-size must be 0 or more")
+	}
+	if o.Repo != "" {
+		if _, err := gitops.ParseLocation(o.Repo); err != nil {
+			return usageErrorf("--repo: %v", err)
+		}
+	}
+	if o.ArgoCDVersion != "" {
+		if _, err := argoapp.VersionFromFlag(o.ArgoCDVersion); err != nil {
+			return usageErrorf("%v", err)
+		}
 	}
 	return nil
 }
@@ -183,67 +192,32 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
-	var ix *gitindex.Index
-	if o.Repo != "" {
-		o.say("reading repo %s\n", gitops.Redact(o.Repo))
-		var err error
-		if ix, err = gitindex.Load(ctx, o.gitSrc); err != nil {
-			return nil, err
-		}
+// scanOptions are the pipeline's inputs from the flags.
+func (o *PlanOptions) scanOptions() scan.Options {
+	so := scan.Options{
+		Clients: o.cluster.clients, Kube: o.cluster.kube, Dynamic: o.cluster.clients.Dynamic,
+		Cluster: plan.Cluster{Server: o.cluster.rest.Host, Context: o.cluster.context, Namespace: o.scopeNS},
+		Config:  o.cfg, GroupBy: plan.GroupBy(o.GroupBy), ArgoCDNamespace: o.ArgoCDNamespace, ArgoCDVersion: o.ArgoCDVersion,
+		Repo: o.gitSrc, ChunkSize: o.ChunkSize, Preview: o.Preview, Explain: o.cluster.explain,
 	}
-	kube, err := kubernetes.NewForConfig(o.cluster.rest)
-	if err != nil {
-		return nil, err
-	}
-	tracking, err := argoapp.ReadTracking(ctx, kube, o.ArgoCDNamespace, o.ArgoCDVersion)
-	if err != nil {
-		return nil, o.cluster.explain(err)
-	}
-	apps, err := argoapp.ListApplications(ctx, o.cluster.clients.Metadata)
-	if err != nil {
-		return nil, o.cluster.explain(err)
-	}
-	skipType := func(t discover.Type) string {
-		if why := judge.SkipType(t); why != "" {
-			return why
-		}
-		if rule := o.cfg.ExcludesType(t.Group, t.Kind); rule != "" {
-			return "excluded by adopt.yaml " + rule
-		}
-		return ""
-	}
-	opts := discover.Options{Namespace: o.scopeNS, SkipType: skipType, PageSize: o.ChunkSize}
 	if o.progress {
-		opts.Progress = func(done, total, objects int) {
+		so.Say = func(format string, a ...any) { fmt.Fprintf(o.ErrOut, format, a...) }
+		so.Listed = func(done, total, objects int) {
 			fmt.Fprintf(o.ErrOut, "\rlisted %d/%d types, %d objects", done, total, objects)
 			if done == total {
 				fmt.Fprintln(o.ErrOut)
 			}
 		}
-	}
-	res, err := discover.Collect(ctx, o.cluster.clients, opts)
-	if err != nil {
-		return nil, o.cluster.explain(err)
-	}
-	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
-		discover.Each(ctx, o.cluster.clients, objs, 4, want, fn)
-	}
-	p := plan.Build(plan.Inputs{
-		Result: res, Tracking: tracking, Apps: apps, Config: o.cfg, Index: ix, GroupBy: plan.GroupBy(o.GroupBy), Bodies: bodies,
-		Cluster: plan.Cluster{Server: o.cluster.rest.Host, Context: o.cluster.context, Namespace: o.scopeNS},
-	})
-	if o.Preview {
-		if err := o.preview(ctx, kube, p, ix); err != nil {
-			return nil, err
+		so.Previewed = func(done, total int) {
+			fmt.Fprintf(o.ErrOut, "\rpreviewing %d/%d", done, total)
+			if done == total {
+				fmt.Fprintln(o.ErrOut)
+			}
 		}
 	}
-	return p, nil
+	return so
 }
 
-// say writes progress to stderr when it is a terminal and not --quiet.
-func (o *PlanOptions) say(format string, a ...any) {
-	if o.progress {
-		fmt.Fprintf(o.ErrOut, format, a...)
-	}
+func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
+	return scan.Plan(ctx, o.scanOptions())
 }

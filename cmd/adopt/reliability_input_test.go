@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -42,7 +43,7 @@ func TestPlanForAnotherClusterIsRefused(t *testing.T) {
 			}
 		})
 	}
-	if got := commitsOn(t, filepath.Join(g.Root, "other-cluster.git"), "adopt/"+adoptionID(p)); len(got) != 0 {
+	if got := commitsOn(t, filepath.Join(g.Root, "other-cluster.git"), "adopt/"+apply.AdoptionID(p)); len(got) != 0 {
 		t.Fatal("apply wrote to the repo with another cluster's plan")
 	}
 }

@@ -30,6 +30,7 @@ import (
 	gitobject "github.com/go-git/go-git/v5/plumbing/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
@@ -360,7 +361,7 @@ func TestApplyKilledAndResumed(t *testing.T) {
 	if _, errOut, code := adopt(t, "plan", "-n", ns, "-q", "--out", planFile); code != ExitOK {
 		t.Fatalf("plan: %s", errOut)
 	}
-	id := adoptionID(readPlan(t, planFile))
+	id := apply.AdoptionID(readPlan(t, planFile))
 	branch := "adopt/" + id
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {

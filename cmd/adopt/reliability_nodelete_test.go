@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -185,7 +186,7 @@ spec:
 
 	// Argo CD's first sync: server-side apply of the exported manifests from
 	// the branch, as argocd-controller, with the tracking id.
-	tip := tipOf(t, g.BarePath("gitops"), "adopt/"+adoptionID(p))
+	tip := tipOf(t, g.BarePath("gitops"), "adopt/"+apply.AdoptionID(p))
 	for _, ob := range p.Objects {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(fileText(t, tip, p.Applications[0].SourcePath+"/"+export.FileName(ob.Group, ob.Kind, ob.Name))), &m); err != nil {

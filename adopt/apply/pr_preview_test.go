@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 // plan without it leaves the section out.
 func TestPRBodyCarriesThePreview(t *testing.T) {
 	in := prInput()
-	_, plain, err := renderPR(in, "")
+	_, plain, err := RenderPR(in, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestPRBodyCarriesThePreview(t *testing.T) {
 			ob.Preview = &preview.Result{Outcome: preview.WouldFail, Verdict: `Service "litellm" is invalid: spec.clusterIPs[0]: Invalid value: ["10.0.0.9"]: may not change once set`}
 		}
 	}
-	_, body, err := renderPR(in, "")
+	_, body, err := RenderPR(in, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package scan
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -18,30 +16,28 @@ import (
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
-// preview dry-runs Argo CD's first sync of every adopted object with the
+// firstSync dry-runs Argo CD's first sync of every adopted object with the
 // manifest its Application will sync: the Git file when matched, otherwise
 // the clean export. Secrets (left out of sync) and Helm-sourced objects
 // (rendered from the chart) are not previewed. It writes nothing.
-func (o *PlanOptions) preview(ctx context.Context, kube kubernetes.Interface, p *plan.Plan, ix *gitindex.Index) error {
-	snap, err := capacity.Read(ctx, kube)
+func firstSync(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index) error {
+	snap, err := capacity.Read(ctx, o.Kube)
 	if err != nil {
-		return o.cluster.explain(fmt.Errorf("read nodes and pods for the capacity check: %w", err))
+		return explain(fmt.Errorf("read nodes and pods for the capacity check: %w", err))
 	}
-	dyn, err := dynamic.NewForConfig(o.cluster.rest)
-	if err != nil {
-		return err
-	}
-	pv := &preview.Previewer{Client: dyn, Capacity: snap}
+	pv := &preview.Previewer{Client: o.Dynamic, Capacity: snap}
 	results := map[string]preview.Result{}
 	for i, ob := range p.Objects {
 		if export.IsSecret(ob.Group, ob.Kind) || ob.HelmRelease != "" {
 			continue
 		}
-		o.say("\rpreviewing %d/%d", i+1, len(p.Objects))
+		if o.Previewed != nil {
+			o.Previewed(i+1, len(p.Objects))
+		}
 		gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
-		live, err := export.Fetch(ctx, dyn, gvr, ob.Namespace, ob.Name)
+		live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
 		if err != nil {
-			return o.cluster.explain(fmt.Errorf("%s: %w", ob.Ref(), err))
+			return explain(fmt.Errorf("%s: %w", ob.Ref(), err))
 		}
 		manifest, err := syncManifest(ob, live, ix, p.Tracking.InstanceLabelKey)
 		if err != nil {
@@ -53,11 +49,13 @@ func (o *PlanOptions) preview(ctx context.Context, kube kubernetes.Interface, p 
 		}
 		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
 		if err != nil {
-			return o.cluster.explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
+			return explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
 		}
 		results[ob.Ref()] = r
 	}
-	o.say("\n")
+	if o.Previewed != nil {
+		o.Previewed(len(p.Objects), len(p.Objects))
+	}
 	p.AddPreview(results)
 	return nil
 }

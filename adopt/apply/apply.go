@@ -1,0 +1,302 @@
+// Package apply owns `adopt apply`'s engine: it turns a reviewed
+// AdoptionPlan into the content of one commit in the GitOps repo (the Argo CD
+// Applications, the clean exports of objects not in Git, rewritten runbook
+// lines and the commit message) plus a summary of what it placed where.
+//
+// The plan is the contract: every setting it records (Argo CD namespace,
+// apps directory, export directory, project, destination, repoURL, the
+// objects of each Application) is rendered as recorded. A caller's override
+// that contradicts the plan is refused (see Overrides.Check); nothing here
+// re-derives a setting from a default.
+//
+// It reads live objects only to export them, never writes to the cluster,
+// never puts a Secret's values in its output, and never prints.
+package apply
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/runbook"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+	"github.com/adopt-dev/adopt/templates"
+)
+
+// Fetcher reads one live object (export.Fetch with the cluster's dynamic
+// client).
+type Fetcher func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+
+// Options are the choices apply makes that the plan does not record: how
+// the commit is written, not what the Applications say.
+type Options struct {
+	Plan *plan.Plan
+	// Secrets says how Secrets not in Git are written.
+	Secrets export.SecretMode
+	// FixRunbooks rewrites runbook lines that still apply adopted files.
+	FixRunbooks bool
+	// AutoSync and Prune set the Applications' automated sync policy.
+	AutoSync, Prune bool
+	// CSAMigration is --csa-migration; Version the Argo CD version the
+	// Applications will run on (ResolveVersion).
+	CSAMigration CSAMode
+	Version      argoapp.DetectedVersion
+	// Templates renders the Application and the commit message.
+	Templates *templates.Set
+	// Fetch reads live objects to export them.
+	Fetch Fetcher
+	// RepoURL is the repository's own clean URL (gitops.Repo.SourceURL),
+	// used when the plan records none.
+	RepoURL string
+	// TargetRevision is the Applications' targetRevision (the base branch).
+	TargetRevision string
+}
+
+// Applier renders one plan into commit content.
+type Applier struct {
+	o       Options
+	id      string
+	objs    map[string]*exported
+	appTpl  *template.Template
+	msgTpl  *template.Template
+	summary Summary
+}
+
+// exported is one object prepared for the repo.
+type exported struct {
+	obj plan.Object
+	// file is the repo path of the manifest (exported or already in Git).
+	file string
+	// data is the exported manifest; nil when the object is in Git or skipped.
+	data []byte
+	// secret is set for Secrets: "skip" or "placeholder".
+	secret export.SecretMode
+	keys   []string
+}
+
+// Tree is the checked-out repository content apply reads: a gitops.Repo.
+type Tree interface {
+	Files() ([]string, error)
+	ReadFile(path string) ([]byte, error)
+}
+
+// New checks that the plan can be applied as it says and loads the
+// templates. It reads nothing from the cluster.
+func New(o Options) (*Applier, error) {
+	p := o.Plan
+	if err := Check(p); err != nil {
+		return nil, err
+	}
+	a := &Applier{o: o, id: AdoptionID(p)}
+	var err error
+	if a.appTpl, err = o.Templates.Load(templates.Application); err != nil {
+		return nil, err
+	}
+	if a.msgTpl, err = o.Templates.Load(templates.CommitMessage); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// ID is the adoption id (AdoptionID of the plan).
+func (a *Applier) ID() string { return a.id }
+
+// Target sets what the Applications fetch: the repository's own clean URL
+// (used when the plan records no repoURL) and the targetRevision.
+func (a *Applier) Target(repoURL, revision string) {
+	a.o.RepoURL, a.o.TargetRevision = repoURL, revision
+}
+
+// Check refuses a plan apply cannot render faithfully: an Application that
+// names an object the plan does not hold, or a Helm-sourced Application
+// (which must be rendered from its chart, never from raw exports).
+func Check(p *plan.Plan) error {
+	refs := make(map[string]bool, len(p.Objects))
+	for _, ob := range p.Objects {
+		refs[ob.Ref()] = true
+	}
+	for _, app := range p.Applications {
+		if app.Source == "helm" || app.Helm != nil {
+			rel := ""
+			if app.Helm != nil {
+				rel = " (Helm release " + app.Helm.ReleaseName + ")"
+			}
+			return &ContractError{msg: fmt.Sprintf("plan %s: Application %s%s is Helm-sourced; adopt apply writes Helm-sourced Applications only from the chart, which this version cannot do, and never exports Helm-owned objects raw. Exclude the release in adopt.yaml (exclusions) and plan again", p.ID, app.Name, rel)}
+		}
+		for _, ref := range app.Objects {
+			if !refs[ref] {
+				return &ContractError{msg: fmt.Sprintf("plan %s is inconsistent: Application %s lists %s, which is not among its objects. Re-run adopt plan", p.ID, app.Name, ref)}
+			}
+		}
+	}
+	return nil
+}
+
+// ContractError is bad input: a plan or an override apply refuses.
+type ContractError struct{ msg string }
+
+func (e *ContractError) Error() string { return e.msg }
+
+// Export reads every object that is not in Git and cleans it. Secrets are
+// read only to list their keys, and only for SecretsPlaceholder.
+func (a *Applier) Export(ctx context.Context) error {
+	p := a.o.Plan
+	a.objs = make(map[string]*exported, len(p.Objects))
+	eo := export.Options{InstanceLabelKey: p.Tracking.InstanceLabelKey}
+	for _, obj := range p.Objects {
+		e := &exported{obj: obj}
+		a.objs[obj.Ref()] = e
+		if export.IsSecret(obj.Group, obj.Kind) {
+			e.secret = a.o.Secrets
+		}
+		if obj.Git != nil {
+			e.file = obj.Git.Path
+			continue
+		}
+		if e.secret == export.SecretsSkip {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+		live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
+		if err != nil {
+			return &ObjectError{Ref: obj.Ref(), Op: "read to export it", Err: err}
+		}
+		var clean *unstructured.Unstructured
+		if e.secret != "" {
+			e.keys = export.SecretKeys(live)
+			clean = export.SecretPlaceholder(live, eo)
+		} else if clean, err = export.Clean(live, eo); err != nil {
+			return fmt.Errorf("%s: %w", obj.Ref(), err)
+		}
+		if e.data, err = export.Marshal(clean.Object); err != nil {
+			return fmt.Errorf("%s: %w", obj.Ref(), err)
+		}
+	}
+	return nil
+}
+
+// ObjectError is a failed cluster read of one object; Err is the API
+// error, for the caller to explain.
+type ObjectError struct {
+	Ref, Op string
+	Err     error
+}
+
+func (e *ObjectError) Error() string { return e.Op + " " + e.Ref + ": " + e.Err.Error() }
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+// Build computes the commit from the tree at the branch tip: it is the
+// gitops.Change's Build, called again after a concurrent push.
+func (a *Applier) Build(t Tree) (gitops.Content, error) {
+	if a.objs == nil {
+		return gitops.Content{}, fmt.Errorf("apply: Build before Export")
+	}
+	p := a.o.Plan
+	files := map[string][]byte{}
+	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
+	for _, app := range p.Applications {
+		as, err := a.renderApp(t, app, files)
+		if err != nil {
+			return gitops.Content{}, err
+		}
+		s.Applications = append(s.Applications, as)
+	}
+	var err error
+	if s.Runbooks, err = a.runbooks(t, files); err != nil {
+		return gitops.Content{}, err
+	}
+	s.FixRunbooks = a.o.FixRunbooks
+	for _, e := range a.objs {
+		switch {
+		case e.secret != "":
+			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref(), Mode: e.secret, Keys: e.keys})
+		case e.data != nil:
+			if s.Exported == nil {
+				s.Exported = map[string]string{}
+			}
+			s.Exported[e.obj.Ref()] = e.file
+		}
+	}
+	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
+	msg, err := a.commitMessage(s)
+	if err != nil {
+		return gitops.Content{}, err
+	}
+	a.summary = s
+	return gitops.Content{Files: files, Message: msg}, nil
+}
+
+// Summary is what the last Build placed where.
+func (a *Applier) Summary() Summary { return a.summary }
+
+// Summary says what apply wrote, per Application and object.
+type Summary struct {
+	// PlanID is the adoption id; Plan the plan document's id.
+	PlanID, Plan string
+	Objects      int
+	Applications []AppSummary
+	Secrets      []SecretSummary
+	// Exported maps an object's Ref to the file it was exported to.
+	Exported    map[string]string
+	Runbooks    []runbook.Finding
+	FixRunbooks bool
+}
+
+// AppSummary is one rendered Application.
+type AppSummary struct {
+	Name      string
+	Namespace string
+	// Path is the source path; File the Application manifest's path.
+	Path    string
+	File    string
+	Objects []ObjectSummary
+	Notes   []string
+	// CSAMigration says why the Application sets
+	// ClientSideApplyMigration=false ("" when it does not).
+	CSAMigration string
+	// Application is what was rendered, for callers that check it.
+	Application argoapp.ApplicationData
+}
+
+// ObjectSummary says where one object went.
+type ObjectSummary struct {
+	Ref   string
+	Where string
+}
+
+// SecretSummary is a Secret kept out of Git's values.
+type SecretSummary struct {
+	Ref  string
+	Mode export.SecretMode
+	Keys []string
+}
+
+// String names the Secret, with its keys at most.
+func (s SecretSummary) String() string {
+	if len(s.Keys) == 0 {
+		return s.Ref
+	}
+	return s.Ref + " (keys: " + strings.Join(s.Keys, ", ") + ")"
+}
+
+// Settings are the plan's recorded apps directory and Argo CD namespace,
+// with the defaults for plans that predate a field.
+func Settings(p *plan.Plan) (appsDir, argoNS string) {
+	appsDir, argoNS = p.Settings.AppsDir, p.Tracking.Namespace
+	if appsDir == "" {
+		appsDir = config.Default().AppsDir
+	}
+	if argoNS == "" {
+		argoNS = argoapp.DefaultNamespace
+	}
+	return appsDir, argoNS
+}

@@ -1,0 +1,125 @@
+package apply
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
+
+// prPlan is a plan with the incident's ConfigMap (in Git, critical), one
+// exported object and a Secret left out.
+func prPlan() *plan.Plan {
+	hook := plan.Object{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook",
+		Budget: budget.Budget{AnnotationBytes: 257270, LastAppliedBytes: 257149, PercentOfCap: 98.1, Headroom: 4874, HasLastApplied: true},
+		Level:  budget.LevelCritical, App: "litellm-test", Git: &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}}
+	svc := plan.Object{Kind: "Service", Version: "v1", Namespace: "litellm-test", Name: "litellm",
+		Budget: budget.Budget{AnnotationBytes: 900, PercentOfCap: 0.3, Headroom: 261244}, Level: budget.LevelOK, App: "litellm-test"}
+	return &plan.Plan{
+		Cluster: plan.Cluster{Server: "https://127.0.0.1:6443", Context: "prod-eu"},
+		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
+			Objects: []string{hook.Ref(), svc.Ref()}}},
+		Objects: []plan.Object{hook, svc},
+		Skipped: []plan.Skipped{{Kind: "Secret", Namespace: "litellm-test", Name: "litellm-keys", Reason: "Secrets are never exported to Git"}},
+	}
+}
+
+func prInput() PRInput {
+	return PRInput{
+		Head: "adopt/litellm-test", Base: "main", Plan: prPlan(), PlanPath: "plans/prod-eu.yaml",
+		Exported: map[string]string{"Service litellm-test/litellm": "adopted/litellm-test/service-litellm.yaml"},
+		Drift:    map[string]string{"ConfigMap litellm-test/litellm-test-usage-hook": "live 8,126 B behind Git"},
+		Secrets:  map[string]string{"Secret litellm-test/api-token": "--secrets=skip"},
+		Runbooks: []string{"k8s/system/README.md line 12 runs `kubectl apply -f` on an adopted file; change it to --server-side or remove it."},
+	}
+}
+
+func TestPRBodyFromPlan(t *testing.T) {
+	title, body, err := RenderPR(prInput(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if title != "adopt: 1 Argo CD Application for 2 hand-applied objects on prod-eu" {
+		t.Errorf("title = %q", title)
+	}
+	for _, want := range []string{
+		"### Application `litellm-test` (namespace `litellm-test`)",
+		"| `ConfigMap litellm-test/litellm-test-usage-hook` | 257270 B | 98.1% (critical) | in Git at `k8s/system/litellm-test-usage-hook-cm.yaml:1` | live 8,126 B behind Git |",
+		"| `Service litellm-test/litellm` | 900 B | 0.3% | exported to `adopted/litellm-test/service-litellm.yaml` | n/a (exported from the cluster) |",
+		"98.1% of the 262,144 B cap (critical); 4874 B of headroom",
+		"carries a 257149 B last-applied-configuration annotation",
+		"`Service litellm-test/litellm`: no source in Git",
+		"k8s/system/README.md line 12 runs `kubectl apply -f`",
+		"- `Secret litellm-test/api-token`: --secrets=skip\n- `Secret litellm-test/litellm-keys`: Secrets are never exported to Git",
+		"adopt finalize --plan plans/prod-eu.yaml",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q\n%s", want, body)
+		}
+	}
+	// --pr-title wins over the template.
+	if title, _, _ := RenderPR(prInput(), "mine"); title != "mine" {
+		t.Errorf("--pr-title ignored: %q", title)
+	}
+	// A --templates directory overrides the title template only.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, PRTitleTemplate), []byte("custom {{ .Objects }} on {{ .Cluster }}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := prInput()
+	in.TemplatesDir = dir
+	title, body2, err := RenderPR(in, "")
+	if err != nil || title != "custom 2 on prod-eu" || body2 != body {
+		t.Errorf("override: title %q, err %v, body changed %v", title, err, body2 != body)
+	}
+}
+
+// TestPRBodyUsesPlanDriftAndFindings: with no drift from apply, the
+// plan's own drift and findings fill the table and the risks.
+func TestPRBodyUsesPlanDriftAndFindings(t *testing.T) {
+	in := prInput()
+	in.Drift = nil
+	in.Plan.Objects[0].Drift = &gitindex.Drift{Fields: []string{"data.usage_hook.py"}, BytesBehind: 8126}
+	in.Plan.Objects[0].Findings = []plan.Finding{{Code: plan.CodeStaleVsGit, Severity: plan.Warning, Message: "live is 8126 B behind Git"}}
+	_, body, err := RenderPR(in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| live 8126 B behind Git: data.usage_hook.py |",
+		"- `ConfigMap litellm-test/litellm-test-usage-hook` (warning): live is 8126 B behind Git",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q\n%s", want, body)
+		}
+	}
+}
+
+// TestPRBodyExplainsCSAMigration renders the embedded pull-request body for
+// an Application apply gave ClientSideApplyMigration=false.
+func TestPRBodyExplainsCSAMigration(t *testing.T) {
+	p := &plan.Plan{
+		Applications: []plan.Application{{Name: "adopt-litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
+			Objects: []string{"ConfigMap litellm-test/litellm-test-usage-hook"}}},
+		Objects: []plan.Object{{Version: "v1", Kind: "ConfigMap", Namespace: "litellm-test", Name: "litellm-test-usage-hook", App: "adopt-litellm-test"}},
+	}
+	why := "on Argo CD v3.2.6 (from --argocd-version), the client-side-apply migration would fail the first sync"
+	_, body, err := RenderPR(PRInput{Plan: p, Head: "adopt/x", Base: "main", CSAMigration: map[string]string{"adopt-litellm-test": why}}, "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "Sync option `ClientSideApplyMigration=false`: "+why+".") {
+		t.Errorf("PR body does not explain the option:\n%s", body)
+	}
+	_, body, err = RenderPR(PRInput{Plan: p, Head: "adopt/x", Base: "main"}, "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(body, "ClientSideApplyMigration") {
+		t.Errorf("PR body mentions the option although apply did not set it:\n%s", body)
+	}
+}

@@ -1,0 +1,105 @@
+// Package scan is the plan pipeline shared by `adopt plan` and by `adopt
+// apply` without --plan: read the GitOps repo, read Argo CD's tracking and
+// Applications, discover every listable object, judge and match them into
+// an AdoptionPlan, and, when asked, preview the first sync. It only reads:
+// nothing here writes to the cluster or to Git, and nothing prints (progress
+// goes to the caller's callbacks).
+package scan
+
+import (
+	"context"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// Options are the pipeline's inputs, resolved by the command.
+type Options struct {
+	Clients discover.Clients
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Cluster plan.Cluster
+	Config  *config.Config
+	GroupBy plan.GroupBy
+	// ArgoCDNamespace holds argocd-cm; ArgoCDVersion is --argocd-version.
+	ArgoCDNamespace string
+	ArgoCDVersion   string
+	// Repo, when its Location is set, is the GitOps repo to match with.
+	Repo      gitindex.Source
+	ChunkSize int64
+	Preview   bool
+	// Explain words a Kubernetes API error for the user (where, what next).
+	Explain func(error) error
+	// Progress callbacks; nil for none.
+	Say       func(format string, a ...any)
+	Listed    func(done, total, objects int)
+	Previewed func(done, total int)
+}
+
+// Plan runs the pipeline and returns the sealed plan.
+func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
+	explain := o.Explain
+	if explain == nil {
+		explain = func(err error) error { return err }
+	}
+	var ix *gitindex.Index
+	if o.Repo.Location != "" {
+		o.say("reading repo %s\n", gitops.Redact(o.Repo.Location))
+		var err error
+		if ix, err = gitindex.Load(ctx, o.Repo); err != nil {
+			return nil, err
+		}
+	}
+	tracking, err := argoapp.ReadTracking(ctx, o.Kube, o.ArgoCDNamespace, o.ArgoCDVersion)
+	if err != nil {
+		return nil, explain(err)
+	}
+	apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+	if err != nil {
+		return nil, explain(err)
+	}
+	cfg := o.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	skipType := func(t discover.Type) string {
+		if why := judge.SkipType(t); why != "" {
+			return why
+		}
+		if rule := cfg.ExcludesType(t.Group, t.Kind); rule != "" {
+			return "excluded by adopt.yaml " + rule
+		}
+		return ""
+	}
+	res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: skipType, PageSize: o.ChunkSize, Progress: o.Listed})
+	if err != nil {
+		return nil, explain(err)
+	}
+	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
+		discover.Each(ctx, o.Clients, objs, 4, want, fn)
+	}
+	p := plan.Build(plan.Inputs{
+		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
+		Cluster: o.Cluster,
+	})
+	if o.Preview {
+		if err := firstSync(ctx, o, explain, p, ix); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (o Options) say(format string, a ...any) {
+	if o.Say != nil {
+		o.Say(format, a...)
+	}
+}
