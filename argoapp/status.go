@@ -26,6 +26,8 @@ var ApplicationGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: 
 const (
 	PhaseSucceeded = "Succeeded"
 	PhaseRunning   = "Running"
+	PhaseFailed    = "Failed"
+	PhaseError     = "Error"
 	SyncSynced     = "Synced"
 	HealthHealthy  = "Healthy"
 )
@@ -50,6 +52,14 @@ type AppState struct {
 	Resources     []ResourceState `json:"-" yaml:"-"`
 	// SyncOptions are the Application's spec.syncPolicy.syncOptions.
 	SyncOptions []string `json:"-" yaml:"-"`
+}
+
+// Terminal reports whether the last sync ended in failure and nothing is
+// running or asked for: a retry in progress keeps the phase Running, and
+// automated sync does not try a revision again after it failed, so waiting
+// longer cannot make the Application ready; a new sync must be started.
+func (s AppState) Terminal() bool {
+	return s.Found && !s.Operation && (s.Phase == PhaseFailed || s.Phase == PhaseError)
 }
 
 // ResourceState is one entry of status.resources.
@@ -192,7 +202,8 @@ type Watcher interface {
 // until the Application has what w asks for, or timeout passes, or ctx
 // ends. progress, when set, is called whenever what it waits for changes.
 // It returns the last state read and what was still missing ("" when
-// ready). Reads are not cut short by the timeout: the last one, made when
+// ready). A sync that failed for good (AppState.Terminal) ends the wait at
+// once: no timeout can mend it. Reads are not cut short by the timeout: the last one, made when
 // the timeout passes, decides.
 func Wait(ctx context.Context, r StatusReader, name string, w Want, interval, timeout time.Duration, progress func(AppState, string)) (AppState, string, error) {
 	var last AppState
@@ -223,7 +234,7 @@ func Wait(ctx context.Context, r StatusReader, name string, w Want, interval, ti
 			progress(s, waiting)
 			said = waiting
 		}
-		if waiting == "" || late {
+		if waiting == "" || late || s.Terminal() {
 			return last, waiting, nil
 		}
 		select {

@@ -1,8 +1,10 @@
 package argoapp
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -79,5 +81,47 @@ func TestWaiting(t *testing.T) {
 		if got := tc.s(ok).Waiting(tc.w); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// readerFunc is a StatusReader over a function, counting reads.
+type readerFunc struct {
+	reads int
+	state func(n int) AppState
+}
+
+func (r *readerFunc) Application(context.Context, string) (AppState, error) {
+	r.reads++
+	return r.state(r.reads), nil
+}
+
+// TestWaitStopsOnAFailedSync: a sync that failed, with nothing running,
+// ends the wait at the first read however long the timeout; a sync still
+// running (a retry keeps the phase Running) and a sync asked for after a
+// failure keep it waiting.
+func TestWaitStopsOnAFailedSync(t *testing.T) {
+	failed := AppState{Found: true, Phase: PhaseFailed, Message: `ConfigMap "hook" is invalid: metadata.annotations: Too long`}
+	for _, phase := range []string{PhaseFailed, PhaseError} {
+		r := &readerFunc{state: func(int) AppState { s := failed; s.Phase = phase; return s }}
+		s, waiting, err := Wait(context.Background(), r, "a", Want{}, time.Millisecond, time.Hour, nil)
+		if err != nil || r.reads != 1 || !s.Terminal() || !strings.HasPrefix(waiting, "last sync "+phase+": ") {
+			t.Errorf("%s: %d reads, waiting %q, err %v", phase, r.reads, waiting, err)
+		}
+	}
+	// Failed, then a new sync was asked for (operation set), then it succeeded.
+	ok := AppState{Found: true, Phase: PhaseSucceeded, History: []string{"a1"}, Sync: SyncSynced, Health: HealthHealthy}
+	r := &readerFunc{state: func(n int) AppState {
+		switch n {
+		case 1:
+			s := failed
+			s.Operation = true
+			return s
+		case 2:
+			return AppState{Found: true, Phase: PhaseRunning, Operation: true}
+		}
+		return ok
+	}}
+	if _, waiting, err := Wait(context.Background(), r, "a", Want{}, time.Millisecond, time.Hour, nil); err != nil || waiting != "" || r.reads != 3 {
+		t.Errorf("retried sync: %d reads, waiting %q, err %v", r.reads, waiting, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Access is one permission finalize needs.
@@ -65,4 +67,31 @@ func Missing(ctx context.Context, kube kubernetes.Interface, needs []Access) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
+}
+
+// RunNeeds lists what a finalize run needs: the objects' get and patch
+// (Needs), and in Kubernetes mode get of the Applications in argoNS, and
+// patch too when it starts syncs. Undo needs no Application.
+func RunNeeds(targets []Target, argoNS string, dryRun, undo, apiMode, sync bool) []Access {
+	needs := Needs(targets, dryRun)
+	if undo || apiMode {
+		return needs
+	}
+	g, r := argoapp.ApplicationGVR.Group, argoapp.ApplicationGVR.Resource
+	needs = append(needs, Access{Verb: "get", Group: g, Resource: r, Namespace: argoNS})
+	if sync && !dryRun {
+		needs = append(needs, Access{Verb: "patch", Group: g, Resource: r, Namespace: argoNS})
+	}
+	return needs
+}
+
+// OnlyApplications reports whether every missing permission is on
+// Argo CD's Application resources (which API mode does without).
+func OnlyApplications(missing []Access) bool {
+	for _, a := range missing {
+		if a.Group != argoapp.ApplicationGVR.Group || a.Resource != argoapp.ApplicationGVR.Resource {
+			return false
+		}
+	}
+	return len(missing) > 0
 }

@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -48,13 +46,10 @@ type FinalizeOptions struct {
 	genericiooptions.IOStreams
 	cluster *cluster
 	plan    *plan.Plan
-	apps    []plan.Application
-	targets map[string][]finalize.Target // by Application name
-	leftOut map[string][]finalize.Target // Secrets, by Application name
+	sel     finalize.Selection
 	// envServer is $ARGOCD_SERVER: API mode's fallback when the
 	// Application resources may not be read through the Kubernetes API.
 	envServer string
-	version   *argoapp.DetectedVersion // from --argocd-version
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -168,7 +163,7 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 
 // Validate rejects bad input and selects the Applications and objects.
 func (o *FinalizeOptions) Validate() error {
-	if !contains(finalize.Formats, o.Output) {
+	if !oneOf(finalize.Formats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(finalize.Formats, ", "))
 	}
 	if o.ArgoCDServer != "" && strings.TrimSpace(o.ArgoCDToken) == "" && !o.Undo {
@@ -178,11 +173,9 @@ func (o *FinalizeOptions) Validate() error {
 		return usageErrorf("--grpc-web, --plaintext and --insecure apply to Argo CD API mode only: add --argocd-server host:port, or drop them")
 	}
 	if o.ArgoCDVersion != "" {
-		v, err := argoapp.VersionFromFlag(o.ArgoCDVersion)
-		if err != nil {
+		if _, err := argoapp.VersionFromFlag(o.ArgoCDVersion); err != nil {
 			return usageErrorf("%v", err)
 		}
-		o.version = &v
 	}
 	if o.Undo && o.Sync {
 		return usageErrorf("--undo and --sync cannot be used together")
@@ -190,43 +183,11 @@ func (o *FinalizeOptions) Validate() error {
 	if o.Timeout <= 0 || o.PollInterval <= 0 {
 		return usageErrorf("--timeout and --poll-interval must be positive")
 	}
-	byRef := map[string]plan.Object{}
-	for _, ob := range o.plan.Objects {
-		byRef[ob.Ref()] = ob
+	sel, err := finalize.Select(o.plan, o.Apps)
+	if err != nil {
+		return usageErrorf("--plan %s: %v", o.PlanFile, err)
 	}
-	o.targets = map[string][]finalize.Target{}
-	o.leftOut = map[string][]finalize.Target{}
-	for _, a := range o.plan.Applications {
-		if len(o.Apps) > 0 && !contains(o.Apps, a.Name) {
-			continue
-		}
-		o.apps = append(o.apps, a)
-		for _, ref := range a.Objects {
-			ob, ok := byRef[ref]
-			if !ok {
-				return usageErrorf("--plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", o.PlanFile, a.Name, ref)
-			}
-			t := finalize.Target{
-				Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource,
-				Namespace: ob.Namespace, Name: ob.Name, App: a.Name,
-			}
-			// apply never puts a Secret's values in Git and excludes it
-			// from sync, so the Application will never track it.
-			if export.IsSecret(ob.Group, ob.Kind) {
-				o.leftOut[a.Name] = append(o.leftOut[a.Name], t)
-				continue
-			}
-			o.targets[a.Name] = append(o.targets[a.Name], t)
-		}
-	}
-	for _, name := range o.Apps {
-		if !containsApp(o.plan.Applications, name) {
-			return usageErrorf("--app %s is not an Application of the plan %s", name, o.PlanFile)
-		}
-	}
-	if len(o.apps) == 0 {
-		return usageErrorf("the plan %s proposes no Application: nothing to finalize", o.PlanFile)
-	}
+	o.sel = sel
 	return nil
 }
 
@@ -236,20 +197,9 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	kube, err := kubernetes.NewForConfig(o.cluster.rest)
-	if err != nil {
-		return err
-	}
-	dyn := o.cluster.clients.Dynamic
+	kube, dyn := o.cluster.kube, o.cluster.clients.Dynamic
 	if err := o.checkAccess(ctx, kube); err != nil {
 		return err
-	}
-	var argo argoMode
-	if !o.Undo {
-		if argo, err = o.connectArgoCD(ctx, kube, dyn); err != nil {
-			return err
-		}
-		defer argo.close()
 	}
 	f := &finalize.Finalizer{
 		Client:   func(t finalize.Target) finalize.Client { return dyn.Resource(t.GVR()).Namespace(t.Namespace) },
@@ -269,14 +219,29 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		}
 	}
 	rep := &finalize.Report{DryRun: o.DryRun, Undo: o.Undo}
+	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f}
 	if o.Undo {
-		err = o.undo(ctx, f, rep)
+		entries, err := finalize.ReadJournal(o.JournalFile)
+		if err != nil {
+			return usageErrorf("%v. Nothing was restored: an unreadable journal could hide a removed annotation; repair or restore the file, then re-run --undo", err)
+		}
+		r.Undo(ctx, entries, rep)
 	} else {
+		argo, err := o.connectArgoCD(ctx, kube, dyn)
+		if err != nil {
+			return err
+		}
+		defer argo.close()
 		rep.ArgoCD = argo.info
-		err = o.finalize(ctx, f, kube, argo, rep)
-	}
-	if err != nil {
-		return err
+		r.Reader, r.Syncer, r.Kube, r.Version = argo.reader, argo.syncer, kube, argo.version.Version
+		r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
+		r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
+		if !o.Quiet {
+			r.Progress = o.progress
+		}
+		if err := r.Run(ctx, rep); err != nil {
+			return argo.explain(err)
+		}
 	}
 	if err := rep.Print(o.Out, o.Output); err != nil {
 		return err
@@ -287,26 +252,11 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *FinalizeOptions) allTargets() []finalize.Target {
-	var all []finalize.Target
-	for _, a := range o.apps {
-		all = append(all, o.targets[a.Name]...)
-	}
-	return all
-}
-
 // checkAccess asks SelfSubjectAccessReview for everything the run will do,
 // before it does anything.
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
-	needs := finalize.Needs(o.allTargets(), o.DryRun)
-	var appNeeds []finalize.Access
-	if !o.Undo && o.ArgoCDServer == "" {
-		appNeeds = append(appNeeds, finalize.Access{Verb: "get", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
-		if o.Sync && !o.DryRun {
-			appNeeds = append(appNeeds, finalize.Access{Verb: "patch", Group: argoapp.ApplicationGVR.Group, Resource: argoapp.ApplicationGVR.Resource, Namespace: o.ArgoCDNamespace})
-		}
-	}
-	missing, err := finalize.Missing(ctx, kube, append(needs, appNeeds...))
+	needs := finalize.RunNeeds(o.sel.All(), o.ArgoCDNamespace, o.DryRun, o.Undo, o.ArgoCDServer != "", o.Sync)
+	missing, err := finalize.Missing(ctx, kube, needs)
 	if err != nil {
 		return o.cluster.explain(err)
 	}
@@ -315,7 +265,7 @@ func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Inter
 	}
 	// Kubernetes mode is the default when the Application resources may be
 	// read; otherwise $ARGOCD_SERVER, when set, selects API mode.
-	if o.envServer != "" && strings.TrimSpace(o.ArgoCDToken) != "" && onlyApplications(missing) {
+	if o.envServer != "" && strings.TrimSpace(o.ArgoCDToken) != "" && finalize.OnlyApplications(missing) {
 		o.ArgoCDServer = o.envServer
 		if !o.Quiet {
 			fmt.Fprintf(o.ErrOut, "may not %s through the Kubernetes API; using Argo CD API mode with $ARGOCD_SERVER %s\n", missing[0], o.envServer)
@@ -327,19 +277,10 @@ func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Inter
 		m = append(m, a.String())
 	}
 	hint := ""
-	if onlyApplications(missing) {
+	if finalize.OnlyApplications(missing) {
 		hint = ", or use Argo CD API mode (--argocd-server and --argocd-token)"
 	}
 	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
-}
-
-func onlyApplications(missing []finalize.Access) bool {
-	for _, a := range missing {
-		if a.Group != argoapp.ApplicationGVR.Group || a.Resource != argoapp.ApplicationGVR.Resource {
-			return false
-		}
-	}
-	return len(missing) > 0
 }
 
 // argoMode is how finalize reads and syncs Applications: through the
@@ -355,12 +296,13 @@ type argoMode struct {
 	explain func(error) error
 }
 
-// connectArgoCD picks the mode, connects, and learns the Argo CD version:
-// --argocd-version, else argocd-server's version API in API mode, else the
-// application controller's image tag.
+// connectArgoCD picks the mode, connects, and resolves the Argo CD version
+// (--argocd-version, else argocd-server's version API in API mode, else the
+// application controller's image tag, else the plan's).
 func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (argoMode, error) {
 	m := argoMode{close: func() {}, explain: o.cluster.explain}
-	var ver argoapp.DetectedVersion
+	q := argoapp.VersionQuery{Flag: o.ArgoCDVersion, Kube: kube, Namespace: o.ArgoCDNamespace,
+		Recorded: o.plan.Tracking.Version, RecordedSource: o.plan.Tracking.VersionSource, RecordedBy: o.plan.ID}
 	if o.ArgoCDServer != "" {
 		api, err := argoapp.DialAPI(argoapp.APIOptions{Server: o.ArgoCDServer, Token: o.ArgoCDToken, GRPCWeb: o.GRPCWeb, PlainText: o.Plaintext, Insecure: o.Insecure}, o.ArgoCDNamespace)
 		if err != nil {
@@ -369,24 +311,15 @@ func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Int
 		m.reader, m.syncer, m.close = api, api, func() { _ = api.Close() }
 		m.explain = func(err error) error { return err }
 		m.info = &finalize.ArgoCD{Mode: "api", Server: api.Server()}
-		if o.version == nil {
-			if ver, err = api.Version(ctx); err != nil {
-				ver = argoapp.DetectedVersion{Source: err.Error()}
-			}
-		}
+		q.API, q.Kube = api, nil
 	} else {
 		k := argoapp.KubeStatus{Client: dyn, Namespace: o.ArgoCDNamespace}
 		m.reader, m.syncer = k, k
 		m.info = &finalize.ArgoCD{Mode: "kubernetes"}
-		if o.version == nil {
-			var err error
-			if ver, err = argoapp.VersionFromCluster(ctx, kube, o.ArgoCDNamespace); err != nil {
-				ver = argoapp.DetectedVersion{Source: o.cluster.explain(err).Error()}
-			}
-		}
 	}
-	if o.version != nil {
-		ver = *o.version
+	ver, err := argoapp.ResolveVersion(ctx, q)
+	if err != nil {
+		return m, usageErrorf("%v", err)
 	}
 	m.version = ver
 	m.info.VersionSource = ver.Source
@@ -399,124 +332,10 @@ func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Int
 	return m, nil
 }
 
-func (o *FinalizeOptions) finalize(ctx context.Context, f *finalize.Finalizer, kube kubernetes.Interface, argo argoMode, rep *finalize.Report) error {
-	reader := argo.reader
-	for _, a := range o.apps {
-		ar := finalize.AppReport{Name: a.Name}
-		targets := o.targets[a.Name]
-		for _, t := range o.leftOut[a.Name] {
-			rep.Add(finalize.LeftOut(t, "a Secret: adopt apply left it out of Git and out of sync, so there is nothing to finalize; give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"))
-		}
-		s, err := reader.Application(ctx, a.Name)
-		if err != nil {
-			return argo.explain(err)
-		}
-		if o.Sync && s.Found && !s.Operation && s.Phase == "" && len(s.History) == 0 {
-			if o.DryRun {
-				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
-			} else {
-				if err := argo.syncer.Sync(ctx, a.Name, o.Revision, argo.version.Version); err != nil {
-					return err
-				}
-				ar.SyncStarted = true
-				ar.SyncOptions = argoapp.SyncOptions(s.SyncOptions, argo.version.Version)
-			}
-		}
-		want := argoapp.Want{Revision: o.Revision, AllowHealth: o.AllowHealth, Check: o.trackedCheck(f, targets)}
-		s, waiting, err := argoapp.Wait(ctx, reader, a.Name, want, o.PollInterval, o.Timeout, o.progress(a.Name))
-		if err != nil {
-			return argo.explain(err)
-		}
-		ar.Sync, ar.Health, ar.Ready, ar.Waiting = s.Sync, s.Health, waiting == "", waiting
-		if !ar.Ready {
-			if hint := csaTrapHint(argo.version.Version, s); hint != "" {
-				ar.Problems = append(ar.Problems, hint)
-			}
-			ar.Problems = append(ar.Problems, argoapp.Explain(ctx, kube, s)...)
-			rep.Apps = append(rep.Apps, ar)
-			for _, t := range targets {
-				rep.Add(finalize.Skip(t, fmt.Sprintf("Application %s is not ready after %s (%s): left untouched; fix it, then re-run", a.Name, o.Timeout, waiting)))
-			}
-			continue
-		}
-		rep.Apps = append(rep.Apps, ar)
-		for _, t := range targets {
-			rep.Add(f.Object(ctx, t))
-		}
+func (o *FinalizeOptions) progress(app string, s argoapp.AppState, waiting string) {
+	if waiting == "" {
+		fmt.Fprintf(o.ErrOut, "Application %s: synced and %s\n", app, s.Health)
+		return
 	}
-	return nil
-}
-
-// csaTrapHint explains a first sync that failed in Argo CD's client-side
-// apply migration on a version where that migration writes last-applied.
-func csaTrapHint(v argoapp.Version, s argoapp.AppState) string {
-	if !argoapp.CSAMigrationTrap(v) || !strings.Contains(s.Message, "client-side apply migration") {
-		return ""
-	}
-	return fmt.Sprintf("Argo CD %s migrates client-side-apply ownership with a client-side apply, which writes last-applied-configuration and can pass the 262144-byte annotation cap: add %s to the Application's spec.syncPolicy.syncOptions (adopt apply does), then re-run with --sync", v, argoapp.OptionNoClientSideApplyMigrate)
-}
-
-// trackedCheck is the last wait condition: every adopted object carries
-// the tracking naming its Application.
-func (o *FinalizeOptions) trackedCheck(f *finalize.Finalizer, targets []finalize.Target) func(context.Context, argoapp.AppState) (string, error) {
-	return func(ctx context.Context, _ argoapp.AppState) (string, error) {
-		for _, t := range targets {
-			u, err := f.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
-			if err != nil {
-				return t.Ref() + " not readable: " + err.Error(), nil
-			}
-			if by := o.plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()); by != t.App {
-				return fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App), nil
-			}
-		}
-		return "", nil
-	}
-}
-
-func (o *FinalizeOptions) progress(app string) func(argoapp.AppState, string) {
-	if o.Quiet {
-		return nil
-	}
-	return func(s argoapp.AppState, waiting string) {
-		if waiting == "" {
-			fmt.Fprintf(o.ErrOut, "Application %s: synced and %s\n", app, s.Health)
-			return
-		}
-		fmt.Fprintf(o.ErrOut, "Application %s: waiting: %s\n", app, waiting)
-	}
-}
-
-func (o *FinalizeOptions) undo(ctx context.Context, f *finalize.Finalizer, rep *finalize.Report) error {
-	entries, err := finalize.ReadJournal(o.JournalFile)
-	if err != nil && len(entries) == 0 {
-		return usageErrorf("%v", err)
-	}
-	selected := map[string]bool{}
-	for _, t := range o.allTargets() {
-		selected[t.Ref()] = true
-	}
-	for _, e := range finalize.Removed(entries) {
-		if selected[e.Target.Ref()] {
-			rep.Add(f.Undo(ctx, e))
-		}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsApp(apps []plan.Application, name string) bool {
-	for _, a := range apps {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
+	fmt.Fprintf(o.ErrOut, "Application %s: waiting: %s\n", app, waiting)
 }

@@ -14,6 +14,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,7 +238,7 @@ spec:
 		}
 	}
 	for _, want := range []string{"MODIFIED configmaps hook", "MODIFIED deployments web", "ADDED applications " + app} {
-		if !contains(all, want) {
+		if !slices.Contains(all, want) {
 			t.Errorf("the watches did not see %q: %v", want, all)
 		}
 	}

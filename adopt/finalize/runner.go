@@ -1,0 +1,220 @@
+package finalize
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// Selection is what one finalize run covers: the chosen Applications of a
+// plan, each with the objects it syncs and the Secrets apply left out.
+type Selection struct {
+	Apps    []plan.Application
+	Targets map[string][]Target // by Application name
+	LeftOut map[string][]Target // Secrets, by Application name
+}
+
+// Select picks the plan's Applications named in apps (all when empty) and
+// their objects. It refuses an unknown name and a plan whose Application
+// names an object it does not hold.
+func Select(p *plan.Plan, apps []string) (Selection, error) {
+	s := Selection{Targets: map[string][]Target{}, LeftOut: map[string][]Target{}}
+	byRef := make(map[string]plan.Object, len(p.Objects))
+	for _, ob := range p.Objects {
+		byRef[ob.Ref()] = ob
+	}
+	names := map[string]bool{}
+	for _, a := range p.Applications {
+		names[a.Name] = true
+	}
+	for _, n := range apps {
+		if !names[n] {
+			return s, fmt.Errorf("--app %s is not an Application of plan %s", n, p.ID)
+		}
+	}
+	for _, a := range p.Applications {
+		if len(apps) > 0 && !contains(apps, a.Name) {
+			continue
+		}
+		s.Apps = append(s.Apps, a)
+		for _, ref := range a.Objects {
+			ob, ok := byRef[ref]
+			if !ok {
+				return s, fmt.Errorf("plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", p.ID, a.Name, ref)
+			}
+			t := Target{Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource, Namespace: ob.Namespace, Name: ob.Name, App: a.Name}
+			// apply never puts a Secret's values in Git and excludes it
+			// from sync, so the Application will never track it.
+			if export.IsSecret(ob.Group, ob.Kind) {
+				s.LeftOut[a.Name] = append(s.LeftOut[a.Name], t)
+				continue
+			}
+			s.Targets[a.Name] = append(s.Targets[a.Name], t)
+		}
+	}
+	if len(s.Apps) == 0 {
+		return s, fmt.Errorf("plan %s proposes no Application: nothing to finalize", p.ID)
+	}
+	return s, nil
+}
+
+// All is every target of the selection, in Application order.
+func (s Selection) All() []Target {
+	var all []Target
+	for _, a := range s.Apps {
+		all = append(all, s.Targets[a.Name]...)
+	}
+	return all
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Runner owns finalize's loop: for each selected Application, optionally
+// start the first sync, wait until it succeeded, is Synced and Healthy and
+// every object carries its tracking, then finalize each object; an
+// Application that is not ready is explained and its objects left alone.
+type Runner struct {
+	Plan      *plan.Plan
+	Selection Selection
+	Finalizer *Finalizer
+	// Reader and Syncer read and sync Applications (Kubernetes or API mode).
+	Reader argoapp.StatusReader
+	Syncer argoapp.Syncer
+	// Kube explains unhealthy workloads from their pods.
+	Kube kubernetes.Interface
+	// Version is the Argo CD version (ResolveVersion).
+	Version      argoapp.Version
+	Sync         bool
+	DryRun       bool
+	Revision     string
+	AllowHealth  []string
+	Timeout      time.Duration
+	PollInterval time.Duration
+	// Progress, when set, hears each change of what an Application waits
+	// for ("" when ready).
+	Progress func(app string, s argoapp.AppState, waiting string)
+}
+
+// Run finalizes the selection and returns the report. An error means
+// Argo CD could not be read or synced; per-object outcomes are in the
+// report.
+func (r *Runner) Run(ctx context.Context, rep *Report) error {
+	for _, a := range r.Selection.Apps {
+		ar := AppReport{Name: a.Name}
+		targets := r.Selection.Targets[a.Name]
+		for _, t := range r.Selection.LeftOut[a.Name] {
+			rep.Add(LeftOut(t, "a Secret: adopt apply left it out of Git and out of sync, so there is nothing to finalize; give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"))
+		}
+		s, err := r.Reader.Application(ctx, a.Name)
+		if err != nil {
+			return err
+		}
+		if r.Sync && s.Found && !s.Operation && s.Phase == "" && len(s.History) == 0 {
+			if r.DryRun {
+				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
+			} else {
+				if err := r.Syncer.Sync(ctx, a.Name, r.Revision, r.Version); err != nil {
+					return err
+				}
+				ar.SyncStarted = true
+				ar.SyncOptions = argoapp.SyncOptions(s.SyncOptions, r.Version)
+			}
+		}
+		want := argoapp.Want{Revision: r.Revision, AllowHealth: r.AllowHealth, Check: r.tracked(targets)}
+		var progress func(argoapp.AppState, string)
+		if r.Progress != nil {
+			progress = func(s argoapp.AppState, waiting string) { r.Progress(a.Name, s, waiting) }
+		}
+		s, waiting, err := argoapp.Wait(ctx, r.Reader, a.Name, want, r.PollInterval, r.Timeout, progress)
+		if err != nil {
+			return err
+		}
+		ar.Sync, ar.Health, ar.Ready, ar.Waiting = s.Sync, s.Health, waiting == "", waiting
+		if !ar.Ready {
+			why := fmt.Sprintf("Application %s is not ready after %s (%s): left untouched; fix it, then re-run", a.Name, r.Timeout, waiting)
+			if s.Terminal() {
+				why = fmt.Sprintf("Application %s: its last sync %s (%s), and no sync is running: left untouched; fix it, then re-run with --sync", a.Name, s.Phase, oneLine(s.Message))
+			}
+			if hint := CSATrapHint(r.Version, s); hint != "" {
+				ar.Problems = append(ar.Problems, hint)
+			}
+			if r.Kube != nil {
+				ar.Problems = append(ar.Problems, argoapp.Explain(ctx, r.Kube, s)...)
+			}
+			rep.Apps = append(rep.Apps, ar)
+			for _, t := range targets {
+				rep.Add(Skip(t, why))
+			}
+			continue
+		}
+		rep.Apps = append(rep.Apps, ar)
+		for _, t := range targets {
+			rep.Add(r.Finalizer.Object(ctx, t))
+		}
+	}
+	return nil
+}
+
+// CSATrapHint explains a first sync that failed in Argo CD's client-side
+// apply migration, which writes last-applied-configuration once more and
+// can pass the annotation cap. It names the remedy whether or not the
+// version is known: the message itself says what happened.
+func CSATrapHint(v argoapp.Version, s argoapp.AppState) string {
+	msg := strings.ToLower(s.Message)
+	if !strings.Contains(msg, "client-side apply migration") && !(strings.Contains(msg, "too long") && strings.Contains(msg, "annotations")) {
+		return ""
+	}
+	on := "this Argo CD"
+	if v.Known() {
+		on = "Argo CD " + v.String()
+	}
+	return fmt.Sprintf("the first sync failed at the %d-byte annotation cap: %s migrates client-side-apply ownership with a client-side apply (Argo CD 3.1.0-3.3.1), which writes last-applied-configuration once more. Add %s to the Application's spec.syncPolicy.syncOptions (adopt apply --csa-migration=disable writes it), merge, then re-run adopt finalize with --sync",
+		budget.AnnotationCap, on, argoapp.OptionNoClientSideApplyMigrate)
+}
+
+// tracked is the last wait condition: every adopted object carries the
+// tracking naming its Application.
+func (r *Runner) tracked(targets []Target) func(context.Context, argoapp.AppState) (string, error) {
+	return func(ctx context.Context, _ argoapp.AppState) (string, error) {
+		for _, t := range targets {
+			u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
+			if err != nil {
+				return t.Ref() + " not readable: " + err.Error(), nil
+			}
+			if by := r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()); by != t.App {
+				return fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App), nil
+			}
+		}
+		return "", nil
+	}
+}
+
+// Undo restores, for the selection's objects, every annotation the journal
+// entries record as removed.
+func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
+	selected := map[string]bool{}
+	for _, t := range r.Selection.All() {
+		selected[t.Ref()] = true
+	}
+	for _, e := range Removed(entries) {
+		if selected[e.Target.Ref()] {
+			rep.Add(r.Finalizer.Undo(ctx, e))
+		}
+	}
+}
