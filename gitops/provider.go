@@ -40,6 +40,10 @@ var (
 	ErrPRInvalid     = errors.New("pull request refused")
 	ErrPRUnavailable = errors.New("provider unavailable")
 	ErrPRProvider    = errors.New("unknown provider")
+	// ErrRateLimited is a provider refusing calls for a while (GitHub's
+	// primary or secondary rate limit, a 429): not a missing permission.
+	// Waiting and running again is the fix.
+	ErrRateLimited = errors.New("rate limited")
 )
 
 // Provider opens pull requests on one Git host. It is deliberately small.
@@ -113,7 +117,10 @@ type ProviderOptions struct {
 	// HTTPClient is the base client; nil means a client with a 30s timeout.
 	HTTPClient *http.Client
 	// Attempts bounds tries on 5xx and transport errors (default 4);
-	// Backoff is the first wait, doubled each time (default 500ms).
+	// Backoff is the first wait, doubled each time (default 500ms). A rate
+	// limit (403 or 429) whose Retry-After fits in what those waits add up
+	// to (3.5s by default) is waited out and retried within the same
+	// attempts; a longer one is reported at once (ErrRateLimited).
 	Attempts int
 	Backoff  time.Duration
 }
@@ -233,6 +240,8 @@ func prError(provider string, r RepoRef, op string, status int, detail string, t
 	case status == http.StatusForbidden:
 		kind = ErrForbidden
 		msg = fmt.Sprintf("token lacks pull-request write permission on %s (403 while trying to %s): %s", repo, op, permissionHint(provider))
+	case status == http.StatusTooManyRequests:
+		return rateLimitedError(provider, r, op, status, rateLimit{}, detail, token)
 	case status == http.StatusNotFound:
 		kind = ErrNotFound
 		msg = fmt.Sprintf("%s repository %s not found while trying to %s (404): check the repo URL and --api-url, and that the token can see the repository", provider, repo, op)
@@ -253,6 +262,63 @@ func prError(provider string, r RepoRef, op string, status int, detail string, t
 		msg += " (" + provider + " said: " + d + ")"
 	}
 	return &redactedError{kind: kind, msg: Redact(msg, token)}
+}
+
+// rateLimit is what a provider said about the rate limit it applied.
+type rateLimit struct {
+	kind  string        // "primary", "secondary", or "" when it did not say
+	limit int           // requests allowed per window, when known
+	reset time.Time     // when calls are allowed again, when known
+	wait  time.Duration // the wait it asked for (Retry-After), when given
+}
+
+// rateLimitedError says the provider rate-limited the token, until when,
+// and that waiting and running again is safe.
+func rateLimitedError(provider string, r RepoRef, op string, status int, rl rateLimit, detail, token string) error {
+	what := strconv.Itoa(status)
+	switch rl.kind {
+	case "primary":
+		what += ", primary rate limit"
+		if rl.limit > 0 {
+			what += " of " + strconv.Itoa(rl.limit) + " requests"
+		}
+	case "secondary":
+		what += ", secondary rate limit"
+	}
+	at := rl.reset.UTC().Format(time.RFC3339)
+	todo := "wait a few minutes"
+	switch {
+	case rl.wait > 0:
+		what += "; it asks to wait " + rl.wait.Round(time.Second).String() + ", until " + at
+		todo = "wait that long"
+	case !rl.reset.IsZero():
+		what += "; it resets at " + at
+		todo = "wait until then"
+	}
+	msg := fmt.Sprintf("%s rate-limited the token while trying to %s on %s (%s): %s and run again; re-running makes no duplicate pull request", provider, op, r.FullName(), what, todo)
+	if d := oneLine(detail); d != "" {
+		msg += " (" + provider + " said: " + d + ")"
+	}
+	return &redactedError{kind: ErrRateLimited, msg: Redact(msg, token)}
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			n = 0
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }
 
 // transportError reports a failure that never got an HTTP status.
@@ -291,6 +357,13 @@ func oneLine(s string) string {
 // backoff. Retrying a create is safe: every provider refuses a second open
 // pull request for the same head and base (409 or 422), which EnsurePR
 // answers by finding the existing one.
+//
+// A 403 or 429 with a Retry-After (GitHub's secondary rate limit, GitLab's
+// 429) is retried after that wait when it fits in the budget: what the
+// backoff waits add up to over all attempts, less what rate limits already
+// waited. It counts as an attempt, so the tries stay bounded. A longer
+// wait, or a rate limit without Retry-After (GitHub's primary limit, reset
+// by the hour), is handed back at once to be reported.
 type retryTransport struct {
 	next     http.RoundTripper
 	attempts int
@@ -315,6 +388,10 @@ func retrying(c *http.Client, attempts int, backoff time.Duration) *http.Client 
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	wait := t.backoff
+	var budget time.Duration // the sum of the backoff waits, for Retry-After
+	for w, n := t.backoff, 1; n < t.attempts && budget < time.Hour; n, w = n+1, w*2 {
+		budget += w
+	}
 	for i := 1; ; i++ {
 		r := req
 		if i > 1 && req.Body != nil {
@@ -329,7 +406,21 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Body = body
 		}
 		resp, err := t.next.RoundTrip(r)
-		if i >= t.attempts || req.Context().Err() != nil || (err == nil && resp.StatusCode < 500) {
+		if i >= t.attempts || req.Context().Err() != nil {
+			return resp, err
+		}
+		delay := wait
+		switch {
+		case err != nil || resp.StatusCode >= 500:
+			wait *= 2
+		case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests:
+			d, ok := retryAfter(resp.Header, time.Now())
+			if !ok || d > budget {
+				return resp, err
+			}
+			budget -= d
+			delay = d
+		default:
 			return resp, err
 		}
 		if resp != nil {
@@ -338,9 +429,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		select {
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
-		case <-time.After(wait):
+		case <-time.After(delay):
 		}
-		wait *= 2
 	}
 }
 

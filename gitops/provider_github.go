@@ -3,8 +3,11 @@ package gitops
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v84/github"
 )
@@ -117,7 +120,60 @@ func (g *gitHub) err(r RepoRef, op string, resp *github.Response, err error) err
 			}
 		}
 	}
+	if rl, msg, ok := githubRateLimit(status, resp, err, time.Now()); ok {
+		if detail == "" {
+			detail = msg
+		}
+		return rateLimitedError("github", r, op, status, rl, detail, g.token)
+	}
 	return prError("github", r, op, status, detail, g.token)
+}
+
+// githubRateLimit says whether a 403 or 429 is a rate limit rather than a
+// missing permission, and what GitHub said about it. go-github classifies
+// the documented shapes (rest/using-the-rest-api/rate-limits-for-the-rest-api):
+// a primary limit is X-RateLimit-Remaining: 0 (RateLimitError, with the
+// X-RateLimit-Reset time), a secondary one a documentation_url ending in
+// secondary-rate-limits (AbuseRateLimitError, with Retry-After). It also
+// answers both when go-github refuses a call itself because the limit it
+// saw before has not reset yet. A 403 or 429 whose message says "secondary
+// rate limit", or that carries Retry-After, is a secondary limit too.
+func githubRateLimit(status int, resp *github.Response, err error, now time.Time) (rateLimit, string, bool) {
+	var primary *github.RateLimitError
+	if errors.As(err, &primary) {
+		return rateLimit{kind: "primary", limit: primary.Rate.Limit, reset: primary.Rate.Reset.Time}, primary.Message, true
+	}
+	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
+		return rateLimit{}, "", false
+	}
+	rl := rateLimit{kind: "secondary"}
+	var h http.Header
+	if resp != nil && resp.Response != nil {
+		h = resp.Header
+	}
+	if d, ok := retryAfter(h, now); ok {
+		rl.wait, rl.reset = d, now.Add(d).Truncate(time.Second)
+	} else if reset := h.Get("X-RateLimit-Reset"); reset != "" {
+		if sec, perr := strconv.ParseInt(reset, 10, 64); perr == nil && sec > 0 {
+			rl.reset = time.Unix(sec, 0)
+		}
+	}
+	var secondary *github.AbuseRateLimitError
+	if errors.As(err, &secondary) {
+		if rl.reset.IsZero() && secondary.RetryAfter != nil && *secondary.RetryAfter > 0 {
+			rl.wait = *secondary.RetryAfter
+			rl.reset = now.Add(rl.wait).Truncate(time.Second)
+		}
+		return rl, secondary.Message, true
+	}
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && strings.Contains(strings.ToLower(er.Message), "secondary rate limit") || h.Get("Retry-After") != "" {
+		return rl, "", true
+	}
+	if status == http.StatusTooManyRequests {
+		return rateLimit{}, "", true
+	}
+	return rateLimit{}, "", false
 }
 
 func statusOf(resp *github.Response) int {
