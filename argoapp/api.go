@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // APIOptions say how to reach argocd-server (Argo CD API mode). They are
@@ -225,17 +227,6 @@ func (a *API) redact(err error) error {
 	if err == nil || a.token == "" {
 		return err
 	}
-	return fmt.Errorf("%s", Redact(err.Error(), a.token))
+	return fmt.Errorf("%s", gitops.Redact(err.Error(), a.token))
 }
 
-// Redact replaces every occurrence of secret in s with "<redacted>".
-func Redact(s, secret string) string {
-	if strings.TrimSpace(secret) == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, secret, "<redacted>")
-	if t := strings.TrimSpace(secret); t != secret {
-		s = strings.ReplaceAll(s, t, "<redacted>")
-	}
-	return s
-}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 func TestSyncOptions(t *testing.T) {
@@ -39,16 +41,16 @@ func TestSyncOptions(t *testing.T) {
 func TestRedact(t *testing.T) {
 	tok := "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"
 	cases := map[string]string{
-		"rpc error: token " + tok + " is invalid": "rpc error: token <redacted> is invalid",
-		"twice " + tok + tok:                      "twice <redacted><redacted>",
+		"rpc error: token " + tok + " is invalid": "rpc error: token *** is invalid",
+		"twice " + tok + tok:                      "twice ******",
 		"nothing to hide":                         "nothing to hide",
 	}
 	for in, want := range cases {
-		if got := Redact(in, tok); got != want {
+		if got := gitops.Redact(in, tok); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := Redact("keep", ""); got != "keep" {
+	if got := gitops.Redact("keep", ""); got != "keep" {
 		t.Errorf("an empty secret changed the text: %q", got)
 	}
 	a := &API{server: "127.0.0.1:1", token: tok}

@@ -27,13 +27,18 @@ var (
 // userinfo matches the user:password@ part of a URL anywhere in a string.
 var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
 
-// Redact removes URL userinfo and every given secret from s.
+// Redact is adopt's one redaction rule, for Git, pull-request and Argo CD
+// errors alike: it removes URL userinfo and every given secret (also
+// trimmed, and URL-escaped as a library may echo it) from s. Secrets
+// shorter than 4 bytes are left alone: they would blank out ordinary words.
 func Redact(s string, secrets ...string) string {
 	s = userinfo.ReplaceAllString(s, "${1}***@")
 	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "***")
-			s = strings.ReplaceAll(s, url.QueryEscape(sec), "***")
+		for _, v := range []string{sec, strings.TrimSpace(sec)} {
+			if len(v) >= 4 {
+				s = strings.ReplaceAll(s, v, "***")
+				s = strings.ReplaceAll(s, url.QueryEscape(v), "***")
+			}
 		}
 	}
 	return s

@@ -77,6 +77,10 @@ func TestPublishOverSSH(t *testing.T) {
 	if r.DefaultBranch() != "main" || strings.Contains(r.URL(), sshPassphrase) {
 		t.Fatalf("URL %q, default branch %q", r.URL(), r.DefaultBranch())
 	}
+	// The repoURL an Application gets is the URL itself, git@ kept.
+	if r.SourceURL() != url || r.URL() != url {
+		t.Errorf("SourceURL %q, URL %q; want %q", r.SourceURL(), r.URL(), url)
+	}
 }
 
 // TestSSHKeyPassphrase: a wrong or missing passphrase fails with ErrAuth in
@@ -155,5 +159,12 @@ func TestPublishOverSCPStyleSSH(t *testing.T) {
 	tip := branchTip(t, f.g.BarePath("gitops"), "adopt/scp")
 	if tip.Hash.String() != res.Commit || fileAt(t, tip, "apps/c.yaml") != "c: 3\n" {
 		t.Fatalf("pushed branch tip %s, want %s", tip.Hash, res.Commit)
+	}
+	r, err := Clone(context.Background(), CloneOptions{URL: url, Auth: f.auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SourceURL() != url {
+		t.Errorf("SourceURL %q, want %q", r.SourceURL(), url)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +51,7 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 	}
 	ix, err := indexRepo(snap.Repo, snap.Commit, src.Revision)
 	if err != nil {
-		return nil, fmt.Errorf("repo %s: %s", snap.URL, scrub(err.Error(), src.Auth.Token))
+		return nil, fmt.Errorf("repo %s: %s", snap.URL, oneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
 	}
 	ix.Source = snap.URL
 	return ix, nil
@@ -221,11 +220,3 @@ func (ix *Index) subtree(dir string) *Index {
 	return out
 }
 
-// scrub removes a secret from a message, also where a library echoed it.
-func scrub(msg, secret string) string {
-	if secret != "" {
-		msg = strings.ReplaceAll(msg, secret, "xxxxx")
-		msg = strings.ReplaceAll(msg, url.QueryEscape(secret), "xxxxx")
-	}
-	return oneLine(msg)
-}
