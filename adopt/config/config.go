@@ -72,7 +72,7 @@ func Default() *Config {
 		Kind:        Kind,
 		Destination: Destination{Server: "https://kubernetes.default.svc"},
 		Project:     "default",
-		AppsDir:     "apps",
+		AppsDir:     "argocd/apps",
 		ExportDir:   "adopted",
 		Naming:      "adopt-{namespace}-{key}",
 		GroupBy:     "auto",

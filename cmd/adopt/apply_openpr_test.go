@@ -11,8 +11,9 @@ import (
 )
 
 // TestApplyOpenPRCommand runs the whole `adopt apply --open-pr` against the
-// real control plane and a real Gitea: push, open, read back; run again and
-// still one pull request.
+// real control plane and a real Gitea: push, open, read back; run again
+// (the token now from $ADOPT_GIT_TOKEN, and said so) and still one pull
+// request.
 func TestApplyOpenPRCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -30,12 +31,20 @@ func TestApplyOpenPRCommand(t *testing.T) {
 	if _, err := cp.Kubectl(ctx, []byte(m), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"apply", "-n", ns, "-q", "--repo", cloneURL, "--git-user", g.User, "--git-token", g.Token,
+	args := []string{"apply", "-n", ns, "-q", "--repo", cloneURL, "--git-user", g.User,
 		"--open-pr", "--provider", "gitea", "--pr-label", "adopt", "--author", "adopt <adopt@example.invalid>"}
 	for run := 1; run <= 2; run++ {
-		out, errOut, code := adopt(t, args...)
+		runArgs, from := append(args, "--git-token", g.Token), "--git-token"
+		if run == 2 {
+			t.Setenv("ADOPT_GIT_TOKEN", g.Token)
+			runArgs, from = args, "$ADOPT_GIT_TOKEN"
+		}
+		out, errOut, code := adopt(t, runArgs...)
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s\n%s", run, code, errOut, out)
+		}
+		if !strings.Contains(out, "token from "+from+"\n") {
+			t.Errorf("run %d: the output does not say the token came from %s:\n%s", run, from, out)
 		}
 		if strings.Contains(out+errOut, g.Token) {
 			t.Fatalf("run %d: output leaks the token", run)

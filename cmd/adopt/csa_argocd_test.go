@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ import (
 //     apply adds no option, and the Application syncs.
 //   - over-cap: one byte more. apply adds the option; taken out, the sync
 //     fails. Together with at-cap this pins the prediction to the byte.
+//   - unknown-version: the incident planned without --argocd-version (the
+//     test's Argo CD runs no controller workload, so plan cannot read the
+//     version). apply refuses with the remedy and writes nothing; with the
+//     remedy (--csa-migration=disable) the first sync succeeds.
+//
+// For each failed sync, finalize stops at once (the sync failed for good)
+// and names the trap and its remedy, instead of waiting for --timeout.
 func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -61,12 +69,15 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		wantOpt   bool
 		wantBytes int // the predicted migration total; 0: only over the cap
 		planFile  string
+		// unknown plans without --argocd-version: apply must refuse first.
+		unknown bool
 	}
 	hooks := []*hook{
 		{name: "incident", wantSync: true, wantOpt: true},
 		{name: "incident-trap", stripped: true, wantOpt: true},
 		{name: "at-cap", wantSync: true, wantBytes: budget.AnnotationCap},
 		{name: "over-cap", stripped: true, wantOpt: true, wantBytes: budget.AnnotationCap + 1},
+		{name: "unknown-version", wantSync: true, wantOpt: true, unknown: true},
 	}
 	files := map[string]string{}
 	for _, h := range hooks {
@@ -89,7 +100,11 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	for _, h := range hooks {
 		planFile := filepath.Join(dir, h.name+".yaml")
 		h.planFile = planFile
-		_, ob := csaPlan(t, run, h.ns, url, "v3.2.6", planFile)
+		version := "v3.2.6"
+		if h.unknown {
+			version = ""
+		}
+		_, ob := csaPlan(t, run, h.ns, url, version, planFile)
 		if h.wantBytes != 0 {
 			// A filler annotation (kubectl annotate keeps the
 			// client-side manager) brings the prediction to the byte.
@@ -110,12 +125,24 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		}
 
 		branch := "adopt-" + h.name
-		out, errOut, code := run("apply", "--plan", planFile, "--repo", url, "--branch", branch, "--auto-sync", "--author", "T <t@example.invalid>", "-q")
+		args := []string{"apply", "--plan", planFile, "--repo", url, "--branch", branch, "--auto-sync", "--author", "T <t@example.invalid>", "-q"}
+		if h.unknown {
+			_, errOut, code := run(args...)
+			if code != ExitUsage || !strings.Contains(errOut, "Argo CD version unknown") || !strings.Contains(errOut, "--argocd-version") ||
+				!strings.Contains(errOut, "--csa-migration=disable") || !strings.Contains(errOut, "Nothing was written") {
+				t.Fatalf("%s: apply with the version unknown: exit %d, %s; want exit 2 with the remedy", h.name, code, errOut)
+			}
+			if _, err := exec.Command("git", "--git-dir", g.BarePath("gitops"), "rev-parse", "--verify", "-q", "refs/heads/"+branch).Output(); err == nil {
+				t.Fatalf("%s: the refused apply pushed branch %s", h.name, branch)
+			}
+			args = append(args, "--csa-migration", "disable")
+		}
+		out, errOut, code := run(args...)
 		if code != 0 {
 			t.Fatalf("%s: apply exited %d: %s%s", h.name, code, out, errOut)
 		}
 		p := readPlan(t, planFile)
-		app := fileText(t, tipOf(t, g.BarePath("gitops"), branch), "argocd/apps/"+p.Applications[0].Name+".yaml")
+		app := fileText(t, tipOf(t, g.BarePath("gitops"), branch), p.Settings.AppsDir+"/"+p.Applications[0].Name+".yaml")
 		opt := "    - " + fmt.Sprintf("%q", argoapp.SyncOptionNoCSAMigration) + "\n"
 		if got := strings.Contains(app, opt); got != h.wantOpt {
 			t.Fatalf("%s: generated Application has %s: %v, want %v\n%s", h.name, argoapp.SyncOptionNoCSAMigration, got, h.wantOpt, app)
@@ -151,6 +178,13 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 			}
 			if !lastApplied || cm.Data["added-in-git"] != "" || len(cm.Data["usage_hook.py"]) > 257270 {
 				t.Errorf("%s: the failed sync changed the object", label)
+			}
+			// The sync failed for good: finalize says so at once, with
+			// the remedy, long before its --timeout.
+			out, errOut, code := run("finalize", "--plan", h.planFile, "--timeout", "20m", "--poll-interval", "1s", "-q")
+			if code != ExitPartial || !strings.Contains(out, "its last sync Failed") || !strings.Contains(out, "no sync is running") ||
+				!strings.Contains(out, argoapp.SyncOptionNoCSAMigration) || strings.Contains(out, "not ready after") {
+				t.Errorf("%s: finalize on the failed sync: exit %d\n%s%s", label, code, out, errOut)
 			}
 			continue
 		}
