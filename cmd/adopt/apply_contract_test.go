@@ -175,7 +175,7 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("apply --repo %s exited %d: %s %s", url, code, out, errOut)
 		}
-		text := fileText(t, tipOf(t, g.BarePath("gitops"), branch[1]), "apps/"+p.Applications[0].Name+".yaml")
+		text := fileText(t, tipOf(t, g.BarePath("gitops"), branch[1]), p.Settings.AppsDir+"/"+p.Applications[0].Name+".yaml")
 		app, err := argoapp.DecodeApplication([]byte(text))
 		if err != nil {
 			t.Fatal(err)
