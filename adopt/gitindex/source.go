@@ -38,7 +38,11 @@ func IsURL(loc string) bool {
 
 // Load reads the repo and indexes it.
 func Load(ctx context.Context, src Source) (*Index, error) {
-	if IsURL(src.Location) {
+	l, err := gitops.ParseLocation(src.Location)
+	switch {
+	case err != nil:
+		return nil, err
+	case l.Remote():
 		return loadURL(ctx, src)
 	}
 	return loadPath(src)

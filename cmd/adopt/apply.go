@@ -330,12 +330,7 @@ func (o *ApplyOptions) computePlan(ctx context.Context) (*plan.Plan, error) {
 	if argoNS == "" {
 		argoNS = argoapp.DefaultNamespace
 	}
-	return scan.Plan(ctx, scan.Options{
-		Clients: o.cluster.clients, Kube: o.cluster.kube, Dynamic: o.cluster.clients.Dynamic,
-		Cluster: plan.Cluster{Server: o.cluster.rest.Host, Context: o.cluster.context, Namespace: o.scopeNS},
-		Config:  o.cfg, GroupBy: plan.GroupBy(o.cfg.GroupBy), ArgoCDNamespace: argoNS, ArgoCDVersion: o.ArgoCDVersion,
-		Repo: gitindex.Source{Location: o.Repo, Auth: o.auth}, ChunkSize: 500, Explain: o.cluster.explain,
-	})
+	return scan.Plan(ctx, o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth}))
 }
 
 // contractOr gives a plan or override the engine refused exit code 2.

@@ -14,7 +14,11 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/scan"
 )
 
 // cluster is a resolved connection to one cluster.
@@ -83,4 +87,15 @@ func (c *cluster) explain(err error) error {
 		return fmt.Errorf("cannot reach the API server at %s: %v. Check --kubeconfig, --context and that the cluster is up", c.rest.Host, ue.Err)
 	}
 	return fmt.Errorf("talking to the API server at %s: %w", c.rest.Host, err)
+}
+
+// scanOptions are the plan pipeline's inputs for this cluster, with
+// adopt.yaml's grouping and kubectl's default chunk size.
+func (c *cluster) scanOptions(namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) scan.Options {
+	return scan.Options{
+		Clients: c.clients, Kube: c.kube, Dynamic: c.clients.Dynamic,
+		Cluster: plan.Cluster{Server: c.rest.Host, Context: c.context, Namespace: namespace},
+		Config:  cfg, GroupBy: plan.GroupBy(cfg.GroupBy), ArgoCDNamespace: argoNS, ArgoCDVersion: argoVersion,
+		Repo: repo, ChunkSize: 500, Explain: c.explain,
+	}
 }

@@ -194,12 +194,8 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 
 // scanOptions are the pipeline's inputs from the flags.
 func (o *PlanOptions) scanOptions() scan.Options {
-	so := scan.Options{
-		Clients: o.cluster.clients, Kube: o.cluster.kube, Dynamic: o.cluster.clients.Dynamic,
-		Cluster: plan.Cluster{Server: o.cluster.rest.Host, Context: o.cluster.context, Namespace: o.scopeNS},
-		Config:  o.cfg, GroupBy: plan.GroupBy(o.GroupBy), ArgoCDNamespace: o.ArgoCDNamespace, ArgoCDVersion: o.ArgoCDVersion,
-		Repo: o.gitSrc, ChunkSize: o.ChunkSize, Preview: o.Preview, Explain: o.cluster.explain,
-	}
+	so := o.cluster.scanOptions(o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so.GroupBy, so.ChunkSize, so.Preview = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview
 	if o.progress {
 		so.Say = func(format string, a ...any) { fmt.Fprintf(o.ErrOut, format, a...) }
 		so.Listed = func(done, total, objects int) {
