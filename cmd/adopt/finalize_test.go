@@ -258,6 +258,26 @@ func TestFinalizeCommand(t *testing.T) {
 		t.Fatalf("after finalize, the next sync left data %v, want %v", got, data)
 	}
 
+	// --undo over a journal it can only partly read refuses, in one line
+	// naming the line, and restores nothing.
+	journal, err := os.ReadFile(planFile + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planFile+".journal", append([]byte("{\"not\": a journal line}\n"), journal...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = adopt(t, "finalize", "--plan", planFile, "--undo")
+	if code != ExitUsage || !strings.Contains(errOut, ":1") || !strings.Contains(errOut, "Nothing was restored") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("undo over a damaged journal: exit %d, %q", code, errOut)
+	}
+	if _, ok := getCM(t, ns).GetAnnotations()[budget.LastAppliedKey]; ok {
+		t.Fatal("undo over a damaged journal restored something")
+	}
+	if err := os.WriteFile(planFile+".journal", journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// --undo puts the annotation back.
 	out, errOut, code = adopt(t, "finalize", "--plan", planFile, "--undo")
 	if code != ExitOK || !strings.Contains(out, "restored") {
