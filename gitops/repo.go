@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -341,29 +340,28 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := content.Files
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		if err := r.writeFile(p, files[p]); err != nil {
-			return nil, wrap("write "+p+" in", r.display, err, r.secrets)
-		}
-	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	sig := &object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: now}
-	h, err := r.wt.Commit(content.Message, &git.CommitOptions{Author: sig, Committer: sig})
-	if errors.Is(err, git.ErrEmptyCommit) {
+	sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: now}
+	h, changed, err := r.commitFiles(start, content, sig)
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
 		res.Commit = res.Start
 		return res, nil
 	}
-	if err != nil {
-		return nil, wrap("commit to", r.display, err, r.secrets)
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, h)); err != nil {
+		return nil, wrap("update branch "+c.Branch+" in", r.display, err, r.secrets)
+	}
+	if r.dir != "" {
+		// An on-disk clone outlives the process: leave its working tree
+		// and index at the new commit, as git commit would.
+		if err := r.wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset}); err != nil {
+			return nil, wrap("check out "+c.Branch+" of", r.display, err, r.secrets)
+		}
 	}
 	if o.Force && existing != nil && sameTree(r.repo, h, existing.Hash()) {
 		// --force rebuilt exactly what the branch already holds.
@@ -379,32 +377,6 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-func (r *Repo) writeFile(p string, data []byte) error {
-	if data == nil {
-		if _, err := r.fs.Stat(p); err != nil {
-			return nil
-		}
-		_, err := r.wt.Remove(p)
-		return err
-	}
-	if err := r.fs.MkdirAll(path.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := r.fs.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	_, err = r.wt.Add(p)
-	return err
 }
 
 func sameTree(repo *git.Repository, a, b plumbing.Hash) bool {
