@@ -158,6 +158,7 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 
 	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer waitCancel()
+	var failed []*hook
 	for _, h := range hooks {
 		appName, label, _ := strings.Cut(h.name, "|")
 		st, err := a.WaitApplication(waitCtx, appName, func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) })
@@ -179,13 +180,7 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 			if !lastApplied || cm.Data["added-in-git"] != "" || len(cm.Data["usage_hook.py"]) > 257270 {
 				t.Errorf("%s: the failed sync changed the object", label)
 			}
-			// The sync failed for good: finalize says so at once, with
-			// the remedy, long before its --timeout.
-			out, errOut, code := run("finalize", "--plan", h.planFile, "--timeout", "20m", "--poll-interval", "1s", "-q")
-			if code != ExitPartial || !strings.Contains(out, "its last sync Failed") || !strings.Contains(out, "no sync is running") ||
-				!strings.Contains(out, argoapp.SyncOptionNoCSAMigration) || strings.Contains(out, "not ready after") {
-				t.Errorf("%s: finalize on the failed sync: exit %d\n%s%s", label, code, out, errOut)
-			}
+			failed = append(failed, h)
 			continue
 		}
 		if !testenv.SyncedHealthy(st) {
@@ -215,6 +210,27 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		// in Git: it stays.
 		if lastApplied || strings.Contains(after, "kubectl-client-side-apply") || strings.Contains(after, "kubectl-last-applied") || !strings.Contains(after, "argocd-controller/Apply") {
 			t.Errorf("%s: after finalize, last-applied kept %v, managers %v", label, lastApplied, after)
+		}
+	}
+	// A failed sync is retried (automated sync retries with backoff,
+	// keeping the phase Running); once the retries are spent the phase is
+	// Failed with nothing running. finalize then says so at once, with the
+	// remedy, instead of waiting for its --timeout.
+	for _, h := range failed {
+		appName, label, _ := strings.Cut(h.name, "|")
+		termCtx, termCancel := context.WithTimeout(ctx, 12*time.Minute)
+		st, err := a.WaitApplication(termCtx, appName, func(s testenv.AppStatus) bool {
+			return s.OperationPhase == "Failed" || s.OperationPhase == "Error"
+		})
+		termCancel()
+		if err != nil {
+			t.Fatalf("%s: the failed sync did not end: %v", label, err)
+		}
+		t.Logf("%s: retries over: %s", label, st)
+		out, errOut, code := run("finalize", "--plan", h.planFile, "--timeout", "30m", "--poll-interval", "1s", "-q")
+		if code != ExitPartial || !strings.Contains(out, "its last sync Failed") || !strings.Contains(out, "no sync is running") ||
+			!strings.Contains(out, argoapp.SyncOptionNoCSAMigration) || strings.Contains(out, "not ready after") {
+			t.Errorf("%s: finalize on the failed sync: exit %d\n%s%s", label, code, out, errOut)
 		}
 	}
 }
