@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,6 +55,10 @@ type Options struct {
 	Templates *templates.Set
 	// Fetch reads live objects to export them.
 	Fetch Fetcher
+	// List, when set, reads many objects of one namespace at once.
+	List Lister
+	// Readers bounds concurrent Fetches; 0 means DefaultReaders.
+	Readers int
 	// RepoURL is the repository's own clean URL (gitops.Repo.SourceURL),
 	// used when the plan records none.
 	RepoURL string
@@ -146,12 +151,34 @@ type ContractError struct{ msg string }
 
 func (e *ContractError) Error() string { return e.msg }
 
+// Lister reads every object of one resource in one namespace ("" for
+// all, or a cluster-scoped resource), page by page, handing each item to
+// fn (export.List with the cluster's dynamic client).
+type Lister func(ctx context.Context, gvr schema.GroupVersionResource, namespace string, fn func(*unstructured.Unstructured) error) error
+
+// listAtLeast is how many objects of one resource in one namespace Export
+// must read before it lists them instead of reading each.
+const listAtLeast = 16
+
+// DefaultReaders bounds Export's concurrent reads when Options.Readers is 0.
+const DefaultReaders = 8
+
 // Export reads every object that is not in Git and cleans it. Secrets are
-// read only to list their keys, and only for SecretsPlaceholder.
+// read only to list their keys, and only for SecretsPlaceholder. Where one
+// namespace holds at least 16 objects of one resource to export and
+// Options.List is set, they are read with one paginated list; the others
+// with one read each, at most Options.Readers at once. The first failed
+// read in plan order is returned.
 func (a *Applier) Export(ctx context.Context) error {
 	p := a.o.Plan
 	a.objs = make(map[string]*exported, len(p.Objects))
-	eo := export.Options{InstanceLabelKey: p.Tracking.InstanceLabelKey}
+	type group struct {
+		gvr  schema.GroupVersionResource
+		ns   string
+		want map[string]*exported
+	}
+	groups := map[string]*group{}
+	var order []*exported
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
 		a.objs[obj.Ref()] = e
@@ -165,21 +192,96 @@ func (a *Applier) Export(ctx context.Context) error {
 		if e.secret == export.SecretsSkip {
 			continue
 		}
+		order = append(order, e)
 		gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
-		live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
-		if err != nil {
-			return &ObjectError{Ref: obj.Ref(), Op: "read to export it", Err: err}
+		k := gvr.String() + "\x00" + obj.Namespace
+		g := groups[k]
+		if g == nil {
+			g = &group{gvr: gvr, ns: obj.Namespace, want: map[string]*exported{}}
+			groups[k] = g
 		}
-		var clean *unstructured.Unstructured
-		if e.secret != "" {
-			e.keys = export.SecretKeys(live)
-			clean = export.SecretPlaceholder(live, eo)
-		} else if clean, err = export.Clean(live, eo); err != nil {
-			return fmt.Errorf("%s: %w", obj.Ref(), err)
+		g.want[obj.Name] = e
+	}
+	errs := map[*exported]error{}
+	var mu sync.Mutex
+	fail := func(e *exported, err error) {
+		mu.Lock()
+		errs[e] = err
+		mu.Unlock()
+	}
+	done := map[*exported]bool{}
+	if a.o.List != nil {
+		for _, g := range groups {
+			if len(g.want) < listAtLeast {
+				continue
+			}
+			err := a.o.List(ctx, g.gvr, g.ns, func(live *unstructured.Unstructured) error {
+				e := g.want[live.GetName()]
+				if e == nil || done[e] || live.GetNamespace() != g.ns {
+					return nil
+				}
+				done[e] = true
+				if err := a.clean(e, live); err != nil {
+					fail(e, err)
+				}
+				return nil
+			})
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// A failed list leaves its objects to single reads, whose
+			// errors name the object.
 		}
-		if e.data, err = export.Marshal(clean.Object); err != nil {
-			return fmt.Errorf("%s: %w", obj.Ref(), err)
+	}
+	readers := a.o.Readers
+	if readers <= 0 {
+		readers = DefaultReaders
+	}
+	sem := make(chan struct{}, readers)
+	var wg sync.WaitGroup
+	for _, e := range order {
+		if done[e] {
+			continue
 		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			obj := e.obj
+			gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+			live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
+			if err != nil {
+				fail(e, &ObjectError{Ref: obj.Ref(), Op: "read to export it", Err: err})
+				return
+			}
+			if err := a.clean(e, live); err != nil {
+				fail(e, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range order {
+		if err := errs[e]; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clean turns one live object into its export.
+func (a *Applier) clean(e *exported, live *unstructured.Unstructured) error {
+	eo := export.Options{InstanceLabelKey: a.o.Plan.Tracking.InstanceLabelKey}
+	var clean *unstructured.Unstructured
+	var err error
+	if e.secret != "" {
+		e.keys = export.SecretKeys(live)
+		clean = export.SecretPlaceholder(live, eo)
+	} else if clean, err = export.Clean(live, eo); err != nil {
+		return fmt.Errorf("%s: %w", e.obj.Ref(), err)
+	}
+	if e.data, err = export.Marshal(clean.Object); err != nil {
+		return fmt.Errorf("%s: %w", e.obj.Ref(), err)
 	}
 	return nil
 }

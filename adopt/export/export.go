@@ -19,8 +19,10 @@ import (
 	"gopkg.in/yaml.v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
 )
 
 // SecretMode says what to do with a Secret.
@@ -76,6 +78,28 @@ func Fetch(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionReso
 		r = c.Resource(gvr).Namespace(namespace)
 	}
 	return r.Get(ctx, name, metav1.GetOptions{})
+}
+
+// listPage bounds a List's page: exported objects can weigh up to the
+// 1.5 MB object limit, so pages stay small.
+const listPage = 100
+
+// List reads every object of gvr in namespace ("" for all namespaces or a
+// cluster-scoped resource) page by page and hands each to fn.
+func List(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionResource, namespace string, fn func(*unstructured.Unstructured) error) error {
+	var r dynamic.ResourceInterface = c.Resource(gvr)
+	if namespace != "" {
+		r = c.Resource(gvr).Namespace(namespace)
+	}
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, opts) })
+	p.PageSize, p.PageBufferSize = listPage, 1
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("unexpected list item %T", o)
+		}
+		return fn(u)
+	})
 }
 
 // Clean returns a clean copy of a live object. Secrets must go through

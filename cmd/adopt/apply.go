@@ -269,6 +269,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		Fetch: func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 			return export.Fetch(ctx, dyn, gvr, ns, name)
 		},
+		List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
+			return export.List(ctx, dyn, gvr, ns, fn)
+		},
 	})
 	if err != nil {
 		return contractOr(err)
