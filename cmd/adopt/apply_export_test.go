@@ -122,4 +122,3 @@ type mapTreeOf map[string]string
 
 func (m mapTreeOf) Files() ([]string, error)          { return nil, nil }
 func (m mapTreeOf) ReadFile(p string) ([]byte, error) { return []byte(m[p]), nil }
-
