@@ -30,18 +30,12 @@ import (
 )
 
 // lockChildEnv makes the test binary a helper process instead of running
-// tests (and before TestMain starts a control plane): it holds or tries the
+// tests (TestMain checks it before it starts a control plane): it holds or tries the
 // journal named in lockChildPath.
 const (
 	lockChildEnv  = "ADOPT_TEST_JOURNAL_LOCK_CHILD"
 	lockChildPath = "ADOPT_TEST_JOURNAL_LOCK_PATH"
 )
-
-func init() {
-	if mode := os.Getenv(lockChildEnv); mode != "" {
-		os.Exit(lockChild(mode, os.Getenv(lockChildPath)))
-	}
-}
 
 // lockChild "try": open the journal, print "opened" or the error, exit 0
 // or 3; then try ReadJournal the same way. "hold": open it, print "held",

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -109,7 +111,13 @@ type Runner struct {
 	// Progress, when set, hears each change of what an Application waits
 	// for ("" when ready).
 	Progress func(app string, s argoapp.AppState, waiting string)
+	// Parallel bounds how many objects are read or patched at once;
+	// 0 means DefaultParallel. Results keep the plan's order.
+	Parallel int
 }
+
+// DefaultParallel is Runner.Parallel's default (finalize --parallel).
+const DefaultParallel = 8
 
 // Run finalizes the selection and returns the report. An error means
 // Argo CD could not be read or synced; per-object outcomes are in the
@@ -136,7 +144,8 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 				ar.SyncOptions = argoapp.SyncOptions(s.SyncOptions, r.Version)
 			}
 		}
-		want := argoapp.Want{Revision: r.Revision, AllowHealth: r.AllowHealth, Check: r.tracked(targets)}
+		reads := make([]*unstructured.Unstructured, len(targets))
+		want := argoapp.Want{Revision: r.Revision, AllowHealth: r.AllowHealth, Check: r.tracked(targets, reads)}
 		var progress func(argoapp.AppState, string)
 		if r.Progress != nil {
 			progress = func(s argoapp.AppState, waiting string) { r.Progress(a.Name, s, waiting) }
@@ -164,11 +173,41 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			continue
 		}
 		rep.Apps = append(rep.Apps, ar)
-		for _, t := range targets {
-			rep.Add(r.Finalizer.Object(ctx, t))
+		// The tracking check's reads start each object's guarded patch.
+		results := make([]Result, len(targets))
+		r.each(len(targets), func(i int) { results[i] = r.Finalizer.ObjectFrom(ctx, targets[i], reads[i]) })
+		for _, res := range results {
+			rep.Add(res)
 		}
 	}
 	return nil
+}
+
+// each calls fn(0..n-1) with at most Parallel calls at once.
+func (r *Runner) each(n int, fn func(i int)) {
+	workers := r.Parallel
+	if workers <= 0 {
+		workers = DefaultParallel
+	}
+	if workers > n {
+		workers = n
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // CSATrapHint explains a first sync that failed in Argo CD's client-side
@@ -184,21 +223,33 @@ func CSATrapHint(v argoapp.Version, s argoapp.AppState) string {
 	if v.Known() {
 		on = "Argo CD " + v.String()
 	}
-	return fmt.Sprintf("the first sync failed at the %d-byte annotation cap: %s migrates client-side-apply ownership with a client-side apply (Argo CD 3.1.0-3.3.1), which writes last-applied-configuration once more. Add %s to the Application's spec.syncPolicy.syncOptions (adopt apply --csa-migration=disable writes it), merge, then re-run adopt finalize with --sync",
+	return fmt.Sprintf("the first sync failed at the %d-byte annotation cap: %s migrates client-side-apply ownership with a client-side apply (Argo CD 3.1.0-3.3.1), which writes last-applied-configuration once more: add %s to the Application's spec.syncPolicy.syncOptions (adopt apply --csa-migration=disable writes it), merge, then re-run adopt finalize with --sync",
 		budget.AnnotationCap, on, argoapp.OptionNoClientSideApplyMigrate)
 }
 
 // tracked is the last wait condition: every adopted object carries the
-// tracking naming its Application.
-func (r *Runner) tracked(targets []Target) func(context.Context, argoapp.AppState) (string, error) {
+// tracking naming its Application. The objects are read Parallel at a
+// time; the first one in plan order that is not ready is reported. When
+// all are, reads holds them for the patches that follow.
+func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) func(context.Context, argoapp.AppState) (string, error) {
 	return func(ctx context.Context, _ argoapp.AppState) (string, error) {
-		for _, t := range targets {
+		waiting := make([]string, len(targets))
+		r.each(len(targets), func(i int) {
+			t := targets[i]
 			u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
-			if err != nil {
-				return t.Ref() + " not readable: " + err.Error(), nil
+			reads[i] = nil
+			switch {
+			case err != nil:
+				waiting[i] = t.Ref() + " not readable: " + err.Error()
+			case r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()) != t.App:
+				waiting[i] = fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App)
+			default:
+				reads[i] = u
 			}
-			if by := r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()); by != t.App {
-				return fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App), nil
+		})
+		for _, w := range waiting {
+			if w != "" {
+				return w, nil
 			}
 		}
 		return "", nil

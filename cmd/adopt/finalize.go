@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -34,6 +35,7 @@ type FinalizeOptions struct {
 	Revision        string
 	ArgoCDNamespace string
 	Quiet           bool
+	Parallel        int
 
 	// Argo CD API mode.
 	ArgoCDServer  string
@@ -53,7 +55,7 @@ type FinalizeOptions struct {
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second}
+	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second, Parallel: finalize.DefaultParallel}
 	cmd := &cobra.Command{
 		Use:   "finalize",
 		Short: "After the first sync, remove the stale last-applied annotation and hand-apply field ownership",
@@ -110,6 +112,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.StringVar(&o.Revision, "revision", "", "the adoption commit: require a successful sync that deployed it (or a later one)")
 	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", "", "namespace of the Application resources (default: the plan's Argo CD namespace, else argocd)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
+	f.IntVar(&o.Parallel, "parallel", o.Parallel, "objects read and patched at once (each patch stays guarded; the report keeps the plan's order)")
 	f.StringVar(&o.ArgoCDServer, "argocd-server", "", "read Applications through argocd-server at this address (Argo CD API mode)")
 	f.StringVar(&o.ArgoCDToken, "argocd-token", "", "Argo CD API token (default $ARGOCD_AUTH_TOKEN)")
 	f.BoolVar(&o.GRPCWeb, "grpc-web", false, "Argo CD API mode: use gRPC-Web")
@@ -183,6 +186,9 @@ func (o *FinalizeOptions) Validate() error {
 	if o.Timeout <= 0 || o.PollInterval <= 0 {
 		return usageErrorf("--timeout and --poll-interval must be positive")
 	}
+	if o.Parallel < 1 {
+		return usageErrorf("--parallel must be at least 1")
+	}
 	sel, err := finalize.Select(o.plan, o.Apps)
 	if err != nil {
 		return usageErrorf("--plan %s: %v", o.PlanFile, err)
@@ -201,27 +207,35 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if err := o.checkAccess(ctx, kube); err != nil {
 		return err
 	}
+	objects, err := o.cluster.dynamicFor(o.Parallel)
+	if err != nil {
+		return err
+	}
 	f := &finalize.Finalizer{
-		Client:   func(t finalize.Target) finalize.Client { return dyn.Resource(t.GVR()).Namespace(t.Namespace) },
+		Client:   func(t finalize.Target) finalize.Client { return objects.Resource(t.GVR()).Namespace(t.Namespace) },
 		Tracking: &o.plan.Tracking,
 		DryRun:   o.DryRun,
 	}
 	if !o.DryRun {
 		j, err := finalize.OpenJournal(o.JournalFile)
-		if err != nil && !o.Undo {
+		switch {
+		case errors.Is(err, finalize.ErrJournalInUse):
+			return err
+		case err != nil && !o.Undo:
 			return usageErrorf("%v. Pick a writable --journal", err)
 		}
 		if j != nil {
 			defer j.Close()
-			if !o.Undo {
-				f.Journal = j
-			}
+			f.Journal = j // undo records what it restored, so a second undo is a no-op
 		}
 	}
 	rep := &finalize.Report{DryRun: o.DryRun, Undo: o.Undo}
-	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f}
+	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
 	if o.Undo {
 		entries, err := finalize.ReadJournal(o.JournalFile)
+		if errors.Is(err, finalize.ErrJournalInUse) {
+			return err
+		}
 		if err != nil {
 			return usageErrorf("%v. Nothing was restored: an unreadable journal could hide a removed annotation; repair or restore the file, then re-run --undo", err)
 		}
