@@ -47,6 +47,38 @@ type ApplicationData struct {
 	AutoSync             bool
 	Prune                bool
 	SyncOptions          []string
+	// Chart, when set, makes the source a Helm chart in the repository at
+	// RepoURL, at TargetRevision (the chart version), instead of Path.
+	Chart string
+	// HelmReleaseName is helm.releaseName; HelmValues is helm.valuesObject
+	// as YAML ("" for none; see HelmValuesYAML).
+	HelmReleaseName string
+	HelmValues      string
+	// IgnoreDifferences are spec.ignoreDifferences entries.
+	IgnoreDifferences []IgnoreDifference
+}
+
+// IgnoreDifference is one spec.ignoreDifferences entry.
+type IgnoreDifference struct {
+	Group, Kind, Namespace, Name string
+	JSONPointers                 []string
+}
+
+// SyncOptionRespectIgnoreDifferences makes a sync keep the live value of
+// every ignored field instead of applying the rendered one.
+const SyncOptionRespectIgnoreDifferences = "RespectIgnoreDifferences=true"
+
+// HelmValuesYAML renders values for helm.valuesObject: YAML with sorted
+// keys, no trailing newline ("" for no values).
+func HelmValuesYAML(values map[string]any) (string, error) {
+	if len(values) == 0 {
+		return "", nil
+	}
+	b, err := yaml.Marshal(values)
+	if err != nil {
+		return "", fmt.Errorf("helm values: %w", err)
+	}
+	return strings.TrimRight(string(b), "\n"), nil
 }
 
 // Glob turns file names into a directory include/exclude glob: the name
@@ -105,6 +137,22 @@ func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
 	case app.Spec.Project == "":
 		return fmt.Errorf("spec.project is empty")
 	}
+	for _, src := range append(app.Spec.Sources, sourceOf(app)...) {
+		if src.Path == "" && src.Chart == "" {
+			return fmt.Errorf("source %s has neither a path nor a chart: it would sync the repository's root", src.RepoURL)
+		}
+	}
+	if d.Chart != "" {
+		src := app.Spec.Source
+		switch {
+		case src == nil || src.Chart != d.Chart || src.TargetRevision != d.TargetRevision || src.Path != "":
+			return fmt.Errorf("spec.source is not chart %s at %s", d.Chart, d.TargetRevision)
+		case src.Helm == nil || src.Helm.ReleaseName != d.HelmReleaseName:
+			return fmt.Errorf("spec.source.helm.releaseName is not %s", d.HelmReleaseName)
+		case (d.HelmValues != "") != (src.Helm.ValuesObject != nil):
+			return fmt.Errorf("spec.source.helm.valuesObject does not match the values given")
+		}
+	}
 	for _, f := range app.Finalizers {
 		if strings.HasPrefix(f, ResourcesFinalizer) {
 			return fmt.Errorf("it carries the %s finalizer, so deleting it would delete the adopted objects", f)
@@ -114,6 +162,12 @@ func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
 	if sp == nil || !sp.SyncOptions.HasOption(SyncOptionServerSideApply) {
 		return fmt.Errorf("spec.syncPolicy.syncOptions lacks %s", SyncOptionServerSideApply)
 	}
+	if len(d.IgnoreDifferences) > 0 && !sp.SyncOptions.HasOption(SyncOptionRespectIgnoreDifferences) {
+		return fmt.Errorf("spec.syncPolicy.syncOptions lacks %s, so the first sync would overwrite the ignored fields", SyncOptionRespectIgnoreDifferences)
+	}
+	if len(app.Spec.IgnoreDifferences) != len(d.IgnoreDifferences) {
+		return fmt.Errorf("spec.ignoreDifferences has %d entries, want %d", len(app.Spec.IgnoreDifferences), len(d.IgnoreDifferences))
+	}
 	if sp.Automated != nil && !d.AutoSync {
 		return fmt.Errorf("automated sync is set but --auto-sync was not given")
 	}
@@ -121,4 +175,11 @@ func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
 		return fmt.Errorf("automated prune is set but --prune was not given")
 	}
 	return nil
+}
+
+func sourceOf(app *v1alpha1.Application) []v1alpha1.ApplicationSource {
+	if app.Spec.Source == nil {
+		return nil
+	}
+	return []v1alpha1.ApplicationSource{*app.Spec.Source}
 }

@@ -86,6 +86,9 @@ type exported struct {
 	// secret is set for Secrets: "skip" or "placeholder".
 	secret export.SecretMode
 	keys   []string
+	// helm is set for an object Argo CD renders from a chart (or of a
+	// blocked Helm release): never exported.
+	helm bool
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -123,7 +126,8 @@ func (a *Applier) Target(repoURL, revision string) {
 
 // Check refuses a plan apply cannot render faithfully: an Application that
 // names an object the plan does not hold, or a Helm-sourced Application
-// (which must be rendered from its chart, never from raw exports).
+// whose chart source the plan does not fully record (it is written from the
+// chart, never from raw exports).
 func Check(p *plan.Plan) error {
 	refs := make(map[string]bool, len(p.Objects))
 	for _, ob := range p.Objects {
@@ -131,11 +135,9 @@ func Check(p *plan.Plan) error {
 	}
 	for _, app := range p.Applications {
 		if app.Source == "helm" || app.Helm != nil {
-			rel := ""
-			if app.Helm != nil {
-				rel = " (Helm release " + app.Helm.ReleaseName + ")"
+			if err := checkHelm(p, app); err != nil {
+				return err
 			}
-			return &ContractError{msg: fmt.Sprintf("plan %s: Application %s%s is Helm-sourced; adopt apply writes Helm-sourced Applications only from the chart, which this version cannot do, and never exports Helm-owned objects raw. Exclude the release in adopt.yaml (exclusions) and plan again", p.ID, app.Name, rel)}
 		}
 		for _, ref := range app.Objects {
 			if !refs[ref] {
@@ -179,9 +181,14 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	groups := map[string]*group{}
 	var order []*exported
+	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
 		a.objs[obj.Ref()] = e
+		if notExported[obj.Ref()] {
+			e.helm = true
+			continue
+		}
 		if export.IsSecret(obj.Group, obj.Kind) {
 			e.secret = a.o.Secrets
 		}
@@ -319,6 +326,7 @@ func (a *Applier) Build(t Tree) (gitops.Content, error) {
 	s.FixRunbooks = a.o.FixRunbooks
 	for _, e := range a.objs {
 		switch {
+		case e.helm:
 		case e.secret != "":
 			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:

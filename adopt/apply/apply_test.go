@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path"
 	"sort"
@@ -230,5 +231,95 @@ func TestCSAMigrationDecision(t *testing.T) {
 	}
 	if has(newApplier(t, trapped(), func(o *Options) { o.Version = argoapp.DetectedVersion{}; o.CSAMigration = CSAKeep })) {
 		t.Error("unknown version, keep: option set")
+	}
+}
+
+// helmPlan adds a Helm-sourced Application (release web in shop) with a
+// redacted password to the contract plan.
+func helmPlan() *plan.Plan {
+	p := contractPlan()
+	cm := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web-cfg", App: "adopt-shop-web", HelmRelease: "web"}
+	sec := plan.Object{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "web-auth", App: "adopt-shop-web", HelmRelease: "web"}
+	p.Objects = append(p.Objects, cm, sec)
+	p.Applications = append(p.Applications, plan.Application{
+		Name: "adopt-shop-web", Namespace: "shop", Project: "platform", Source: "helm", DestinationName: "prod",
+		Helm: &plan.HelmSource{ReleaseName: "web", Chart: "web", Version: "1.2.3", RepoURL: "https://charts.example.invalid/stable",
+			Values:       map[string]any{"replicas": 2, "auth": map[string]any{"user": "alice", "password": "adopt:redacted:auth.password"}},
+			Placeholders: []string{"auth.password"}, KeepSecrets: []string{"shop/web-auth"}},
+		Objects: []string{cm.Ref(), sec.Ref()},
+	})
+	return p
+}
+
+// TestHelmApplicationIsTheChartSource: a Helm-sourced Application names the
+// chart, its version, the release name and the plan's values, keeps the
+// chart's Secret data from live, never has a path, and no object of the
+// release is exported.
+func TestHelmApplicationIsTheChartSource(t *testing.T) {
+	p := helmPlan()
+	fetched := map[string]bool{}
+	a := newApplier(t, p, func(o *Options) {
+		o.Fetch = func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+			fetched[ns+"/"+name] = true
+			return fetchConfigMap(ctx, gvr, ns, name)
+		}
+	})
+	c, err := a.Build(mapTree{"clusters/prod/shop/web.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetched["shop/web-cfg"] || fetched["shop/web-auth"] {
+		t.Errorf("a Helm release's object was read to be exported: %v", fetched)
+	}
+	for f := range c.Files {
+		if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
+			t.Errorf("a Helm release's object was exported raw to %s", f)
+		}
+	}
+	data := c.Files["clusters/prod/apps/adopt-shop-web.yaml"]
+	app, err := argoapp.DecodeApplication(data)
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, data)
+	}
+	src := app.Spec.Source
+	for _, f := range []struct{ field, got, want string }{
+		{"repoURL", src.RepoURL, "https://charts.example.invalid/stable"},
+		{"chart", src.Chart, "web"},
+		{"path", src.Path, ""},
+		{"targetRevision", src.TargetRevision, "1.2.3"},
+		{"helm.releaseName", src.Helm.ReleaseName, "web"},
+		{"destination.namespace", app.Spec.Destination.Namespace, "shop"},
+		{"destination.name", app.Spec.Destination.Name, "prod"},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %q, want %q", f.field, f.got, f.want)
+		}
+	}
+	var values map[string]any
+	if err := json.Unmarshal(src.Helm.ValuesObject.Raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	if got := values["auth"].(map[string]any)["password"]; got != "adopt:redacted:auth.password" {
+		t.Errorf("password value %v, want the placeholder", got)
+	}
+	if values["replicas"] != float64(2) {
+		t.Errorf("replicas %v", values["replicas"])
+	}
+	sp := app.Spec.SyncPolicy
+	if sp.Automated != nil || !sp.SyncOptions.HasOption("ServerSideApply=true") || !sp.SyncOptions.HasOption("RespectIgnoreDifferences=true") {
+		t.Errorf("sync policy %+v", sp)
+	}
+	if len(app.Spec.IgnoreDifferences) != 1 || app.Spec.IgnoreDifferences[0].Name != "web-auth" || app.Spec.IgnoreDifferences[0].Kind != "Secret" ||
+		strings.Join(app.Spec.IgnoreDifferences[0].JSONPointers, ",") != "/data,/stringData" {
+		t.Errorf("ignoreDifferences %+v", app.Spec.IgnoreDifferences)
+	}
+	if len(app.Finalizers) != 0 {
+		t.Errorf("finalizers %v", app.Finalizers)
+	}
+	// A plan whose Helm Application lacks its chart repository is refused.
+	p = helmPlan()
+	p.Applications[2].Helm.RepoURL = ""
+	if err := Check(p); err == nil || !strings.Contains(err.Error(), "chart source unknown") {
+		t.Errorf("no repoURL: %v", err)
 	}
 }

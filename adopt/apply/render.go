@@ -14,6 +14,9 @@ import (
 // renderApp places one Application's objects and renders its manifest into
 // files, with every setting as the plan records it.
 func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byte) (AppSummary, error) {
+	if app.Source == "helm" {
+		return a.renderHelm(app, files)
+	}
 	p := a.o.Plan
 	s := AppSummary{Name: app.Name, Namespace: app.Namespace, Path: app.SourcePath}
 	var inGit, exportedHere []*exported

@@ -1,7 +1,7 @@
 // Package config owns adopt.yaml: the user's overrides for planning —
 // exclusions by group/kind/namespace/name glob (like Argo CD's
 // resource.exclusions), the Applications' destination, project, repo URL,
-// apps directory and naming. It reads and validates the file; it never
+// apps directory, naming and the chart repositories of Helm releases. It reads and validates the file; it never
 // talks to the cluster or to Git.
 package config
 
@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -48,6 +50,11 @@ type Config struct {
 	Naming string `yaml:"naming"`
 	// GroupBy is the default grouping rule (see plan.GroupBy).
 	GroupBy string `yaml:"groupBy"`
+	// HelmRepositories maps a chart name to the chart repository a Helm
+	// release's chart comes from: an http(s) repository URL or an
+	// oci://registry/path. It is looked up before the user's Helm
+	// repository config (see docs/helm.md).
+	HelmRepositories map[string]string `yaml:"helmRepositories"`
 }
 
 // Destination is spec.destination: a server URL or a cluster name.
@@ -161,6 +168,14 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for _, chart := range sortedKeys(c.HelmRepositories) {
+		if err := checkRepoURL(c.HelmRepositories[chart]); err != nil {
+			return fmt.Errorf("helmRepositories[%s]: %v", chart, err)
+		}
+		if !chartName.MatchString(chart) {
+			return fmt.Errorf("helmRepositories: %q is not a chart name (the chart's name as in helm.sh/chart, without the version)", chart)
+		}
+	}
 	switch c.GroupBy {
 	case "auto", "git-dir", "label", "namespace":
 	default:
@@ -200,6 +215,35 @@ func matchAny(globs []string, v string) bool {
 		}
 	}
 	return false
+}
+
+var chartName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// checkRepoURL accepts an http(s) URL with a host, or oci://host/path.
+func checkRepoURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci":
+		return fmt.Errorf("%q: want an http(s):// chart repository URL or oci://registry/path", s)
+	case u.Host == "":
+		return fmt.Errorf("%q has no host", s)
+	case u.User != nil:
+		return fmt.Errorf("%q carries credentials: keep them out of adopt.yaml (Argo CD reads them from its repository Secret)", s)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%q has a query or fragment: give the repository's base URL", s)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -46,15 +46,32 @@ naming: "adopt-{namespace}-{key}"
 
 func TestParseRejects(t *testing.T) {
 	for in, want := range map[string]string{
-		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nprojekt: x\n":                        "projekt",
-		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\ndestination: {server: a, name: b}\n": "not both",
-		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nexclusions: [{kinds: ['[']}]\n":      "bad glob",
-		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nappsDir: ../x\n":                     "inside the repo",
-		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnaming: fixed\n":                     "placeholder",
-		"apiVersion: v1\nkind: ConfigMap\n":                                                      "want apiVersion",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nprojekt: x\n":                                "projekt",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\ndestination: {server: a, name: b}\n":         "not both",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nexclusions: [{kinds: ['[']}]\n":              "bad glob",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nappsDir: ../x\n":                             "inside the repo",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnaming: fixed\n":                             "placeholder",
+		"apiVersion: v1\nkind: ConfigMap\n":                                                              "want apiVersion",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nhelmRepositories: {web: ftp://x/y}\n":        "helmRepositories[web]",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nhelmRepositories: {web: 'https:///x'}\n":     "has no host",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nhelmRepositories: {web: 'https://u:p@h/'}\n": "carries credentials",
+		"apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nhelmRepositories: {'web 1': 'https://h/'}\n": "not a chart name",
 	} {
 		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: error %v, want one line with %q", in, err, want)
 		}
+	}
+}
+
+func TestParseHelmRepositories(t *testing.T) {
+	c, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nhelmRepositories:\n  nginx: https://charts.example.com/stable\n  redis: oci://registry.example.com/charts\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.HelmRepositories["nginx"]; got != "https://charts.example.com/stable" {
+		t.Fatalf("nginx: %q", got)
+	}
+	if got := c.HelmRepositories["redis"]; got != "oci://registry.example.com/charts" {
+		t.Fatalf("redis: %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -49,6 +50,7 @@ const (
 	SkipExcluded  = "excluded"
 	SkipFlux      = "flux"
 	SkipArgoCD    = "argocd"
+	SkipHelm      = "helm-record"
 	SkipWholeType = "type"
 )
 
@@ -86,6 +88,8 @@ func SkipObjectClass(o *discover.Object) (class, why string) {
 		return SkipSystem, "built-in priority class"
 	case strings.HasPrefix(o.Name, "system:") && strings.HasPrefix(o.Type.Group, "rbac.authorization.k8s.io"):
 		return SkipSystem, "system RBAC object"
+	case o.Type.Group == "" && helmrelease.IsRecord(o.Type.Kind, o.Name, o.Labels):
+		return SkipHelm, "Helm's release record (owner=helm), not a workload: never adopted or changed"
 	case o.Type.Group == "argoproj.io" && (o.Type.Kind == "Application" || o.Type.Kind == "AppProject" || o.Type.Kind == "ApplicationSet"):
 		return SkipArgoCD, "Argo CD's own configuration; manage it with an app-of-apps, not adopt"
 	}

@@ -30,6 +30,19 @@ type Inputs struct {
 	// Bodies reads object bodies for drift and the next-apply prediction;
 	// nil leaves both out.
 	Bodies BodiesFunc
+	// Helm is what was read of each Helm release, by namespace/name; a
+	// release missing here has no Application. HelmUnread says why release
+	// records could not be read ("" when they were).
+	Helm       map[string]HelmRelease
+	HelmUnread string
+}
+
+// HelmRelease is one Helm release as read from its records, for Build.
+type HelmRelease struct {
+	Source HelmSource
+	// Blocked says why the release cannot become an Application (for
+	// example an unknown chart source); "" when it can.
+	Blocked string
 }
 
 // candidate is an object on its way into the plan.
@@ -137,6 +150,7 @@ func Build(in Inputs) *Plan {
 	}
 
 	p.Applications = group(cands, groupBy, cfg, in.Index)
+	p.Applications = helmApps(p, cands, in)
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {
 		p.Objects = append(p.Objects, c.obj)

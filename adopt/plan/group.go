@@ -91,6 +91,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		case "helm":
 			a.Name = cfg.AppName(parts[1], parts[2], "")
 			a.Helm.Chart, a.Helm.Version = chartOf(b.refs)
+			a.Namespace = parts[1]
 		case "git":
 			a.Name = cfg.AppName(a.Namespace, path.Base(b.dir), b.dir)
 			a.Kustomize = ix.InKustomization(b.dir) == b.dir

@@ -178,11 +178,82 @@ type Application struct {
 	Objects []string `json:"objects" yaml:"objects"`
 }
 
-// HelmSource is the chart a Helm-sourced Application installs.
+// HelmSource is the chart a Helm-sourced Application installs, as read
+// from the release's newest deployed revision. apply writes exactly this:
+// source.repoURL = RepoURL, chart = Chart, targetRevision = Version,
+// helm.releaseName = ReleaseName, helm.valuesObject = Values.
 type HelmSource struct {
 	ReleaseName string `json:"releaseName" yaml:"releaseName"`
 	Chart       string `json:"chart,omitempty" yaml:"chart,omitempty"`
 	Version     string `json:"version,omitempty" yaml:"version,omitempty"`
+	AppVersion  string `json:"appVersion,omitempty" yaml:"appVersion,omitempty"`
+	// Revision is the release revision read; Storage the driver holding its
+	// records (Secret or ConfigMap) and Records their names, which adopt
+	// never adopts or changes.
+	Revision int      `json:"revision,omitempty" yaml:"revision,omitempty"`
+	Storage  string   `json:"storage,omitempty" yaml:"storage,omitempty"`
+	Records  []string `json:"records,omitempty" yaml:"records,omitempty"`
+	// RepoURL is the chart repository (http(s) or oci://); SourceFrom says
+	// where it was found. Empty RepoURL: the source is unknown and the
+	// release has no Application.
+	RepoURL    string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
+	SourceFrom string `json:"sourceFrom,omitempty" yaml:"sourceFrom,omitempty"`
+	// Values are the user-supplied values with every secret-like value
+	// replaced by a placeholder; Placeholders are the key paths replaced.
+	Values       map[string]any `json:"values,omitempty" yaml:"values,omitempty"`
+	Placeholders []string       `json:"placeholders,omitempty" yaml:"placeholders,omitempty"`
+	// KeepSecrets are the chart's Secrets (namespace/name) whose data the
+	// Application keeps from live (ignoreDifferences +
+	// RespectIgnoreDifferences=true), so placeholders and generated values
+	// never overwrite a live secret.
+	KeepSecrets []string `json:"keepSecrets,omitempty" yaml:"keepSecrets,omitempty"`
+	// Hooks are the release's Helm hooks, which Argo CD runs as its own.
+	Hooks []HelmHook `json:"hooks,omitempty" yaml:"hooks,omitempty"`
+	// Proof compares the chart rendered with Values against the release's
+	// manifest (plan --preview).
+	Proof *HelmProof `json:"proof,omitempty" yaml:"proof,omitempty"`
+}
+
+// HelmHook is one Helm hook and what Argo CD makes of it.
+type HelmHook struct {
+	Kind   string   `json:"kind" yaml:"kind"`
+	Name   string   `json:"name" yaml:"name"`
+	Events []string `json:"events" yaml:"events"`
+	// ArgoCD says when Argo CD runs it instead.
+	ArgoCD string `json:"argocd" yaml:"argocd"`
+}
+
+// HelmProof is the chart rendered at Version with Values compared, object
+// by object, with the manifest the release recorded.
+type HelmProof struct {
+	Objects     int              `json:"objects" yaml:"objects"`
+	Identical   int              `json:"identical" yaml:"identical"`
+	Differences []HelmDifference `json:"differences,omitempty" yaml:"differences,omitempty"`
+	// Error is why the chart could not be rendered ("" when it was).
+	Error string `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// HelmDifference is one object that renders differently from the release.
+type HelmDifference struct {
+	Object string `json:"object" yaml:"object"`
+	Text   string `json:"text" yaml:"text"`
+	// Kept: Secret data, kept from live. Immutable: the sync would fail.
+	Kept      bool `json:"kept,omitempty" yaml:"kept,omitempty"`
+	Immutable bool `json:"immutable,omitempty" yaml:"immutable,omitempty"`
+}
+
+// Equal reports whether the proof found nothing that the first sync would
+// change (differences in kept Secret data do not count).
+func (p *HelmProof) Equal() bool {
+	if p == nil || p.Error != "" {
+		return false
+	}
+	for _, d := range p.Differences {
+		if !d.Kept {
+			return false
+		}
+	}
+	return true
 }
 
 // Ref is group/kind namespace/name, the way errors and reports name it.

@@ -11,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -18,9 +19,10 @@ import (
 
 // firstSync dry-runs Argo CD's first sync of every adopted object with the
 // manifest its Application will sync: the Git file when matched, otherwise
-// the clean export. Secrets (left out of sync) and Helm-sourced objects
-// (rendered from the chart) are not previewed. It writes nothing.
-func firstSync(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index) error {
+// the clean export; a Helm release's objects with the chart rendered (see
+// helmProof). Secrets (left out of sync, or kept from live) are not
+// previewed. It writes nothing.
+func firstSync(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release) error {
 	snap, err := capacity.Read(ctx, o.Kube)
 	if err != nil {
 		return explain(fmt.Errorf("read nodes and pods for the capacity check: %w", err))
@@ -55,6 +57,9 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	}
 	if o.Previewed != nil {
 		o.Previewed(len(p.Objects), len(p.Objects))
+	}
+	if err := helmProof(ctx, o, explain, p, rels, pv, results); err != nil {
+		return err
 	}
 	p.AddPreview(results)
 	return nil

@@ -1,7 +1,9 @@
 // Package scan is the plan pipeline shared by `adopt plan` and by `adopt
 // apply` without --plan: read the GitOps repo, read Argo CD's tracking and
 // Applications, discover every listable object, judge and match them into
-// an AdoptionPlan, and, when asked, preview the first sync. It only reads:
+// an AdoptionPlan (with the Helm releases read from their records), and,
+// when asked, preview the first sync (and prove each Helm chart renders what
+// its release recorded). It only reads:
 // nothing here writes to the cluster or to Git, and nothing prints (progress
 // goes to the caller's callbacks).
 package scan
@@ -15,6 +17,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -36,6 +39,9 @@ type Options struct {
 	Repo      gitindex.Source
 	ChunkSize int64
 	Preview   bool
+	// HelmSources finds Helm charts' repositories; nil means adopt.yaml's
+	// helmRepositories, then the user's Helm repository config and cache.
+	HelmSources *helmrelease.Sources
 	// Explain words a Kubernetes API error for the user (where, what next).
 	Explain func(error) error
 	// Progress callbacks; nil for none.
@@ -86,12 +92,14 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
 		discover.Each(ctx, o.Clients, objs, 4, want, fn)
 	}
+	o.Config = cfg
+	rels, helm, unread := helmReleases(ctx, o, res)
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
-		Cluster: o.Cluster,
+		Cluster: o.Cluster, Helm: helm, HelmUnread: unread,
 	})
 	if o.Preview {
-		if err := firstSync(ctx, o, explain, p, ix); err != nil {
+		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
 			return nil, err
 		}
 	}

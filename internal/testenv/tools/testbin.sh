@@ -16,3 +16,5 @@ for v in ${ADOPT_ARGOCD_VERSIONS-v2.14.21 v3.2.6}; do
   phase "argo cd $v" "$here/build-argocd.sh" "$v"
 done
 phase "gitea" "$here/build-gitea.sh"
+# The Helm tests and Argo CD's repo-server (for Helm-sourced Applications).
+phase "helm" "$here/build-helm.sh"

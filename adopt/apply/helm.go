@@ -1,0 +1,130 @@
+package apply
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// checkHelm refuses a Helm-sourced Application the plan does not record
+// fully: apply writes the chart source exactly as recorded and never
+// exports a Helm release's objects raw.
+func checkHelm(p *plan.Plan, app plan.Application) error {
+	h := app.Helm
+	missing := ""
+	switch {
+	case h == nil:
+		missing = "its chart source"
+	case h.ReleaseName == "":
+		missing = "the release name"
+	case h.Chart == "":
+		missing = "the chart name"
+	case h.Version == "":
+		missing = "the chart version"
+	case h.RepoURL == "":
+		missing = "the chart repository (chart source unknown: add helmRepositories to adopt.yaml)"
+	case app.Namespace == "":
+		missing = "the release namespace"
+	}
+	if missing != "" {
+		return &ContractError{msg: fmt.Sprintf("plan %s: Helm-sourced Application %s does not record %s; adopt apply writes only a chart source, never raw exports of Helm-owned objects. Re-run adopt plan", p.ID, app.Name, missing)}
+	}
+	return nil
+}
+
+// helmObjects are the objects apply must not export: those of Helm-sourced
+// Applications (Argo CD renders them from the chart) and those of no
+// Application (a blocked Helm release).
+func helmObjects(p *plan.Plan) map[string]bool {
+	in := map[string]bool{}
+	for _, app := range p.Applications {
+		if app.Source == "helm" {
+			continue
+		}
+		for _, ref := range app.Objects {
+			in[ref] = true
+		}
+	}
+	out := map[string]bool{}
+	for _, ob := range p.Objects {
+		if !in[ob.Ref()] {
+			out[ob.Ref()] = true
+		}
+	}
+	return out
+}
+
+// HelmRepoURL is the repoURL Argo CD expects for a chart repository: an
+// http(s) URL as is, an OCI registry without its oci:// scheme (Argo CD
+// reads it as a Helm OCI repository registered with enableOCI).
+func HelmRepoURL(u string) string { return strings.TrimPrefix(u, "oci://") }
+
+// renderHelm renders a Helm-sourced Application: the chart at the version
+// the release runs, the release name, the values (secret-like ones as
+// placeholders), the release namespace, server-side apply, and the chart's
+// Secrets' data kept from live. It writes nothing but the Application.
+func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (AppSummary, error) {
+	p := a.o.Plan
+	h := app.Helm
+	repo := HelmRepoURL(h.RepoURL)
+	s := AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, repo, h.ReleaseName)}
+	values, err := argoapp.HelmValuesYAML(h.Values)
+	if err != nil {
+		return s, fmt.Errorf("Application %s: %w", app.Name, err)
+	}
+	opts := []string{argoapp.SyncOptionServerSideApply}
+	var ignore []argoapp.IgnoreDifference
+	for _, ref := range h.KeepSecrets {
+		ns, name, _ := strings.Cut(ref, "/")
+		ignore = append(ignore, argoapp.IgnoreDifference{Kind: "Secret", Namespace: ns, Name: name, JSONPointers: []string{"/data", "/stringData"}})
+	}
+	if len(ignore) > 0 {
+		opts = append(opts, argoapp.SyncOptionRespectIgnoreDifferences)
+	}
+	add, why, err := a.csaMigration(app)
+	if err != nil {
+		return s, err
+	}
+	if add {
+		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
+		s.CSAMigration = why
+	} else if why != "" {
+		s.Notes = append(s.Notes, why)
+	}
+	keep := map[string]bool{}
+	for _, ref := range h.KeepSecrets {
+		keep[ref] = true
+	}
+	for _, ref := range app.Objects {
+		e := a.objs[ref]
+		where := "rendered by Argo CD from chart " + h.Chart + " " + h.Version + " (never exported)"
+		if export.IsSecret(e.obj.Group, e.obj.Kind) && keep[e.obj.Namespace+"/"+e.obj.Name] {
+			where += "; its data is kept from live"
+		}
+		s.Objects = append(s.Objects, ObjectSummary{Ref: ref, Where: where})
+	}
+	for _, k := range h.Placeholders {
+		s.Notes = append(s.Notes, fmt.Sprintf("value %s is a placeholder, not the secret: move it to the chart's existingSecret, a SealedSecret, an ExternalSecret or SOPS", k))
+	}
+	appsDir, argoNS := Settings(p)
+	server, name := destination(p, app)
+	d := argoapp.ApplicationData{
+		Name: app.Name, Namespace: argoNS, Project: project(p, app), PlanID: a.id, Objects: app.Objects,
+		RepoURL: repo, Chart: h.Chart, TargetRevision: h.Version, HelmReleaseName: h.ReleaseName, HelmValues: values,
+		IgnoreDifferences: ignore,
+		DestinationServer: server, DestinationName: name, DestinationNamespace: app.Namespace,
+		AutoSync: a.o.AutoSync, Prune: a.o.Prune, SyncOptions: opts,
+	}
+	out, err := argoapp.RenderApplication(a.appTpl, d)
+	if err != nil {
+		return s, err
+	}
+	s.Application = d
+	s.File = path.Join(appsDir, app.Name+".yaml")
+	files[s.File] = out
+	return s, nil
+}

@@ -1,0 +1,161 @@
+package helmrelease
+
+import (
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/helmpath"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+const manifest = `---
+# Source: web/templates/secret.yaml
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web-auth
+data:
+  pw: ` + "czNjcjN0LXBhc3N3MHJk" + `
+  url: ` + "" + `
+---
+# Source: web/templates/cm.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-cfg
+data:
+  greeting: hello
+`
+
+// TestRedact: key paths that name secrets and values that land in a
+// Secret become placeholders; references to secrets and plain values stay.
+func TestRedact(t *testing.T) {
+	in := map[string]any{
+		"greeting": "hello",
+		"auth":     map[string]any{"user": "alice", "password": "p", "existingSecret": "web-auth", "secretName": "x"},
+		"db":       map[string]any{"dsn": "s3cr3t-passw0rd"}, // lands in the Secret (base64 decoded)
+		"tokens":   []any{map[string]any{"apiToken": "t-1"}},
+		"replicas": float64(2),
+		"apiKey":   "k",
+		"tls":      map[string]any{"enabled": true},
+	}
+	out, paths := Redact(in, manifest)
+	want := []string{"apiKey", "auth.password", "db.dsn", "tokens[0].apiToken"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Fatalf("paths %v, want %v", paths, want)
+	}
+	auth := out["auth"].(map[string]any)
+	if auth["password"] != "adopt:redacted:auth.password" || auth["user"] != "alice" || auth["existingSecret"] != "web-auth" || auth["secretName"] != "x" {
+		t.Errorf("auth %v", auth)
+	}
+	if out["db"].(map[string]any)["dsn"] != Placeholder("db.dsn") {
+		t.Errorf("db %v", out["db"])
+	}
+	if out["greeting"] != "hello" || out["replicas"] != float64(2) {
+		t.Errorf("plain values changed: %v", out)
+	}
+	if in["auth"].(map[string]any)["password"] != "p" {
+		t.Error("Redact changed its input")
+	}
+}
+
+func TestSecretsAndRecords(t *testing.T) {
+	if got := Secrets(manifest, "shop"); !reflect.DeepEqual(got, []string{"shop/web-auth"}) {
+		t.Errorf("Secrets %v", got)
+	}
+	if !IsRecord("Secret", "sh.helm.release.v1.web.v3", map[string]string{"owner": "helm", "name": "web"}) {
+		t.Error("a release Secret is not a record")
+	}
+	if IsRecord("Secret", "web-auth", map[string]string{"owner": "helm"}) || IsRecord("Secret", "sh.helm.release.v1.web.v1", nil) {
+		t.Error("a workload Secret counted as a record")
+	}
+	cmds := RetireCommands("shop", "web", StorageSecret)
+	if got := cmds[len(cmds)-1]; got != "kubectl -n shop delete secrets -l owner=helm,name=web" {
+		t.Errorf("retire %q", got)
+	}
+}
+
+// TestCompare: identical objects count, Secret data differences are kept,
+// an immutable field change would fail, and objects on one side only are
+// named.
+func TestCompare(t *testing.T) {
+	rendered := strings.Replace(manifest, "czNjcjN0LXBhc3N3MHJk", base64.StdEncoding.EncodeToString([]byte("adopt:redacted:auth.password")), 1) + `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {selector: {matchLabels: {app: web2}}}
+`
+	stored := manifest + `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {selector: {matchLabels: {app: web}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gone}
+`
+	c, err := Compare(stored, rendered, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Objects != 4 || c.Identical != 1 {
+		t.Fatalf("objects %d identical %d: %+v", c.Objects, c.Identical, c.Diffs)
+	}
+	byObj := map[string]Difference{}
+	for _, d := range c.Diffs {
+		byObj[d.Object] = d
+	}
+	if d := byObj["Secret shop/web-auth"]; !d.Kept || !strings.Contains(d.Text, ".data.pw") {
+		t.Errorf("secret %+v", d)
+	}
+	if d := byObj["apps/Deployment shop/web"]; !d.Immutable || !strings.Contains(d.Text, ".spec.selector.matchLabels.app") {
+		t.Errorf("deployment %+v", d)
+	}
+	if d := byObj["Service shop/gone"]; !strings.Contains(d.Text, "only in the release") {
+		t.Errorf("service %+v", d)
+	}
+}
+
+// TestFind: adopt.yaml first, then the cached index of a repository in
+// Helm's repositories.yaml that has the chart at that version; otherwise
+// ErrUnknownSource naming what was looked at.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	cfg, cache := filepath.Join(dir, "repositories.yaml"), filepath.Join(dir, "cache")
+	f := repo.NewFile()
+	f.Add(&repo.Entry{Name: "other", URL: "https://other.example.invalid"}, &repo.Entry{Name: "stable", URL: "https://charts.example.invalid/stable"})
+	if err := f.WriteFile(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idx := repo.NewIndexFile()
+	if err := idx.MustAdd(&chart.Metadata{APIVersion: "v2", Name: "web", Version: "1.2.3"}, "web-1.2.3.tgz", "https://charts.example.invalid/stable", "sha256:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(cache, helmpath.CacheIndexFile("stable")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := Sources{Configured: map[string]string{"db": "oci://registry.example.invalid/charts"}, RepositoryConfig: cfg, RepositoryCache: cache}
+	if got, err := s.Find("db", "9.9.9"); err != nil || got.RepoURL != "oci://registry.example.invalid/charts" || got.From != "adopt.yaml helmRepositories" {
+		t.Errorf("configured: %+v %v", got, err)
+	}
+	if got, err := s.Find("web", "1.2.3"); err != nil || got.RepoURL != "https://charts.example.invalid/stable" || !strings.Contains(got.From, `"stable"`) {
+		t.Errorf("helm repo: %+v %v", got, err)
+	}
+	_, err := s.Find("web", "2.0.0")
+	if !errors.Is(err, ErrUnknownSource) || !strings.Contains(err.Error(), "other (no cached index") || !strings.Contains(err.Error(), "stable") {
+		t.Errorf("unknown version: %v", err)
+	}
+	if _, err := (Sources{RepositoryConfig: filepath.Join(dir, "none.yaml")}).Find("web", "1.2.3"); !errors.Is(err, ErrUnknownSource) {
+		t.Errorf("no config: %v", err)
+	}
+}

@@ -1,0 +1,82 @@
+package helmrelease
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/helmpath"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// Source is where a chart is fetched from: the Application's
+// source.repoURL and source.chart.
+type Source struct {
+	// RepoURL is an http(s) chart repository, or oci://registry/path.
+	RepoURL string
+	Chart   string
+	// From says where RepoURL was found, for reviewers.
+	From string
+}
+
+// Sources finds chart sources.
+type Sources struct {
+	// Configured is adopt.yaml helmRepositories: chart name → repo URL.
+	Configured map[string]string
+	// RepositoryConfig and RepositoryCache are Helm's repositories.yaml and
+	// index cache directory (DefaultSources reads them as helm does).
+	RepositoryConfig, RepositoryCache string
+}
+
+// DefaultSources are the configured repositories plus the user's Helm
+// repository config and cache, located as the helm CLI locates them
+// (HELM_REPOSITORY_CONFIG, HELM_REPOSITORY_CACHE, else helmpath's defaults).
+func DefaultSources(configured map[string]string) Sources {
+	s := cli.New()
+	return Sources{Configured: configured, RepositoryConfig: s.RepositoryConfig, RepositoryCache: s.RepositoryCache}
+}
+
+// ErrUnknownSource is returned when no source has the chart.
+var ErrUnknownSource = errors.New("chart source unknown")
+
+// Find returns where chart at version comes from: adopt.yaml first, then
+// every repository in Helm's repositories.yaml whose cached index lists that
+// name and version (the first by repository name when several do).
+func (s Sources) Find(chart, version string) (Source, error) {
+	if u := s.Configured[chart]; u != "" {
+		return Source{RepoURL: u, Chart: chart, From: "adopt.yaml helmRepositories"}, nil
+	}
+	if s.RepositoryConfig == "" {
+		return Source{}, fmt.Errorf("%w: %s %s is not in adopt.yaml helmRepositories", ErrUnknownSource, chart, version)
+	}
+	f, err := repo.LoadFile(s.RepositoryConfig)
+	if errors.Is(err, os.ErrNotExist) {
+		return Source{}, fmt.Errorf("%w: %s %s is not in adopt.yaml helmRepositories and there is no Helm repository config at %s", ErrUnknownSource, chart, version, s.RepositoryConfig)
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("%w: read Helm repository config %s: %v", ErrUnknownSource, s.RepositoryConfig, err)
+	}
+	entries := append([]*repo.Entry{}, f.Repositories...)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	var looked []string
+	for _, e := range entries {
+		idx, err := repo.LoadIndexFile(filepath.Join(s.RepositoryCache, helmpath.CacheIndexFile(e.Name)))
+		if err != nil {
+			looked = append(looked, e.Name+" (no cached index: run helm repo update)")
+			continue
+		}
+		if _, err := idx.Get(chart, version); err == nil {
+			return Source{RepoURL: e.URL, Chart: chart, From: fmt.Sprintf("Helm repository %q (%s)", e.Name, s.RepositoryConfig)}, nil
+		}
+		looked = append(looked, e.Name)
+	}
+	where := "none configured"
+	if len(looked) > 0 {
+		where = strings.Join(looked, ", ")
+	}
+	return Source{}, fmt.Errorf("%w: %s %s is in neither adopt.yaml helmRepositories nor the cached index of a Helm repository (%s: %s)", ErrUnknownSource, chart, version, s.RepositoryConfig, where)
+}

@@ -1,0 +1,146 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Finding codes of Helm releases.
+const (
+	CodeHelmBlocked      = "helm-release-blocked"
+	CodeHelmSecretValue  = "helm-secret-value"
+	CodeHelmHook         = "helm-hook"
+	CodeHelmProof        = "helm-render-differs"
+	CodeHelmProofFailed  = "helm-render-failed"
+	CodeHelmNewer        = "helm-newer-revision"
+	CodeHelmRecordsSkip  = "helm-records-unread"
+	codeHelmBlockedShort = "chart source unknown: add helmRepositories"
+)
+
+// helmApps completes each Helm-sourced Application from what was read of
+// its release. A release that cannot be adopted (no record, unknown chart
+// source) gets no Application: its objects stay in the plan with App ""
+// and a critical finding, and every other Application is unaffected.
+func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
+	if in.HelmUnread != "" {
+		p.Findings = append(p.Findings, Finding{CodeHelmRecordsSkip, Warning, in.HelmUnread})
+	}
+	byRef := map[string]*candidate{}
+	for _, c := range cands {
+		byRef[c.obj.Ref()] = c
+	}
+	var out []Application
+	for _, a := range p.Applications {
+		if a.Source != "helm" {
+			out = append(out, a)
+			continue
+		}
+		key := a.Namespace + "/" + a.Helm.ReleaseName
+		rel, ok := in.Helm[key]
+		why := rel.Blocked
+		switch {
+		case !ok && in.HelmUnread != "":
+			why = "its release records could not be read (" + in.HelmUnread + ")"
+		case !ok:
+			why = fmt.Sprintf("no deployed revision of Helm release %s found in its records (sh.helm.release.v1.%s.v<N> Secrets or ConfigMaps)", key, a.Helm.ReleaseName)
+		case why == "" && rel.Source.RepoURL == "":
+			why = codeHelmBlockedShort
+		}
+		if why != "" {
+			msg := fmt.Sprintf("Helm release %s (chart %s %s) is not adopted, so Application %s is not proposed: %s. Add the chart's repository to adopt.yaml helmRepositories (chart name: repo URL or oci://) and plan again", key, orUnknown(a.Helm.Chart), a.Helm.Version, a.Name, why)
+			p.Findings = append(p.Findings, Finding{CodeHelmBlocked, Critical, msg})
+			for _, ref := range a.Objects {
+				c := byRef[ref]
+				c.obj.App = ""
+				c.obj.Findings = append(c.obj.Findings, Finding{CodeHelmBlocked, Critical, fmt.Sprintf("Helm release %s is not adopted (no Application): %s", key, why)})
+				sortFindings(c.obj.Findings)
+				c.obj.Risk = maxSeverity(c.obj.Findings)
+			}
+			continue
+		}
+		hs := rel.Source
+		a.Helm = &hs
+		for _, path := range hs.Placeholders {
+			p.Findings = append(p.Findings, Finding{CodeHelmSecretValue, Warning, fmt.Sprintf(
+				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, "adopt:redacted:"+path)})
+		}
+		for _, h := range hs.Hooks {
+			p.Findings = append(p.Findings, Finding{CodeHelmHook, Info, fmt.Sprintf(
+				"Application %s: Helm hook %s %s (%s) becomes an Argo CD hook: %s", a.Name, h.Kind, h.Name, strings.Join(h.Events, ","), h.ArgoCD)})
+		}
+		out = append(out, a)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+// HookArgoCD says when Argo CD runs a Helm hook with these events: Argo CD
+// maps Helm hooks to its own phases and runs them at every sync, not only
+// at install or upgrade.
+func HookArgoCD(events []string) string {
+	var phases []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			phases = append(phases, p)
+		}
+	}
+	for _, e := range events {
+		switch e {
+		case "pre-install", "pre-upgrade":
+			add("PreSync")
+		case "post-install", "post-upgrade":
+			add("PostSync")
+		case "pre-delete", "post-delete", "pre-rollback", "post-rollback":
+			add("never (" + e + " has no Argo CD equivalent)")
+		case "test":
+			add("never (helm test hooks are skipped)")
+		default:
+			add("never (" + e + ")")
+		}
+	}
+	if len(phases) == 0 {
+		return "never"
+	}
+	s := strings.Join(phases, " and ")
+	if seen["PreSync"] || seen["PostSync"] {
+		s += ", at every sync (Helm ran it only at install or upgrade)"
+	}
+	return s
+}
+
+// AddHelmProof turns each Helm-sourced Application's proof into findings:
+// an immutable-field change is critical (the first sync would fail), any
+// other difference from the release's manifest a warning, a chart that could
+// not be rendered a warning. Secret data kept from live is not a finding.
+func (p *Plan) AddHelmProof() {
+	for _, a := range p.Applications {
+		if a.Helm == nil || a.Helm.Proof == nil {
+			continue
+		}
+		pr := a.Helm.Proof
+		if pr.Error != "" {
+			p.Findings = append(p.Findings, Finding{CodeHelmProofFailed, Warning, fmt.Sprintf("Application %s: the chart could not be rendered to prove it equal to Helm release %s: %s", a.Name, a.Helm.ReleaseName, pr.Error)})
+			continue
+		}
+		for _, d := range pr.Differences {
+			switch {
+			case d.Kept:
+			case d.Immutable:
+				p.Findings = append(p.Findings, Finding{CodeSyncWouldFail, Critical, fmt.Sprintf("Application %s: %s renders differently from Helm release %s: %s", a.Name, d.Object, a.Helm.ReleaseName, d.Text)})
+			default:
+				p.Findings = append(p.Findings, Finding{CodeHelmProof, Warning, fmt.Sprintf("Application %s: %s renders differently from Helm release %s: %s", a.Name, d.Object, a.Helm.ReleaseName, d.Text)})
+			}
+		}
+	}
+	p.Sort()
+}

@@ -1,0 +1,156 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// helmReleases reads the Helm releases the discovered objects belong to and
+// resolves each chart's source. Release records that cannot be read are
+// reported (unread), not fatal: the releases' objects get no Application.
+func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels map[string]*helmrelease.Release, in map[string]plan.HelmRelease, unread string) {
+	need := false
+	for i := range res.Objects {
+		ob := &res.Objects[i]
+		if ob.Annotations["meta.helm.sh/release-name"] != "" || ob.Labels["app.kubernetes.io/managed-by"] == "Helm" {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return nil, nil, ""
+	}
+	rels, err := helmrelease.Read(ctx, o.Kube, o.Cluster.Namespace)
+	if err != nil {
+		return nil, nil, err.Error() + "; grant get/list on secrets (and configmaps) where Helm releases live"
+	}
+	srcs := helmrelease.DefaultSources(o.Config.HelmRepositories)
+	if o.HelmSources != nil {
+		srcs = *o.HelmSources
+	}
+	in = map[string]plan.HelmRelease{}
+	for k, r := range rels {
+		hs := plan.HelmSource{
+			ReleaseName: r.Name, Chart: r.Chart, Version: r.Version, AppVersion: r.AppVersion,
+			Revision: r.Revision, Storage: r.Storage, Records: r.Records,
+			KeepSecrets: helmrelease.Secrets(r.Manifest, r.Namespace),
+		}
+		hs.Values, hs.Placeholders = helmrelease.Redact(r.Config, r.Manifest)
+		if len(hs.Values) == 0 {
+			hs.Values = nil
+		}
+		for _, h := range r.Hooks {
+			hs.Hooks = append(hs.Hooks, plan.HelmHook{Kind: h.Kind, Name: h.Name, Events: h.Events, ArgoCD: plan.HookArgoCD(h.Events)})
+		}
+		hr := plan.HelmRelease{Source: hs}
+		src, err := srcs.Find(r.Chart, r.Version)
+		if err != nil {
+			hr.Blocked = err.Error()
+		} else {
+			hr.Source.RepoURL, hr.Source.SourceFrom = src.RepoURL, src.From
+		}
+		if r.Newer != "" && hr.Blocked == "" {
+			hr.Blocked = fmt.Sprintf("its newest revision is not deployed (%s): finish or roll back the upgrade first", r.Newer)
+		}
+		in[k] = hr
+	}
+	return rels, in, ""
+}
+
+// helmProof renders each Helm-sourced Application's chart at its version
+// with the plan's values (placeholders included, as Argo CD will render
+// it), compares it object by object with the release's stored manifest,
+// and dry-runs the first sync of each rendered object that is in the plan
+// (Secrets aside: their data is kept from live).
+func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
+	r := helmrelease.Renderer{}
+	if v, err := o.Kube.Discovery().ServerVersion(); err == nil {
+		r.KubeVersion = v.GitVersion
+	}
+	byKey := map[string]*plan.Object{}
+	for i := range p.Objects {
+		ob := &p.Objects[i]
+		byKey[ob.Group+"/"+ob.Kind+" "+ob.Namespace+"/"+ob.Name] = ob
+	}
+	for i := range p.Applications {
+		app := &p.Applications[i]
+		hs := app.Helm
+		if app.Source != "helm" || hs == nil {
+			continue
+		}
+		rel := rels[helmrelease.Key(app.Namespace, hs.ReleaseName)]
+		if rel == nil {
+			continue
+		}
+		proof := &plan.HelmProof{}
+		hs.Proof = proof
+		ch, err := helmrelease.Fetch(ctx, helmrelease.Source{RepoURL: hs.RepoURL, Chart: hs.Chart}, hs.Version)
+		if err != nil {
+			proof.Error = err.Error()
+			continue
+		}
+		out, err := r.Render(ch, hs.ReleaseName, app.Namespace, hs.Values)
+		if err != nil {
+			proof.Error = err.Error()
+			continue
+		}
+		cmp, err := helmrelease.Compare(rel.Manifest, out.Manifest, app.Namespace)
+		if err != nil {
+			proof.Error = err.Error()
+			continue
+		}
+		proof.Objects, proof.Identical = cmp.Objects, cmp.Identical
+		for _, d := range cmp.Diffs {
+			proof.Differences = append(proof.Differences, plan.HelmDifference{Object: d.Object, Text: d.Text, Kept: d.Kept, Immutable: d.Immutable})
+		}
+		for _, doc := range releaseutil.SplitManifests(out.Manifest) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || len(u.Object) == 0 {
+				continue
+			}
+			if u.GetNamespace() == "" {
+				u.SetNamespace(app.Namespace)
+			}
+			gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+			ob := byKey[gv.Group+"/"+u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()]
+			if ob == nil {
+				// cluster-scoped objects carry no namespace in the plan
+				ob = byKey[gv.Group+"/"+u.GetKind()+" /"+u.GetName()]
+				if ob != nil {
+					u.SetNamespace("")
+				}
+			}
+			if ob == nil || ob.App != app.Name || export.IsSecret(ob.Group, ob.Kind) {
+				continue
+			}
+			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
+			if err != nil {
+				return explain(fmt.Errorf("%s: %w", ob.Ref(), err))
+			}
+			id := ""
+			if p.Tracking.Method != argoapp.TrackingLabel {
+				id = argoapp.TrackingID{AppName: app.Name, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+			}
+			res, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: u, Live: live, TrackingID: id})
+			if err != nil {
+				return explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
+			}
+			results[ob.Ref()] = res
+		}
+	}
+	p.AddHelmProof()
+	return nil
+}
