@@ -32,15 +32,7 @@ func committedApp(t *testing.T, bare string, p *plan.Plan, file string) *v1alpha
 func TestApplyCommitsWhatThePlanSays(t *testing.T) {
 	ns := cp.Namespace(t)
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shop-settings}\ndata: {mode: blue}\n"), "apply", "-n", ns, "-f", "-")
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	url, err := g.CreateRepo("gitops", map[string]string{"README.md": "gitops\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "adopt.yaml")
 	if err := os.WriteFile(cfg, []byte(`apiVersion: adopt.dev/v1alpha1
@@ -125,20 +117,13 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 	const passphrase = "ssh-CANARY-passphrase-4411"
 	ns := cp.Namespace(t)
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssh-settings}\ndata: {mode: green}\n"), "apply", "-n", ns, "-f", "-")
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssh-settings, namespace: " + ns + "}\ndata: {mode: green}\n"
+	g, _ := gitRepo(t, "gitops", map[string]string{"k8s/" + ns + "/settings.yaml": manifest})
 	s, err := testenv.StartSSHGitServer(g.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssh-settings, namespace: " + ns + "}\ndata: {mode: green}\n"
-	if _, err := g.CreateRepo("gitops", map[string]string{"k8s/" + ns + "/settings.yaml": manifest}); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	key, hosts := filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")
 	if _, err := s.NewClientKey(key, passphrase); err != nil {

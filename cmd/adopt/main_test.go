@@ -23,3 +23,19 @@ func adopt(t *testing.T, args ...string) (string, string, int) {
 	code := run(append([]string{"--kubeconfig", cp.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
 }
+
+// gitRepo starts a real git smart-HTTP server (anonymous) holding one repo
+// of files, stopped when the test ends, and returns it with the repo's URL.
+func gitRepo(t *testing.T, name string, files map[string]string) (*testenv.GitServer, string) {
+	t.Helper()
+	g, err := testenv.StartGitServer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	url, err := g.CreateRepo(name, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, url
+}
