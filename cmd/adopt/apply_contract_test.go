@@ -95,10 +95,11 @@ naming: "prod-{namespace}"
 		{[]string{"--apps-dir", "argocd/apps/"}, `records appsDir "clusters/prod/apps"`},
 		{[]string{"--repo-url", "https://git.example.invalid/other.git"}, `records repoURL "` + url + `"`},
 		{[]string{"--config", cfg}, "drop --config"},
+		{[]string{"--repo-url", "https://bot:ghp_CANARYt0ken@git.example.invalid/org/gitops.git"}, "carries credentials, which would be committed to Git"},
 	} {
 		args := append([]string{"apply", "--plan", planFile, "--repo", url, "-q", "--dry-run"}, tc.flags...)
 		_, errOut, code := adopt(t, args...)
-		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 || strings.Contains(errOut, "ghp_CANARYt0ken") {
 			t.Errorf("%v: exit %d, %q; want exit 2 saying %s", tc.flags, code, errOut, tc.want)
 		}
 	}

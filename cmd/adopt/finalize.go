@@ -16,6 +16,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -106,7 +107,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.StringSliceVar(&o.AllowHealth, "allow-health", nil, "health statuses accepted besides Healthy, e.g. Progressing,Suspended")
 	f.BoolVar(&o.Sync, "sync", false, "start the first sync (ServerSideApply=true, no prune) when none has happened")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the patches; change nothing")
-	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: "+strings.Join(finalize.Formats, "|"))
+	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: "+strings.Join(printer.FinalizeFormats, "|"))
 	f.StringVar(&o.JournalFile, "journal", "", "journal file (default: <plan>.journal next to the plan)")
 	f.BoolVar(&o.Undo, "undo", false, "restore the annotations the journal records as removed")
 	f.StringVar(&o.Revision, "revision", "", "the adoption commit: require a successful sync that deployed it (or a later one)")
@@ -119,7 +120,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.BoolVar(&o.Plaintext, "plaintext", false, "Argo CD API mode: no TLS")
 	f.BoolVar(&o.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
 	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version, e.g. v3.2.6 (default: asked of argocd-server in API mode, else the application controller's image tag)")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(finalize.Formats, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.FinalizeFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -166,8 +167,8 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 
 // Validate rejects bad input and selects the Applications and objects.
 func (o *FinalizeOptions) Validate() error {
-	if !oneOf(finalize.Formats, o.Output) {
-		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(finalize.Formats, ", "))
+	if !oneOf(printer.FinalizeFormats, o.Output) {
+		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.FinalizeFormats, ", "))
 	}
 	if o.ArgoCDServer != "" && strings.TrimSpace(o.ArgoCDToken) == "" && !o.Undo {
 		return usageErrorf("--argocd-server %s needs a token: pass --argocd-token or set $ARGOCD_AUTH_TOKEN", o.ArgoCDServer)
@@ -257,7 +258,7 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 			return argo.explain(err)
 		}
 	}
-	if err := rep.Print(o.Out, o.Output); err != nil {
+	if err := printer.Finalize(o.Out, rep, o.Output); err != nil {
 		return err
 	}
 	if bad := rep.Incomplete(); len(bad) > 0 {

@@ -1,0 +1,115 @@
+package printer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/finalize"
+)
+
+// FinalizeFormats lists the -o values Finalize accepts.
+var FinalizeFormats = []string{"table", "json", "yaml"}
+
+// Finalize writes finalize's (or undo's) report in format f.
+func Finalize(w io.Writer, rep *finalize.Report, f string) error {
+	switch f {
+	case "", "table":
+		return finalizeTable(w, rep)
+	case "json":
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(rep)
+	case "yaml":
+		b, err := yaml.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(FinalizeFormats, ", "))
+}
+
+// finalizeTable writes the report for people: Applications, one row per
+// object, reasons, patches in a dry run, and the totals.
+func finalizeTable(w io.Writer, rep *finalize.Report) error {
+	if rep.ArgoCD != nil {
+		fmt.Fprintln(w, rep.ArgoCD.String())
+	}
+	for _, a := range rep.Apps {
+		state := "ready"
+		if !a.Ready {
+			state = "not ready: " + a.Waiting
+		}
+		fmt.Fprintf(w, "Application %s: sync %s, health %s, %s\n", a.Name, dash(a.Sync), dash(a.Health), state)
+		if a.SyncStarted {
+			fmt.Fprintf(w, "  sync started by adopt (%s, no prune)\n", strings.Join(a.SyncOptions, ", "))
+		}
+		for _, p := range a.Problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+	}
+	if len(rep.Apps) > 0 {
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tAPPLICATION\tSTATUS\tANNOTATIONS BEFORE -> AFTER\t% CAP\tMANAGERS REMOVED")
+	for _, r := range rep.Objects {
+		bytes, pct := "-", "-"
+		if r.Status != finalize.StatusSkipped && !(r.Status == finalize.StatusFailed && r.Before.AnnotationBytes == 0) {
+			bytes = fmt.Sprintf("%s B -> %s B", Bytes(r.Before.AnnotationBytes), Bytes(r.After.AnnotationBytes))
+			pct = fmt.Sprintf("%.1f%% -> %.1f%%", r.Before.PercentOfCap, r.After.PercentOfCap)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Object, dash(r.App), r.Status, bytes, pct, managers(r.Managers))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var reasons []string
+	for _, r := range rep.Objects {
+		if r.Reason != "" && r.Status != finalize.StatusAlready {
+			reasons = append(reasons, fmt.Sprintf("  %s: %s", r.Status, r.Reason))
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintln(w, "\nNot done:")
+		fmt.Fprintln(w, strings.Join(reasons, "\n"))
+	}
+	if rep.DryRun {
+		fmt.Fprintln(w, "\nPatches (dry run, nothing sent; annotation values shown as size and digest):")
+		for _, r := range rep.Objects {
+			if len(r.Patch) == 0 {
+				continue
+			}
+			b, err := json.Marshal(r.Patch)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  %s\n    %s\n", r.Object, b)
+		}
+	}
+	t := rep.Total
+	fmt.Fprintf(w, "\n%d objects: %s; annotations %s B -> %s B in total\n",
+		t.Objects, rep.Counts(), Bytes(t.BytesBefore), Bytes(t.BytesAfter))
+	return nil
+}
+
+func managers(o finalize.Ownership) string {
+	var parts []string
+	parts = append(parts, o.Removed...)
+	for _, m := range o.Migrated {
+		parts = append(parts, "migrated "+m)
+	}
+	for _, m := range o.Trimmed {
+		parts = append(parts, "trimmed "+m)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
