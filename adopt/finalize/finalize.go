@@ -119,6 +119,13 @@ func (r *refusal) Error() string { return r.msg }
 // Object finalizes one object: read it, verify every precondition, send one
 // guarded JSON patch, and on a conflict start again from the read.
 func (f *Finalizer) Object(ctx context.Context, t Target) Result {
+	return f.ObjectFrom(ctx, t, nil)
+}
+
+// ObjectFrom is Object starting from read, a recent read of the object
+// (nil to read it first). The patch tests read's resourceVersion, so a read
+// that went stale only costs a conflict and a fresh read.
+func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured.Unstructured) Result {
 	res := Result{Object: t.Ref(), App: t.App}
 	c := f.Client(t)
 	backoff := f.Backoff
@@ -128,9 +135,13 @@ func (f *Finalizer) Object(ctx context.Context, t Target) Result {
 	refusedAt := "" // the resourceVersion a refused patch tested
 	err := retry.OnError(backoff, retriable, func() error {
 		res.Attempts++
-		live, err := c.Get(ctx, t.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		live := read
+		read = nil
+		if live == nil {
+			var err error
+			if live, err = c.Get(ctx, t.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		if refusedAt != "" && refusedAt == live.GetResourceVersion() {
 			return &refusal{msg: fmt.Sprintf("%s: the API server refused the guarded patch (422) although the object had not changed; nothing was written. Report this with the output of --dry-run", t.Ref())}

@@ -71,6 +71,23 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 	return c, nil
 }
 
+// dynamicFor is a dynamic client for parallel requests at once: client-go's
+// token bucket allows 25 requests a second per parallel request (at least
+// the default 50), with a burst of twice that, so the bound is what is in
+// flight, and the API server's priority and fairness (429 with Retry-After,
+// which client-go waits out and retries) what slows it.
+func (c *cluster) dynamicFor(parallel int) (dynamic.Interface, error) {
+	cfg := rest.CopyConfig(c.rest)
+	if q := float32(25 * parallel); q > cfg.QPS {
+		cfg.QPS, cfg.Burst = q, 50*parallel
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	return dyn, nil
+}
+
 // explain turns a client error into one sentence that says where and what to
 // do next.
 func (c *cluster) explain(err error) error {

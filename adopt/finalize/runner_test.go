@@ -1,0 +1,193 @@
+package finalize_test
+
+import (
+	"context"
+	"encoding/json"
+	fmtpkg "fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// synced reads every Application as Synced, Healthy, its sync Succeeded.
+type synced struct{}
+
+func (synced) Application(_ context.Context, name string) (argoapp.AppState, error) {
+	return argoapp.AppState{Name: name, Found: true, Phase: argoapp.PhaseSucceeded, Sync: argoapp.SyncSynced,
+		Health: argoapp.HealthHealthy, Revision: "0123456789abcdef", History: []string{"0123456789abcdef"}}, nil
+}
+
+// countingClient counts patches per object and checks each is guarded,
+// and how many run at once.
+type countingClient struct {
+	finalize.Client
+	mu               sync.Mutex
+	patches          map[string]int
+	unguarded        []string
+	inFlight, maxNow int
+}
+
+func (c *countingClient) Patch(ctx context.Context, n string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	var ops []map[string]any
+	_ = json.Unmarshal(data, &ops)
+	guarded := map[string]bool{}
+	for _, op := range ops {
+		if op["op"] == "test" {
+			guarded[fmtpkg.Sprint(op["path"])] = true
+		}
+	}
+	c.mu.Lock()
+	c.patches[n]++
+	if pt != types.JSONPatchType || !guarded["/metadata/resourceVersion"] || !guarded["/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"] {
+		c.unguarded = append(c.unguarded, n)
+	}
+	c.inFlight++
+	c.maxNow = max(c.maxNow, c.inFlight)
+	c.mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // let patches overlap
+	defer func() { c.mu.Lock(); c.inFlight--; c.mu.Unlock() }()
+	return c.Client.Patch(ctx, n, pt, data, o, sub...)
+}
+
+// TestRunnerParallel finalizes 3 Applications of 20 ConfigMaps each, 8 at
+// a time, against a real API server: every object is patched exactly
+// once, each patch tests the resourceVersion and the annotation's value,
+// patches do overlap but never more than 8, the report lists the objects
+// in the plan's order whatever order they finished in, and the journal
+// (written concurrently) lets undo restore every annotation byte for byte.
+func TestRunnerParallel(t *testing.T) {
+	ctx := context.Background()
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 500, 1000 // the default 5 a second would be all this test measures
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &plan.Plan{Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstanceLabelKey: argoapp.DefaultInstanceLabelKey}}
+	var sel finalize.Selection
+	sel.Targets = map[string][]finalize.Target{}
+	orig := map[string]string{}
+	var order []string
+	for a := 0; a < 3; a++ {
+		ns := cp.Namespace(t)
+		appName := app(ns)
+		sel.Apps = append(sel.Apps, plan.Application{Name: appName, Namespace: ns})
+		for i := 0; i < 20; i++ {
+			n := fmtpkg.Sprintf("cm-%02d", 19-i) // plan order is not name order
+			hand := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": n, "namespace": ns}, "data": map[string]any{"i": fmtpkg.Sprint(i)}}
+			hb, _ := json.Marshal(hand)
+			kubectl(t, hb, "-n", ns, "apply", "-f", "-")
+			hand["metadata"].(map[string]any)["annotations"] = map[string]any{argoapp.AnnotationTrackingID: appName + ":/ConfigMap:" + ns + "/" + n}
+			u := &unstructured.Unstructured{Object: hand}
+			if _, err := d.Resource(cmGVR).Namespace(ns).Apply(ctx, n, u, metav1.ApplyOptions{FieldManager: finalize.ArgoCDManager, Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			live, err := d.Resource(cmGVR).Namespace(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg := finalize.Target{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: n, App: appName}
+			orig[tg.Ref()] = live.GetAnnotations()[budget.LastAppliedKey]
+			if orig[tg.Ref()] == "" {
+				t.Fatalf("%s has no last-applied annotation", tg.Ref())
+			}
+			sel.Targets[appName] = append(sel.Targets[appName], tg)
+			order = append(order, tg.Ref())
+		}
+	}
+	clients := map[string]*countingClient{}
+	var cmu sync.Mutex
+	client := func(tg finalize.Target) finalize.Client {
+		cmu.Lock()
+		defer cmu.Unlock()
+		if clients[tg.Namespace] == nil {
+			clients[tg.Namespace] = &countingClient{Client: d.Resource(tg.GVR()).Namespace(tg.Namespace), patches: map[string]int{}}
+		}
+		return clients[tg.Namespace]
+	}
+	jp := filepath.Join(t.TempDir(), "plan.yaml.journal")
+	j, err := finalize.OpenJournal(jp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &finalize.Finalizer{Client: client, Tracking: &p.Tracking, Journal: j}
+	r := &finalize.Runner{Plan: p, Selection: sel, Finalizer: f, Reader: synced{}, Timeout: time.Minute, PollInterval: 50 * time.Millisecond, Parallel: 8}
+	rep := &finalize.Report{}
+	if err := r.Run(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	var got []string
+	for _, res := range rep.Objects {
+		got = append(got, res.Object)
+		if res.Status != finalize.StatusFinalized {
+			t.Errorf("%s: %s (%s)", res.Object, res.Status, res.Reason)
+		}
+	}
+	if !reflect.DeepEqual(got, order) {
+		t.Fatalf("report order\n%v\nwant the plan's\n%v", got, order)
+	}
+	maxNow := 0
+	for ns, c := range clients {
+		if len(c.unguarded) > 0 {
+			t.Errorf("%s: unguarded patches of %v", ns, c.unguarded)
+		}
+		if len(c.patches) != 20 {
+			t.Errorf("%s: %d objects patched, want 20", ns, len(c.patches))
+		}
+		for n, k := range c.patches {
+			if k != 1 {
+				t.Errorf("%s/%s patched %d times", ns, n, k)
+			}
+		}
+		maxNow = max(maxNow, c.maxNow)
+	}
+	if maxNow < 2 || maxNow > 8 {
+		t.Fatalf("at most %d patches at once, want between 2 and 8", maxNow)
+	}
+	for _, tg := range sel.All() {
+		u, err := d.Resource(cmGVR).Namespace(tg.Namespace).Get(ctx, tg.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := u.GetAnnotations()[budget.LastAppliedKey]; ok {
+			t.Fatalf("%s still carries the annotation", tg.Ref())
+		}
+	}
+
+	// Undo from the concurrently written journal restores every one.
+	entries, err := finalize.ReadJournal(jp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2*len(order) {
+		t.Fatalf("%d journal lines, want %d", len(entries), 2*len(order))
+	}
+	undo := &finalize.Report{Undo: true}
+	r.Undo(ctx, entries, undo)
+	if len(undo.Objects) != len(order) {
+		t.Fatalf("undo covered %d objects, want %d", len(undo.Objects), len(order))
+	}
+	for _, tg := range sel.All() {
+		u, err := d.Resource(cmGVR).Namespace(tg.Namespace).Get(ctx, tg.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.GetAnnotations()[budget.LastAppliedKey]; got != orig[tg.Ref()] {
+			t.Fatalf("%s: undo restored %q, want %q", tg.Ref(), got, orig[tg.Ref()])
+		}
+	}
+}
