@@ -220,6 +220,9 @@ type Applications struct {
 	// Note says what was found, for the user.
 	Note string `json:"note" yaml:"note"`
 	set  map[string]bool
+	// elsewhere maps Applications that deploy to another cluster to their
+	// destination (hub and spoke, ListApplicationsTo).
+	elsewhere map[string]string
 }
 
 // NewApplications builds the set from namespace/name keys.
@@ -287,8 +290,11 @@ func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Appli
 	if m.ID != nil && !m.ID.Names(r) {
 		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.refString())}
 	}
-	if apps.Verified && !apps.Has(t.AppKey(m.App)) {
-		return Tracked{Stale: fmt.Sprintf("names Application %s, which does not exist", t.AppKey(m.App))}
+	if key := t.AppKey(m.App); apps.Verified && !apps.Has(key) {
+		if dest := apps.elsewhere[key]; dest != "" {
+			return Tracked{Stale: fmt.Sprintf("names Application %s, which deploys to %s, not this cluster", key, dest)}
+		}
+		return Tracked{Stale: fmt.Sprintf("names Application %s, which does not exist", key)}
 	}
 	// Without the Application CRD (Argo CD not installed) or without the
 	// right to list Applications, a well-formed mark is taken at its word;

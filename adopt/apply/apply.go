@@ -129,6 +129,9 @@ func (a *Applier) Target(repoURL, revision string) {
 // whose chart source the plan does not fully record (it is written from the
 // chart, never from raw exports).
 func Check(p *plan.Plan) error {
+	if m := p.ArgoCD.Management; m != nil && m.Cluster == "" {
+		return &ContractError{msg: fmt.Sprintf("plan %s: cluster %s is not registered with the Argo CD on %s, so its Applications would have no destination (or deploy into the management cluster itself). Register it (argocd cluster add), then plan again", p.ID, p.Cluster.Server, m.Server)}
+	}
 	refs := make(map[string]bool, len(p.Objects))
 	for _, ob := range p.Objects {
 		refs[ob.Ref()] = true

@@ -35,6 +35,8 @@ type Inputs struct {
 	// records could not be read ("" when they were).
 	Helm       map[string]HelmRelease
 	HelmUnread string
+	// Management is Argo CD's cluster when it is not the one planned.
+	Management *Management
 }
 
 // HelmRelease is one Helm release as read from its records, for Build.
@@ -65,7 +67,12 @@ func Build(in Inputs) *Plan {
 		groupBy = GroupBy(cfg.GroupBy)
 	}
 	p := &Plan{APIVersion: APIVersion, Kind: Kind, Cluster: in.Cluster, Tracking: in.Tracking}
-	p.ArgoCD = ArgoCD{Installed: in.Apps.Installed, ApplicationsChecked: in.Apps.Verified, Note: in.Apps.Note}
+	p.ArgoCD = ArgoCD{Installed: in.Apps.Installed, ApplicationsChecked: in.Apps.Verified, Note: in.Apps.Note, Management: in.Management}
+	if m := in.Management; m != nil && m.Cluster == "" {
+		p.Findings = append(p.Findings, Finding{Code: CodeNotRegistered, Severity: Critical, Message: fmt.Sprintf(
+			"cluster %s is not registered with the Argo CD on %s (no cluster Secret in namespace %s has its server): register it (argocd cluster add %s), then plan again; the Applications would have no destination",
+			in.Cluster.Server, m.Server, in.Tracking.Namespace, orServer(in.Cluster.Context, in.Cluster.Server))})
+	}
 	p.Settings = Settings{GroupBy: groupBy, RepoURL: cfg.RepoURL, AppsDir: cfg.AppsDir, ExportDir: cfg.ExportDir, Project: cfg.Project, Destination: destination(cfg)}
 	if !in.Apps.Installed {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDMissing, Severity: Info, Message: in.Apps.Note + "; carrying on"})
@@ -277,4 +284,11 @@ func (p *Plan) Object(ref string) *Object {
 		}
 	}
 	return nil
+}
+
+func orServer(context, server string) string {
+	if context != "" {
+		return context
+	}
+	return server
 }

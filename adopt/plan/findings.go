@@ -55,6 +55,7 @@ const (
 	CodeUnread          = "body-not-read"
 	CodeArgoCDMissing   = "argocd-not-installed"
 	CodeArgoCDUnchecked = "applications-not-checked"
+	CodeNotRegistered   = "cluster-not-registered"
 )
 
 // findings derives an object's findings from what the plan knows of it.

@@ -59,6 +59,19 @@ type ArgoCD struct {
 	// against the Applications (not listable).
 	ApplicationsChecked bool   `json:"applicationsChecked" yaml:"applicationsChecked"`
 	Note                string `json:"note" yaml:"note"`
+	// Management is set when Argo CD runs on another cluster than the one
+	// planned (hub and spoke, --argocd-context).
+	Management *Management `json:"management,omitempty" yaml:"management,omitempty"`
+}
+
+// Management is the cluster Argo CD runs on, and how it knows the cluster
+// planned.
+type Management struct {
+	Server  string `json:"server" yaml:"server"`
+	Context string `json:"context,omitempty" yaml:"context,omitempty"`
+	// Cluster is the name of the cluster Secret registering the planned
+	// cluster ("" when it is not registered).
+	Cluster string `json:"cluster,omitempty" yaml:"cluster,omitempty"`
 }
 
 // Repo is the GitOps repo revision the plan was matched against.

@@ -42,6 +42,9 @@ type Options struct {
 	// HelmSources finds Helm charts' repositories; nil means adopt.yaml's
 	// helmRepositories, then the user's Helm repository config and cache.
 	HelmSources *helmrelease.Sources
+	// Hub, when set, is the management cluster Argo CD runs on (hub and
+	// spoke); nil means Argo CD runs in the cluster planned.
+	Hub *Hub
 	// Explain words a Kubernetes API error for the user (where, what next).
 	Explain func(error) error
 	// Progress callbacks; nil for none.
@@ -64,17 +67,14 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 			return nil, err
 		}
 	}
-	tracking, err := argoapp.ReadTracking(ctx, o.Kube, o.ArgoCDNamespace, o.ArgoCDVersion)
-	if err != nil {
-		return nil, explain(err)
+	cfg := config.Default()
+	if o.Config != nil {
+		c := *o.Config // argoCD may set the destination: not the caller's copy
+		cfg = &c
 	}
-	apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+	tracking, apps, mgmt, err := argoCD(ctx, o, cfg)
 	if err != nil {
-		return nil, explain(err)
-	}
-	cfg := o.Config
-	if cfg == nil {
-		cfg = config.Default()
+		return nil, err
 	}
 	skipType := func(t discover.Type) string {
 		if why := judge.SkipType(t); why != "" {
@@ -96,7 +96,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	rels, helm, unread := helmReleases(ctx, o, res)
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
-		Cluster: o.Cluster, Helm: helm, HelmUnread: unread,
+		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt,
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
@@ -110,4 +110,64 @@ func (o Options) say(format string, a ...any) {
 	if o.Say != nil {
 		o.Say(format, a...)
 	}
+}
+
+// Hub is the management cluster of a hub-and-spoke Argo CD.
+type Hub struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Server and Context name it, for the plan and for errors.
+	Server, Context string
+	// Explain words its API errors.
+	Explain func(error) error
+}
+
+// argoCD reads Argo CD's tracking configuration and Applications: from the
+// planned cluster itself, or with a Hub from the management cluster, where
+// the planned cluster's cluster Secret gives the Applications' destination
+// (into cfg, unless adopt.yaml names one) and only Applications deploying
+// to it count as tracking.
+func argoCD(ctx context.Context, o Options, cfg *config.Config) (argoapp.Tracking, argoapp.Applications, *plan.Management, error) {
+	explain := o.Explain
+	if explain == nil {
+		explain = func(err error) error { return err }
+	}
+	if o.Hub == nil {
+		tracking, err := argoapp.ReadTracking(ctx, o.Kube, o.ArgoCDNamespace, o.ArgoCDVersion)
+		if err != nil {
+			return tracking, argoapp.Applications{}, nil, explain(err)
+		}
+		apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+		return tracking, apps, nil, explainIf(explain, err)
+	}
+	h := o.Hub
+	hubExplain := h.Explain
+	if hubExplain == nil {
+		hubExplain = func(err error) error { return err }
+	}
+	tracking, err := argoapp.ReadTracking(ctx, h.Kube, o.ArgoCDNamespace, o.ArgoCDVersion)
+	if err != nil {
+		return tracking, argoapp.Applications{}, nil, hubExplain(err)
+	}
+	clusters, err := argoapp.RegisteredClusters(ctx, h.Kube, o.ArgoCDNamespace)
+	if err != nil {
+		return tracking, argoapp.Applications{}, nil, hubExplain(err)
+	}
+	m := &plan.Management{Server: h.Server, Context: h.Context}
+	here := argoapp.HereIs(argoapp.Cluster{Server: o.Cluster.Server})
+	if c, ok := argoapp.FindCluster(clusters, o.Cluster.Server); ok {
+		m.Cluster, here = c.Name, argoapp.HereIs(c)
+		if cfg.Destination == config.Default().Destination {
+			cfg.Destination = config.Destination{Name: c.Name}
+		}
+	}
+	apps, err := argoapp.ListApplicationsTo(ctx, h.Dynamic, here)
+	return tracking, apps, m, explainIf(hubExplain, err)
+}
+
+func explainIf(explain func(error) error, err error) error {
+	if err == nil {
+		return nil
+	}
+	return explain(err)
 }

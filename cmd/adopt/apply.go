@@ -38,6 +38,7 @@ type ApplyOptions struct {
 	Force         bool
 	Author        string
 	Git           gitops.AuthFlags
+	Hub           hubFlags
 	Templates     string
 	Secrets       string
 	FixRunbooks   bool
@@ -52,6 +53,7 @@ type ApplyOptions struct {
 
 	genericiooptions.IOStreams
 	cluster    *cluster
+	hub        *cluster
 	scopeNS    string
 	plan       *plan.Plan
 	cfg        *config.Config
@@ -104,6 +106,7 @@ on top and pushed again (never forced unless --force).
 	f := cmd.Flags()
 	o.pr.AddFlags(f)
 	o.Git.AddFlags(f)
+	o.Hub.AddFlags(f)
 	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file; without it the plan is computed now, as `adopt plan` would")
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
@@ -180,6 +183,9 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		return err
 	}
 	o.cluster = c
+	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -228,6 +234,9 @@ func (o *ApplyOptions) Validate() error {
 		if err := o.Overrides.Check(o.plan); err != nil {
 			return usageErrorf("%v", err)
 		}
+		if err := checkHub(o.plan, o.hub); err != nil {
+			return err
+		}
 	}
 	return o.pr.Validate()
 }
@@ -248,8 +257,12 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		}
 	}
 	_, argoNS := apply.Settings(p)
+	argo := o.cluster
+	if o.hub != nil {
+		argo = o.hub
+	}
 	version, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
-		Flag: o.ArgoCDVersion, Kube: o.cluster.kube, Namespace: argoNS,
+		Flag: o.ArgoCDVersion, Kube: argo.kube, Namespace: argoNS,
 		Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
 	})
 	if err != nil {
@@ -333,7 +346,9 @@ func (o *ApplyOptions) computePlan(ctx context.Context) (*plan.Plan, error) {
 	if argoNS == "" {
 		argoNS = argoapp.DefaultNamespace
 	}
-	return scan.Plan(ctx, o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth}))
+	so := o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
+	so.Hub = o.hub.scanHub()
+	return scan.Plan(ctx, so)
 }
 
 // contractOr gives a plan or override the engine refused exit code 2.

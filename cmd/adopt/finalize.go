@@ -46,10 +46,14 @@ type FinalizeOptions struct {
 	Insecure      bool
 	ArgoCDVersion string
 
+	Hub hubFlags
+
 	genericiooptions.IOStreams
 	cluster *cluster
-	plan    *plan.Plan
-	sel     finalize.Selection
+	// hub is the management cluster Argo CD runs on (nil: the cluster itself).
+	hub  *cluster
+	plan *plan.Plan
+	sel  finalize.Selection
 	// envServer is $ARGOCD_SERVER: API mode's fallback when the
 	// Application resources may not be read through the Kubernetes API.
 	envServer string
@@ -120,6 +124,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.BoolVar(&o.Plaintext, "plaintext", false, "Argo CD API mode: no TLS")
 	f.BoolVar(&o.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
 	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version, e.g. v3.2.6 (default: asked of argocd-server in API mode, else the application controller's image tag)")
+	o.Hub.AddFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.FinalizeFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -162,7 +167,8 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
 		return usageErrorf("%v", err)
 	}
-	return nil
+	o.hub, err = o.Hub.connect(o.ConfigFlags)
+	return err
 }
 
 // Validate rejects bad input and selects the Applications and objects.
@@ -189,6 +195,12 @@ func (o *FinalizeOptions) Validate() error {
 	}
 	if o.Parallel < 1 {
 		return usageErrorf("--parallel must be at least 1")
+	}
+	if err := checkHub(o.plan, o.hub); err != nil {
+		return err
+	}
+	if m := o.plan.ArgoCD.Management; m != nil && o.hub == nil && o.ArgoCDServer == "" && o.envServer == "" && !o.Undo {
+		return usageErrorf("plan %s was made with Argo CD on the management cluster %s (context %q): pass --argocd-context (and --argocd-kubeconfig if it is in another file), or --argocd-server", o.plan.ID, m.Server, m.Context)
 	}
 	sel, err := finalize.Select(o.plan, o.Apps)
 	if err != nil {
@@ -271,10 +283,21 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 // before it does anything.
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
 	needs := finalize.RunNeeds(o.sel.All(), o.ArgoCDNamespace, o.DryRun, o.Undo, o.ArgoCDServer != "", o.Sync)
-	missing, err := finalize.Missing(ctx, kube, needs)
+	var missing []finalize.Access
+	if o.hub != nil {
+		// The objects are patched here; the Applications live on the hub.
+		appNeeds := finalize.RunNeeds(nil, o.ArgoCDNamespace, o.DryRun, o.Undo, o.ArgoCDServer != "", o.Sync)
+		onHub, err := finalize.Missing(ctx, o.hub.kube, appNeeds)
+		if err != nil {
+			return o.hub.explain(err)
+		}
+		missing, needs = onHub, finalize.Needs(o.sel.All(), o.DryRun)
+	}
+	here, err := finalize.Missing(ctx, kube, needs)
 	if err != nil {
 		return o.cluster.explain(err)
 	}
+	missing = append(missing, here...)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -316,6 +339,9 @@ type argoMode struct {
 // application controller's image tag, else the plan's).
 func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (argoMode, error) {
 	m := argoMode{close: func() {}, explain: o.cluster.explain}
+	if o.hub != nil {
+		kube, dyn, m.explain = o.hub.kube, o.hub.clients.Dynamic, o.hub.explain
+	}
 	q := argoapp.VersionQuery{Flag: o.ArgoCDVersion, Kube: kube, Namespace: o.ArgoCDNamespace,
 		Recorded: o.plan.Tracking.Version, RecordedSource: o.plan.Tracking.VersionSource, RecordedBy: o.plan.ID}
 	if o.ArgoCDServer != "" {

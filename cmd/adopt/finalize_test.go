@@ -31,39 +31,46 @@ const argoNS = "argocd"
 
 var crdOnce sync.Once
 
-// installApplicationCRD applies Argo CD v2.14.21's Application CRD from the
-// module cache and creates the argocd namespace.
+// installApplicationCRD installs the Application CRD on the package's
+// control plane, once.
 func installApplicationCRD(t *testing.T) {
 	t.Helper()
-	crdOnce.Do(func() {
-		out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
-		if err != nil {
-			t.Fatalf("go mod download argo-cd: %v", err)
-		}
-		var mod struct{ Dir string }
-		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-			t.Fatalf("go mod download argo-cd: no Dir in %s", out)
-		}
-		crd, err := os.ReadFile(filepath.Join(mod.Dir, "manifests", "crds", "application-crd.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// --force-conflicts: an Argo CD test may have installed another
-		// version's CRD before (field manager testenv).
-		kc(t, crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-")
-		// Served once discovery lists it; wait for that, bounded.
-		err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := cp.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
-			return err == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("the Application CRD was not served: %v", err)
-		}
-		_, err = cp.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	crdOnce.Do(func() { installApplicationCRDOn(t, cp) })
+}
+
+// installApplicationCRDOn applies Argo CD v2.14.21's Application CRD from
+// the module cache to c and creates the argocd namespace.
+func installApplicationCRDOn(t *testing.T, c *testenv.ControlPlane) {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
+	if err != nil {
+		t.Fatalf("go mod download argo-cd: %v", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download argo-cd: no Dir in %s", out)
+	}
+	crd, err := os.ReadFile(filepath.Join(mod.Dir, "manifests", "crds", "application-crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --force-conflicts: an Argo CD test may have installed another
+	// version's CRD before (field manager testenv).
+	if out, err := c.Kubectl(context.Background(), crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-"); err != nil {
+		t.Fatalf("install the Application CRD: %v: %s", err, out)
+	}
+	// Served once discovery lists it; wait for that, bounded.
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
+		return err == nil, nil
 	})
+	if err != nil {
+		t.Fatalf("the Application CRD was not served: %v", err)
+	}
+	_, err = c.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 func kc(t *testing.T, stdin []byte, args ...string) {

@@ -36,9 +36,11 @@ type PlanOptions struct {
 	FailOn          string
 	Preview         bool
 	Git             gitops.AuthFlags
+	Hub             hubFlags
 
 	genericiooptions.IOStreams
 	cluster  *cluster
+	hub      *cluster
 	scopeNS  string
 	progress bool
 	cfg      *config.Config
@@ -80,13 +82,14 @@ abort the scan. The plan never writes to the cluster.
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "scan every namespace and cluster-scoped types (the default unless -n is given)")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: "+strings.Join(printer.Formats, "|"))
 	f.StringVar(&o.OutFile, "out", "", "also write the plan file (YAML) to this path")
-	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", o.ArgoCDNamespace, "namespace of the Argo CD control plane (holds argocd-cm)")
+	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", o.ArgoCDNamespace, "namespace of the Argo CD control plane (holds argocd-cm and, with --argocd-context, the cluster Secrets)")
 	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version, for the default tracking method (default: the application controller's image tag)")
 	f.BoolVar(&o.ShowSkipped, "show-skipped", false, "list skipped objects and types, and informational findings")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.Int64Var(&o.ChunkSize, "chunk-size", 500, "return large lists in chunks of this size, as kubectl does")
 	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory)")
 	o.Git.AddFlags(f)
+	o.Hub.AddFlags(f)
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
@@ -123,6 +126,9 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 		return err
 	}
 	o.cluster = c
+	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
+		return err
+	}
 	o.progress = !o.Quiet && isTerminal(o.ErrOut)
 	return nil
 }
@@ -195,7 +201,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // scanOptions are the pipeline's inputs from the flags.
 func (o *PlanOptions) scanOptions() scan.Options {
 	so := o.cluster.scanOptions(o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
-	so.GroupBy, so.ChunkSize, so.Preview = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview
+	so.GroupBy, so.ChunkSize, so.Preview, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview, o.hub.scanHub()
 	if o.progress {
 		so.Say = func(format string, a ...any) { fmt.Fprintf(o.ErrOut, format, a...) }
 		so.Listed = func(done, total, objects int) {

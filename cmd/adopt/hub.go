@@ -1,0 +1,68 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// hubFlags name the management cluster Argo CD runs on, when it is not the
+// cluster the command works on (hub and spoke).
+type hubFlags struct {
+	Kubeconfig string
+	Context    string
+}
+
+// AddFlags registers --argocd-kubeconfig and --argocd-context.
+func (h *hubFlags) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&h.Kubeconfig, "argocd-kubeconfig", "", "kubeconfig of the management cluster Argo CD runs on (default: --kubeconfig)")
+	f.StringVar(&h.Context, "argocd-context", "", "context of the management cluster Argo CD runs on, when it is not the cluster worked on (hub and spoke)")
+}
+
+// Set reports whether a management cluster was named.
+func (h *hubFlags) Set() bool { return h.Kubeconfig != "" || h.Context != "" }
+
+// connect resolves the management cluster (nil when none was named), with
+// the main flags' kubeconfig and --request-timeout as defaults.
+func (h *hubFlags) connect(main *genericclioptions.ConfigFlags) (*cluster, error) {
+	if !h.Set() {
+		return nil, nil
+	}
+	f := genericclioptions.NewConfigFlags(false)
+	kubeconfig, ctx := h.Kubeconfig, h.Context
+	if kubeconfig == "" && main.KubeConfig != nil {
+		kubeconfig = *main.KubeConfig
+	}
+	f.KubeConfig, f.Context = &kubeconfig, &ctx
+	f.Timeout = main.Timeout
+	c, err := connect(f)
+	if err != nil {
+		return nil, usageErrorf("management cluster (--argocd-kubeconfig/--argocd-context): %v", err)
+	}
+	return c, nil
+}
+
+// scanHub is the plan pipeline's view of the management cluster.
+func (c *cluster) scanHub() *scan.Hub {
+	if c == nil {
+		return nil
+	}
+	return &scan.Hub{Kube: c.kube, Dynamic: c.clients.Dynamic, Server: c.rest.Host, Context: c.context, Explain: c.explain}
+}
+
+// checkHub refuses a management cluster other than the one the plan was
+// made with, and a plan made with one when the command was given another
+// Argo CD.
+func checkHub(p *plan.Plan, hub *cluster) error {
+	m := p.ArgoCD.Management
+	switch {
+	case m != nil && hub != nil && !argoapp.SameServer(m.Server, hub.rest.Host):
+		return usageErrorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, hub.rest.Host, hub.context)
+	case m == nil && hub != nil:
+		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.rest.Host)
+	}
+	return nil
+}
