@@ -229,4 +229,3 @@ func (a *API) redact(err error) error {
 	}
 	return fmt.Errorf("%s", gitops.Redact(err.Error(), a.token))
 }
-
