@@ -223,4 +223,3 @@ func (ix *Index) subtree(dir string) *Index {
 	out.Finish()
 	return out
 }
-
