@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
+	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/templates"
@@ -68,6 +70,21 @@ type prApp struct {
 	// was made with --preview).
 	Preview  string
 	Previews []string
+	// Helm is set for a Helm-sourced Application.
+	Helm *prHelm
+}
+
+// prHelm is a Helm-sourced Application's chart, the proof that it renders
+// what the release recorded, and how to retire the release afterwards.
+type prHelm struct {
+	Release, Chart, Version, RepoURL, SourceFrom string
+	Placeholders                                 []string
+	// Proof is one line ("" when the plan was made without --preview);
+	// Differences one line per object that differs.
+	Proof       string
+	Differences []string
+	Hooks       []string
+	Retire      []string
 }
 
 type prObject struct {
@@ -102,7 +119,7 @@ func newPRData(in PRInput) prData {
 		byRef[ob.Ref()] = ob
 	}
 	for _, a := range p.Applications {
-		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name]}
+		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name], Helm: helmPR(a)}
 		counts := map[preview.Outcome]int{}
 		for _, r := range a.Objects {
 			ob, ok := byRef[r]
@@ -114,6 +131,9 @@ func newPRData(in PRInput) prData {
 				po.Level = string(budget.LevelOK)
 			}
 			switch {
+			case a.Helm != nil:
+				po.Where = "rendered from chart `" + a.Helm.Chart + "` " + a.Helm.Version
+				po.Drift = "see the Helm proof"
 			case ob.Git != nil:
 				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
 			case in.Exported[r] != "":
@@ -154,7 +174,7 @@ func newPRData(in PRInput) prData {
 		d.Risks = append(d.Risks, fmt.Sprintf("(%s) %s", f.Severity, f.Message))
 	}
 	for _, s := range p.Skipped {
-		if s.Kind == "Secret" && s.Group == "" && s.Name != "" {
+		if s.Kind == "Secret" && s.Group == "" && s.Name != "" && s.Class != judge.SkipHelm {
 			d.Secrets = append(d.Secrets, prSecret{Ref: "Secret " + s.Namespace + "/" + s.Name, Reason: s.Reason})
 		}
 	}
@@ -256,4 +276,32 @@ func (s Summary) PRInput(in PRInput) PRInput {
 		in.Runbooks = append(in.Runbooks, f.String())
 	}
 	return in
+}
+
+// helmPR is the Helm section of a Helm-sourced Application (nil for
+// others).
+func helmPR(a plan.Application) *prHelm {
+	h := a.Helm
+	if a.Source != "helm" || h == nil {
+		return nil
+	}
+	ph := &prHelm{Release: h.ReleaseName, Chart: h.Chart, Version: h.Version, RepoURL: HelmRepoURL(h.RepoURL), SourceFrom: h.SourceFrom,
+		Placeholders: h.Placeholders, Retire: helmrelease.RetireCommands(a.Namespace, h.ReleaseName, h.Storage)}
+	if pr := h.Proof; pr != nil {
+		switch {
+		case pr.Error != "":
+			ph.Proof = "not proven: " + pr.Error
+		case pr.Equal():
+			ph.Proof = fmt.Sprintf("the chart rendered with these values equals the release's manifest: %d object(s), %d identical, the rest differing only in Secret data kept from live", pr.Objects, pr.Identical)
+		default:
+			ph.Proof = fmt.Sprintf("the chart rendered with these values DIFFERS from the release's manifest: %d object(s), %d identical", pr.Objects, pr.Identical)
+		}
+		for _, d := range pr.Differences {
+			ph.Differences = append(ph.Differences, "`"+d.Object+"`: "+d.Text)
+		}
+	}
+	for _, hk := range h.Hooks {
+		ph.Hooks = append(ph.Hooks, fmt.Sprintf("`%s %s` (%s): %s", hk.Kind, hk.Name, strings.Join(hk.Events, ","), hk.ArgoCD))
+	}
+	return ph
 }

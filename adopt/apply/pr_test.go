@@ -123,3 +123,39 @@ func TestPRBodyExplainsCSAMigration(t *testing.T) {
 		t.Errorf("PR body mentions the option although apply did not set it:\n%s", body)
 	}
 }
+
+// TestPRBodyHelm: a Helm-sourced Application's section names the chart
+// source and the placeholders, carries the proof with each difference, the
+// hooks and the commands that retire the release by hand, and the release
+// records are not listed as Secrets left out.
+func TestPRBodyHelm(t *testing.T) {
+	p := helmPlan()
+	h := p.Applications[2].Helm
+	h.Storage, h.SourceFrom = "Secret", "adopt.yaml helmRepositories"
+	h.Hooks = []plan.HelmHook{{Kind: "Job", Name: "migrate", Events: []string{"pre-upgrade"}, ArgoCD: plan.HookArgoCD([]string{"pre-upgrade"})}}
+	h.Proof = &plan.HelmProof{Objects: 3, Identical: 1, Differences: []plan.HelmDifference{
+		{Object: "Secret shop/web-auth", Text: "Secret data differs (.data.password): kept from live", Kept: true},
+		{Object: "ConfigMap shop/web-cfg", Text: "differs at .data.greeting"},
+	}}
+	p.Skipped = append(p.Skipped, plan.Skipped{Kind: "Secret", Namespace: "shop", Name: "sh.helm.release.v1.web.v1", Class: "helm-record", Reason: "Helm's release record"})
+	_, body, err := RenderPR(PRInput{Head: "adopt/x", Base: "main", Plan: p}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Helm release `web`: chart `web` 1.2.3 from `https://charts.example.invalid/stable` (adopt.yaml helmRepositories)",
+		"1 secret-like value(s) as placeholders (`auth.password`",
+		"Helm proof: the chart rendered with these values DIFFERS from the release's manifest: 3 object(s), 1 identical.",
+		"- `ConfigMap shop/web-cfg`: differs at .data.greeting",
+		"- Helm hook `Job migrate` (pre-upgrade): PreSync, at every sync",
+		"kubectl -n shop delete secrets -l owner=helm,name=web",
+		"| `ConfigMap shop/web-cfg` | 0 B | 0.0% | rendered from chart `web` 1.2.3 |",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "sh.helm.release.v1") {
+		t.Errorf("a release record is listed:\n%s", body)
+	}
+}

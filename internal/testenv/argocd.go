@@ -58,6 +58,8 @@ type ArgoCD struct {
 	work     string
 	procs    []*process
 	stopOnce sync.Once
+	// helmDir holds the helm binary the repo-server runs.
+	helmDir string
 }
 
 // Timing is one measured startup step.
@@ -101,6 +103,11 @@ func StartArgoCD(ctx context.Context, cp *ControlPlane, version string) (*ArgoCD
 		return nil, err
 	}
 	a.Dir = dir
+	// The repo-server renders Helm-sourced Applications with helm from its
+	// PATH, the same helm the tests install releases with.
+	if a.helmDir, err = HelmBinaries(); err != nil {
+		return nil, err
+	}
 	a.timing("build or find binary", &step)
 	a.work, err = os.MkdirTemp("", "adopt-argocd-")
 	if err != nil {
@@ -260,8 +267,8 @@ func (a *ArgoCD) env(name string) ([]string, error) {
 		"TMPDIR=" + dirs["tmp"],
 		"HOME=" + dirs["home"],
 		"GIT_CONFIG_NOSYSTEM=1",
-		// The repo-server runs git with GIT_ASKPASS=argocd.
-		"PATH=" + a.Dir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		// The repo-server runs git with GIT_ASKPASS=argocd, and helm.
+		"PATH=" + a.Dir + string(os.PathListSeparator) + a.helmDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 	}, nil
 }
 
