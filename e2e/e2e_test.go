@@ -212,11 +212,12 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	t.Logf("generated %s: syncOptions %v", appSystem, sysOptions)
 	ph.done("merge + create Applications")
 
-	// 6a. finalize --sync in Kubernetes mode for the ConfigMaps. The
-	// out-of-cluster Argo CD has no controller workload, so this mode does
-	// not learn the version: the sync it starts carries only the generated
-	// Application's own options (and ServerSideApply=true). On v3.2.6 that
-	// is exactly what must avoid the client-side-apply migration trap.
+	// 6a. finalize --sync in Kubernetes mode for the ConfigMaps. The sync
+	// it starts must carry only the generated Application's own options
+	// (and ServerSideApply=true): finalize knows the version from the plan,
+	// and on v3.2.6 adds nothing because the generated Application already
+	// has ClientSideApplyMigration=false. So it proves that what apply wrote
+	// is what avoids the client-side-apply migration trap.
 	r = runAdopt(t, cp.Kubeconfig, nil, "finalize", "--plan", planFile, "--sync", "--app", appSystem,
 		"-o", "json", "--timeout", "5m", "--poll-interval", "500ms")
 	if r.code != 0 {
@@ -228,8 +229,19 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		t.Fatalf("finalize --sync (Kubernetes mode) %s: %s\nApplication: %s\ncontroller: %s", appSystem, r, st, argo.LogTail("argocd-application-controller", 3000))
 	}
 	sysRep := report(t, r)
-	if sysRep.ArgoCD == nil || sysRep.ArgoCD.Version != "" {
-		t.Errorf("Kubernetes mode learnt the Argo CD version (%+v): the sync it started may have added options, so it no longer proves that the generated Application syncs by itself", sysRep.ArgoCD)
+	own := map[string]bool{argoapp.SyncOptionServerSideApply: true}
+	for _, o := range sysOptions {
+		own[o] = true
+	}
+	for _, a := range sysRep.Apps {
+		for _, o := range a.SyncOptions {
+			if !own[o] {
+				t.Errorf("the sync finalize started for %s added %s to the generated Application's options %v: it no longer proves that the generated Application syncs by itself", a.Name, o, sysOptions)
+			}
+		}
+		if !a.SyncStarted {
+			t.Errorf("finalize --sync did not start the first sync of %s", a.Name)
+		}
 	}
 	t.Logf("finalize (Kubernetes mode) %s: %s", appSystem, summary(sysRep))
 	ph.done("sync + finalize (kubernetes mode)")
