@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
@@ -37,10 +38,14 @@ type PlanOptions struct {
 	Preview         bool
 	Git             gitops.AuthFlags
 	Hub             hubFlags
+	Contexts        []string
+	OutDir          string
+	Parallel        int
 
 	genericiooptions.IOStreams
 	cluster  *cluster
 	hub      *cluster
+	fleet    []fleet.Cluster
 	scopeNS  string
 	progress bool
 	cfg      *config.Config
@@ -74,7 +79,11 @@ abort the scan. The plan never writes to the cluster.
   adopt plan --repo ../gitops --out plan.yaml
 
   # In CI: fail (exit 3) when anything is critical
-  adopt plan --repo https://git.example.com/org/gitops.git --fail-on critical -o markdown`,
+  adopt plan --repo https://git.example.com/org/gitops.git --fail-on critical -o markdown
+
+  # Code scanning (SARIF 2.1.0) and a CI test report (JUnit XML)
+  adopt plan --repo . -o sarif > adopt.sarif
+  adopt plan --repo . -o junit --fail-on warning > adopt-junit.xml`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
 	}
@@ -90,6 +99,9 @@ abort the scan. The plan never writes to the cluster.
 	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory)")
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
+	f.StringSliceVar(&o.Contexts, "contexts", nil, "plan several workload clusters (kubeconfig contexts, comma-separated) into a fleet plan; needs --out-dir")
+	f.StringVar(&o.OutDir, "out-dir", "", "with --contexts: write each cluster's plan (<context>.yaml) and the fleet index (fleet.yaml) into this directory")
+	f.IntVar(&o.Parallel, "parallel", 4, "with --contexts: how many clusters to scan at once")
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
@@ -129,6 +141,9 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
 		return err
 	}
+	for _, name := range o.Contexts {
+		o.fleet = append(o.fleet, o.fleetCluster(name))
+	}
 	o.progress = !o.Quiet && isTerminal(o.ErrOut)
 	return nil
 }
@@ -143,6 +158,18 @@ func (o *PlanOptions) Validate() error {
 	}
 	if o.FailOn != "" && o.FailOn != "critical" && o.FailOn != "warning" {
 		return usageErrorf("unknown --fail-on %q: use critical or warning", o.FailOn)
+	}
+	if len(o.Contexts) > 0 && (o.OutDir == "" || o.OutFile != "" || o.Preview) {
+		return usageErrorf("--contexts writes a fleet plan: give --out-dir DIR (not --out), without --preview")
+	}
+	if o.OutDir != "" && len(o.Contexts) == 0 {
+		return usageErrorf("--out-dir goes with --contexts; for one cluster use --out FILE")
+	}
+	if o.Parallel < 1 {
+		return usageErrorf("--parallel must be at least 1")
+	}
+	if len(o.Contexts) > 0 && !oneOf([]string{"table", "json", "yaml"}, o.Output) {
+		return usageErrorf("a fleet plan prints as table, json or yaml, not %s", o.Output)
 	}
 	if o.Revision != "" && o.Repo == "" {
 		return usageErrorf("--revision needs --repo")
@@ -177,6 +204,9 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if len(o.fleet) > 0 {
+		return o.runFleet(ctx)
+	}
 	p, err := o.build(ctx)
 	if err != nil {
 		return err
@@ -189,7 +219,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "plan %s written to %s\n", p.ID, o.OutFile)
 		}
 	}
-	if err := printer.Print(o.Out, p, o.Output, printer.Options{Color: useColor(o.Out), ShowSkipped: o.ShowSkipped}); err != nil {
+	if err := printer.Print(o.Out, p, o.Output, printer.Options{Color: useColor(o.Out), ShowSkipped: o.ShowSkipped, Version: version, FailOn: plan.Severity(o.FailOn)}); err != nil {
 		return err
 	}
 	if o.FailOn != "" && p.Worst().AtLeast(plan.Severity(o.FailOn)) {
@@ -222,4 +252,61 @@ func (o *PlanOptions) scanOptions() scan.Options {
 
 func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	return scan.Plan(ctx, o.scanOptions())
+}
+
+// fleetCluster connects to one context of --contexts; a bad context is
+// that cluster's failure, not the run's.
+func (o *PlanOptions) fleetCluster(name string) fleet.Cluster {
+	f := genericclioptions.NewConfigFlags(false)
+	ctxName := name
+	f.KubeConfig, f.Timeout, f.Context = o.ConfigFlags.KubeConfig, o.ConfigFlags.Timeout, &ctxName
+	c, err := connect(f)
+	if err != nil {
+		return fleet.Cluster{Name: name, Err: err}
+	}
+	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so.Cluster.Namespace = o.scopeNS
+	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()
+	return fleet.Cluster{Name: name, Scan: so}
+}
+
+// runFleet plans every cluster of --contexts, writes the fleet plan and
+// prints its index; one cluster failing is reported, not fatal.
+func (o *PlanOptions) runFleet(ctx context.Context) error {
+	progress := func(cluster string, err error) {
+		if !o.progress {
+			return
+		}
+		if err != nil {
+			fmt.Fprintf(o.ErrOut, "cluster %s: not scanned: %v\n", cluster, err)
+			return
+		}
+		fmt.Fprintf(o.ErrOut, "cluster %s: planned\n", cluster)
+	}
+	results := fleet.Plan(ctx, o.fleet, o.Parallel, progress)
+	ix, err := fleet.WriteDir(o.OutDir, results)
+	if err != nil {
+		return err
+	}
+	if err := printer.Fleet(o.Out, ix, o.Output); err != nil {
+		return err
+	}
+	var failed []string
+	worst := plan.Severity("")
+	for _, r := range results {
+		if r.Err != nil {
+			failed = append(failed, fmt.Sprintf("cluster %s: not scanned: %s", r.Cluster, strings.Join(strings.Fields(r.Err.Error()), " ")))
+			continue
+		}
+		if w := r.Plan.Worst(); w.AtLeast(worst) {
+			worst = w
+		}
+	}
+	if len(failed) == len(results) {
+		return fmt.Errorf("no cluster could be planned: %s", strings.Join(failed, "; "))
+	}
+	if o.FailOn != "" && worst.AtLeast(plan.Severity(o.FailOn)) {
+		return &exitError{code: ExitFindings, err: fmt.Errorf("findings at or above --fail-on %s in the fleet plan %s", o.FailOn, o.OutDir)}
+	}
+	return nil
 }

@@ -1,0 +1,229 @@
+// Package fleet owns planning across several workload clusters: it runs
+// the plan pipeline (adopt/scan) for each cluster with bounded
+// concurrency, each cluster failing alone, and proposes one Argo CD
+// ApplicationSet for a group of objects proposed identically on two or more
+// clusters that one management cluster's Argo CD deploys to. It writes no
+// cluster and prints nothing; the index it builds is deterministic.
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/scan"
+)
+
+// APIVersion and Kind identify the fleet index.
+const (
+	APIVersion = "adopt.dev/v1alpha1"
+	Kind       = "FleetAdoptionPlan"
+	// IndexFile is the index's name in the plan directory.
+	IndexFile = "fleet.yaml"
+)
+
+// Cluster is one workload cluster to plan.
+type Cluster struct {
+	// Name is the kubeconfig context, which names the cluster's plan file.
+	Name string
+	// Scan is the pipeline's input for it; a nil Connect error means ready.
+	Scan scan.Options
+	// Err is set when the cluster could not even be connected to.
+	Err error
+}
+
+// Result is one cluster's plan, or why it has none.
+type Result struct {
+	Cluster string
+	Plan    *plan.Plan
+	Err     error
+}
+
+// Plan runs the plan pipeline for every cluster, at most parallel at once
+// (4 when 0), and returns the results sorted by cluster name. progress,
+// when set, hears each cluster as it ends (err nil on success).
+func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(cluster string, err error)) []Result {
+	if parallel <= 0 {
+		parallel = 4
+	}
+	out := make([]Result, len(clusters))
+	sem := make(chan struct{}, parallel)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		out[i].Cluster = c.Name
+		if c.Err != nil {
+			out[i].Err = c.Err
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p, err := scan.Plan(ctx, c.Scan)
+			out[i].Plan, out[i].Err = p, err
+			if progress != nil {
+				mu.Lock()
+				progress(c.Name, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out
+}
+
+// Index is the FleetAdoptionPlan: the per-cluster plans and the
+// ApplicationSets proposed across them.
+type Index struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Clusters   []ClusterEntry `json:"clusters"`
+	// ApplicationSets replace the Applications they list on each cluster.
+	ApplicationSets []ApplicationSet `json:"applicationSets,omitempty"`
+	// Separate says why groups on several clusters stay separate
+	// Applications.
+	Separate []string `json:"separate,omitempty"`
+}
+
+// ClusterEntry is one cluster of the fleet.
+type ClusterEntry struct {
+	Context string `json:"context"`
+	Server  string `json:"server,omitempty"`
+	// Destination is the cluster's name in the management cluster's Argo CD
+	// ("" when Argo CD runs in the cluster itself or it is not registered).
+	Destination string `json:"destination,omitempty"`
+	// Plan is the plan file, relative to the index; PlanID its id.
+	Plan   string `json:"plan,omitempty"`
+	PlanID string `json:"planID,omitempty"`
+	// NotScanned says why the cluster has no plan.
+	NotScanned string `json:"notScanned,omitempty"`
+}
+
+// ApplicationSet is one proposed ApplicationSet: the same Application (name,
+// namespace, objects) on several registered clusters.
+type ApplicationSet struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Clusters are the registered destination names, for a list generator.
+	Clusters []string `json:"clusters"`
+	// Objects are the Application's objects, the same on every cluster.
+	Objects []string `json:"objects"`
+	// SourcePath is the path every cluster's Application syncs, or "" when
+	// they differ (then PerClusterPaths says which).
+	SourcePath      string            `json:"sourcePath,omitempty"`
+	PerClusterPaths map[string]string `json:"perClusterPaths,omitempty"`
+}
+
+// NewIndex builds the index from the results; file names each cluster's
+// plan file.
+func NewIndex(results []Result, file func(cluster string) string) *Index {
+	ix := &Index{APIVersion: APIVersion, Kind: Kind}
+	type member struct {
+		dest string
+		app  plan.Application
+	}
+	groups := map[string][]member{}
+	var keys []string
+	for _, r := range results {
+		e := ClusterEntry{Context: r.Cluster}
+		if r.Err != nil {
+			e.NotScanned = oneLine(r.Err.Error())
+			ix.Clusters = append(ix.Clusters, e)
+			continue
+		}
+		p := r.Plan
+		e.Server, e.Plan, e.PlanID = p.Cluster.Server, file(r.Cluster), p.ID
+		if m := p.ArgoCD.Management; m != nil {
+			e.Destination = m.Cluster
+		}
+		ix.Clusters = append(ix.Clusters, e)
+		for _, a := range p.Applications {
+			k := a.Name + "\x00" + a.Namespace + "\x00" + strings.Join(a.Objects, "\x00")
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], member{dest: e.Destination, app: a})
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ms := groups[k]
+		if len(ms) < 2 {
+			continue
+		}
+		a := ms[0].app
+		set := ApplicationSet{Name: a.Name, Namespace: a.Namespace, Objects: a.Objects, SourcePath: a.SourcePath}
+		paths := map[string]string{}
+		ok := true
+		for _, m := range ms {
+			if m.dest == "" {
+				ok = false
+				break
+			}
+			set.Clusters = append(set.Clusters, m.dest)
+			paths[m.dest] = m.app.SourcePath
+			if m.app.SourcePath != a.SourcePath {
+				set.SourcePath = ""
+			}
+		}
+		if !ok {
+			ix.Separate = append(ix.Separate, fmt.Sprintf("Application %s is proposed on %d clusters, but not all of them are registered with one management cluster's Argo CD (plan with --argocd-context): separate Applications", a.Name, len(ms)))
+			continue
+		}
+		if set.SourcePath == "" {
+			set.PerClusterPaths = paths
+		}
+		sort.Strings(set.Clusters)
+		ix.ApplicationSets = append(ix.ApplicationSets, set)
+	}
+	return ix
+}
+
+// WriteDir writes each cluster's plan as <dir>/<cluster>.yaml and the
+// index as <dir>/fleet.yaml.
+func WriteDir(dir string, results []Result) (*Index, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create the fleet plan directory %s: %w", dir, err)
+	}
+	for _, r := range results {
+		if r.Plan != nil {
+			if err := plan.WriteFile(filepath.Join(dir, PlanFile(r.Cluster)), r.Plan); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ix := NewIndex(results, PlanFile)
+	b, err := yaml.Marshal(ix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, IndexFile), b, 0o644); err != nil {
+		return nil, fmt.Errorf("write the fleet index %s: %w", filepath.Join(dir, IndexFile), err)
+	}
+	return ix, nil
+}
+
+// PlanFile is a cluster's plan file name: its context, made safe for a
+// file name.
+func PlanFile(cluster string) string {
+	safe := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, cluster)
+	return safe + ".yaml"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

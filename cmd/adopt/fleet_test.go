@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// fleetKubeconfig writes one kubeconfig whose contexts name the given
+// control planes' admin kubeconfigs, plus "down", a cluster nobody serves.
+func fleetKubeconfig(t *testing.T, clusters map[string]*testenv.ControlPlane) string {
+	t.Helper()
+	out := clientcmdapi.NewConfig()
+	for name, c := range clusters {
+		cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := cfg.Contexts[cfg.CurrentContext]
+		out.Clusters[name] = cfg.Clusters[cur.Cluster]
+		out.AuthInfos[name] = cfg.AuthInfos[cur.AuthInfo]
+		out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+		out.CurrentContext = name
+	}
+	out.Clusters["down"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	out.AuthInfos["down"] = &clientcmdapi.AuthInfo{Token: "none"}
+	out.Contexts["down"] = &clientcmdapi.Context{Cluster: "down", AuthInfo: "down"}
+	path := filepath.Join(t.TempDir(), "fleet.kubeconfig")
+	if err := clientcmd.WriteToFile(*out, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFleetPlan plans two real workload clusters registered with a third's
+// Argo CD, plus one that is down: the same namespace with the same objects
+// on both is proposed as one ApplicationSet over the registered names, an
+// Application on one cluster only stays an Application, the down cluster
+// is reported and the others are planned, a re-run is byte-identical, and
+// no cluster credential reaches the output or the files.
+func TestFleetPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := func() *testenv.ControlPlane {
+		c, err := testenv.Start(ctx, testenv.Options{})
+		if err != nil {
+			t.Fatalf("a control plane did not start: %v", err)
+		}
+		t.Cleanup(c.Stop)
+		return c
+	}
+	mgmt, w2 := start(), start()
+	installApplicationCRDOn(t, mgmt)
+	tokens := map[string]string{"workload-1": "fleet-CANARY-token-w1", "workload-2": "fleet-CANARY-token-w2"}
+	for name, server := range map[string]string{"workload-1": cp.Server, "workload-2": w2.Server} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: argoNS,
+			Labels: map[string]string{argoapp.SecretTypeLabel: argoapp.SecretTypeCluster}},
+			StringData: map[string]string{"name": name, "server": server, "config": `{"bearerToken":"` + tokens[name] + `"}`}}
+		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared, only := cp.Namespace(t), cp.Namespace(t)
+	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
+	kc(t, hook, "apply", "-n", shared, "-f", "-")
+	if out, err := w2.Kubectl(ctx, hook, "apply", "-n", shared, "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: solo}\ndata: {a: b}\n"), "apply", "-n", only, "-f", "-")
+
+	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2})
+	runFleet := func(dir string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run([]string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w2,down", "--argocd-kubeconfig", mgmt.Kubeconfig,
+			"--argocd-version", "v3.2.6", "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	dir := filepath.Join(t.TempDir(), "fleet")
+	out, errOut, code := runFleet(dir)
+	if code != 0 {
+		t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
+	}
+	var ix fleet.Index
+	if err := json.Unmarshal([]byte(out), &ix); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	byCtx := map[string]fleet.ClusterEntry{}
+	for _, c := range ix.Clusters {
+		byCtx[c.Context] = c
+	}
+	if byCtx["w1"].Destination != "workload-1" || byCtx["w2"].Destination != "workload-2" || byCtx["w1"].PlanID == "" || byCtx["w2"].PlanID == "" {
+		t.Fatalf("clusters %+v", ix.Clusters)
+	}
+	if byCtx["down"].NotScanned == "" || byCtx["down"].Plan != "" {
+		t.Errorf("the down cluster: %+v", byCtx["down"])
+	}
+	if len(ix.ApplicationSets) != 1 {
+		t.Fatalf("ApplicationSets %+v (separate %v)", ix.ApplicationSets, ix.Separate)
+	}
+	set := ix.ApplicationSets[0]
+	if set.Namespace != shared || strings.Join(set.Clusters, ",") != "workload-1,workload-2" || strings.Join(set.Objects, ",") != "ConfigMap "+shared+"/usage-hook" {
+		t.Errorf("ApplicationSet %+v", set)
+	}
+	w1 := readPlan(t, filepath.Join(dir, byCtx["w1"].Plan))
+	if solo := w1.Object("ConfigMap " + only + "/solo"); solo == nil || solo.App == set.Name {
+		t.Errorf("the Application on one cluster only: %+v", solo)
+	}
+	if d := readPlan(t, filepath.Join(dir, byCtx["w2"].Plan)).Settings.Destination; d != "name:workload-2" {
+		t.Errorf("w2's plan destination %q", d)
+	}
+
+	again := filepath.Join(t.TempDir(), "fleet")
+	if _, errOut, code := runFleet(again); code != 0 {
+		t.Fatalf("second run exited %d: %s", code, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	leak := out + errOut
+	for _, f := range files {
+		a, _ := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(again, filepath.Base(f)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs on re-run (%v)", filepath.Base(f), err)
+		}
+		leak += string(a)
+	}
+	for _, tok := range tokens {
+		if strings.Contains(leak, tok) {
+			t.Fatalf("a cluster Secret's token leaked")
+		}
+	}
+}
