@@ -282,7 +282,8 @@ func TestFinalizeKilledAndResumed(t *testing.T) {
 				t.Fatal(err)
 			}
 			planFile := onePlan(t, p.URL, ns, app, objs)
-			args := []string{"--kubeconfig", kubeconfig, "finalize", "--plan", planFile, "--poll-interval", "100ms", "-q"}
+			// --parallel 1: the kill point is between two objects in plan order.
+			args := []string{"--kubeconfig", kubeconfig, "finalize", "--plan", planFile, "--poll-interval", "100ms", "-q", "--parallel", "1"}
 			killWhenStalled(t, p, args...)
 
 			// Killed: hook-a finalized, hook-c untouched; hook-b depends on the point.
