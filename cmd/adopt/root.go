@@ -61,6 +61,7 @@ field ownership.
 		newPlanCmd(flags, streams),
 		newApplyCmd(flags, streams),
 		newFinalizeCmd(flags, streams),
+		newStatusCmd(flags, streams),
 		newVersionCmd(streams),
 	)
 	return root

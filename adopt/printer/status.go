@@ -1,0 +1,148 @@
+package printer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/status"
+)
+
+// StatusFormats lists the -o values Status accepts.
+var StatusFormats = []string{"table", "json", "yaml", "markdown"}
+
+// Status writes the status report in format f.
+func Status(w io.Writer, r *status.Report, f string) error {
+	switch f {
+	case "", "table":
+		return statusTable(w, r)
+	case "json":
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "markdown", "md":
+		return statusMarkdown(w, r)
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(StatusFormats, ", "))
+}
+
+// StatusLine is the headline: coverage, objects per stage, stuck.
+func StatusLine(r *status.Report) string {
+	var parts []string
+	for _, s := range status.Stages {
+		parts = append(parts, fmt.Sprintf("%s %d", s.Title(), r.Counts.Of(s)))
+	}
+	return fmt.Sprintf("%d objects: %s; %d stuck", r.Counts.Total(), strings.Join(parts, ", "), r.Stuck)
+}
+
+// CoverageLine says how much of the estate Argo CD tracks.
+func CoverageLine(c *status.Coverage) string {
+	if c == nil {
+		return "coverage not counted"
+	}
+	return fmt.Sprintf("%.1f%% of user objects tracked by Argo CD (%d of %d; %s)", c.Percent, c.Tracked, c.Objects, c.Scope)
+}
+
+func statusTable(w io.Writer, r *status.Report) error {
+	fmt.Fprintf(w, "Coverage: %s\n", CoverageLine(r.Coverage))
+	fmt.Fprintf(w, "Stages: %s\n\n", StatusLine(r))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tAPPLICATION\tSTAGE\tANNOTATIONS\tWHERE IT STANDS\tNEXT")
+	for _, o := range r.Objects {
+		stage := o.Stage.Title()
+		if o.Stuck {
+			stage += " (stuck)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s B (%.1f%%)\t%s\t%s\n", o.Ref, o.App, stage, Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, dash(o.Reason), dash(o.Next))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Applications) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "APPLICATION\tPLAN\tSTAGE\tOBJECTS\tPULL REQUEST\tSYNC\tHEALTH")
+		for _, a := range r.Applications {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.Plan, a.Stage.Title(), a.Objects, prText(a), dash(a.Sync), dash(a.Health))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAMESPACE\tTRACKED\tOBJECTS\tCOVERAGE")
+		for _, n := range c.Namespaces {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	return nil
+}
+
+func statusMarkdown(w io.Writer, r *status.Report) error {
+	fmt.Fprintf(w, "# Adoption status %s\n\n", r.Time.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "- Coverage: %s\n- %s\n", md(CoverageLine(r.Coverage)), md(StatusLine(r)))
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- Note: %s\n", md(n))
+	}
+	if stuck := r.StuckObjects(); len(stuck) > 0 {
+		fmt.Fprintln(w, "\n## Stuck\n\n| Object | Stage | Why | Next |\n|---|---|---|---|")
+		for _, o := range stuck {
+			fmt.Fprintf(w, "| `%s` | %s | %s | `%s` |\n", o.Ref, o.Stage.Title(), md(o.Reason), o.Next)
+		}
+	}
+	fmt.Fprintln(w, "\n## Applications\n\n| Application | Stage | Objects | Pull request | Sync | Health |\n|---|---|---:|---|---|---|")
+	for _, a := range r.Applications {
+		pr := prText(a)
+		if a.PR != nil {
+			pr = fmt.Sprintf("[#%d](%s) %s", a.PR.Number, a.PR.URL, a.PR.State)
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %d | %s | %s | %s |\n", a.Name, a.Stage.Title(), a.Objects, pr, dash(a.Sync), dash(a.Health))
+	}
+	fmt.Fprintln(w, "\n## Objects\n\n| Object | Stage | Annotations | % cap | Where it stands |\n|---|---|---:|---:|---|")
+	for _, o := range r.Objects {
+		fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s |\n", o.Ref, o.Stage.Title(), Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, md(o.Reason))
+	}
+	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
+		fmt.Fprintln(w, "\n## Coverage per namespace\n\n| Namespace | Tracked | Objects | Coverage |\n|---|---:|---:|---:|")
+		for _, n := range c.Namespaces {
+			fmt.Fprintf(w, "| `%s` | %d | %d | %.1f%% |\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
+		}
+	}
+	return nil
+}
+
+func prText(a status.App) string {
+	if a.PR == nil {
+		if a.Branch == "" {
+			return "-"
+		}
+		return "none"
+	}
+	return fmt.Sprintf("#%d %s %s", a.PR.Number, a.PR.State, a.PR.URL)
+}
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "(cluster-scoped)"
+	}
+	return ns
+}

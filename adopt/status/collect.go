@@ -1,0 +1,255 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// Input is one plan to report on.
+type Input struct {
+	Plan *plan.Plan
+	// File is the plan's path, as the next-step commands name it.
+	File string
+	// Journal is finalize's journal for the plan (<plan>.journal); a
+	// missing file means nothing was finalized.
+	Journal string
+}
+
+// Sources are what the collector reads from.
+type Sources struct {
+	// Dynamic reads the planned objects and the Applications.
+	Dynamic dynamic.Interface
+	// Kube explains unhealthy workloads from their pods (nil: not
+	// explained).
+	Kube kubernetes.Interface
+	// Tracking is Argo CD's tracking configuration, as read now.
+	Tracking argoapp.Tracking
+	// Repo is the GitOps repo cloned (nil: not given); RepoName is how the
+	// next-step commands name it; Base is the branch adoptions merge into
+	// ("" for the repo's default branch).
+	Repo     *gitops.Repo
+	RepoName string
+	Base     string
+	// PRs looks up the pull requests of the adoption branches (nil: not
+	// looked up; PRNote says why); PRRepo is the repository on the host.
+	PRs    gitops.PRStateReader
+	PRRepo gitops.RepoRef
+	PRNote string
+	// Parallel bounds concurrent object reads (0 means 8).
+	Parallel int
+}
+
+// Collect reads every fact the judge needs, for every object of every
+// plan, in plan order. An error means a source could not be read at all
+// (the repo's base branch, an Application, the journal); a missing or
+// unreadable object is a fact, not an error.
+func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, []string, error) {
+	var refs []PlanRef
+	var facts []Facts
+	var notes []string
+	if src.Repo == nil {
+		notes = append(notes, "no --repo: stages before the Application exists (planned, in review, merged) are not told apart")
+	}
+	if src.Repo != nil && src.PRs == nil && src.PRNote != "" {
+		notes = append(notes, "pull requests not looked up: "+src.PRNote)
+	}
+	for _, i := range in {
+		p := i.Plan
+		appsDir, argoNS := apply.Settings(p)
+		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Branch: "adopt/" + apply.AdoptionID(p)}
+		finalized, jnote, err := journal(i.Journal)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if jnote != "" {
+			ref.Journal = i.Journal
+		}
+		git := gitFacts{}
+		if src.Repo != nil {
+			if ref.Base = src.Base; ref.Base == "" {
+				ref.Base = src.Repo.DefaultBranch()
+			}
+			if git, err = readGit(ctx, src, ref); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		refs = append(refs, ref)
+		objs := map[string]plan.Object{}
+		for _, o := range p.Objects {
+			objs[o.Ref()] = o
+		}
+		reader := argoapp.KubeStatus{Client: src.Dynamic, Namespace: argoNS}
+		for _, a := range p.Applications {
+			file := path.Join(appsDir, a.Name+".yaml")
+			merged := git.merged
+			if !merged && src.Repo != nil && ref.Base != "" {
+				if merged, err = src.Repo.BranchHasFile(ref.Base, file); err != nil {
+					return nil, nil, nil, err
+				}
+			}
+			st, err := reader.Application(ctx, a.Name)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			var explain []string
+			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && src.Kube != nil {
+				explain = argoapp.Explain(ctx, src.Kube, st)
+			}
+			var targets []plan.Object
+			for _, r := range a.Objects {
+				targets = append(targets, objs[r])
+			}
+			lives := readObjects(ctx, src, targets)
+			for n, ob := range targets {
+				f := Facts{
+					PlanID: p.ID, PlanFile: i.File, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
+					FinalizedAt: finalized[ob.Ref()],
+					GitRead:     src.Repo != nil, Pushed: git.pushed, Merged: merged, PR: git.pr, PRNote: git.prNote,
+					AppState: &st, Explain: explain,
+				}
+				lives[n].into(&f, src.Tracking)
+				facts = append(facts, f)
+			}
+		}
+	}
+	return refs, facts, notes, nil
+}
+
+// gitFacts are what the repo and the host say about one plan's branch.
+type gitFacts struct {
+	pushed, merged bool
+	pr             *gitops.PRStatus
+	prNote         string
+}
+
+func readGit(ctx context.Context, src Sources, ref PlanRef) (gitFacts, error) {
+	var g gitFacts
+	head, ok := src.Repo.BranchHead(ref.Branch)
+	g.pushed = ok
+	if ok && ref.Base != "" {
+		on, err := src.Repo.OnBranch(head, ref.Base)
+		if err != nil {
+			return g, err
+		}
+		g.merged = on
+	}
+	switch {
+	case src.PRs == nil:
+		g.prNote = src.PRNote
+	default:
+		pr, err := src.PRs.PRState(ctx, gitops.FindPROptions{Repo: src.PRRepo, Head: ref.Branch, Base: ref.Base})
+		if err != nil {
+			return g, err
+		}
+		g.pr = pr
+		if pr != nil && pr.State == gitops.PRMerged {
+			g.merged = true
+		}
+	}
+	return g, nil
+}
+
+// journal reads finalize's journal: for each object, when the removal
+// that no undo restored was made. A missing journal is no finalize yet.
+func journal(file string) (map[string]time.Time, string, error) {
+	out := map[string]time.Time{}
+	if file == "" {
+		return out, "", nil
+	}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return out, "", nil
+	}
+	entries, err := finalize.ReadJournal(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("finalize journal %s: %w. Status reads it to tell finalized objects; repair it or wait for the finalize holding it", file, err)
+	}
+	for _, e := range finalize.Removed(entries) {
+		out[e.Target.Ref()] = e.Time
+	}
+	// An object finalize cleaned without an annotation to remove (only
+	// field owners) is finalized too, from its last finalized entry.
+	for _, e := range entries {
+		if e.Result == string(finalize.StatusFinalized) && !e.HadAnnotation {
+			if _, ok := out[e.Target.Ref()]; !ok {
+				out[e.Target.Ref()] = e.Time
+			}
+		}
+	}
+	return out, file, nil
+}
+
+// live is what one object read gave.
+type live struct {
+	found      bool
+	err        string
+	labels     map[string]string
+	ann        map[string]string
+	csaManager bool
+}
+
+func (l live) into(f *Facts, t argoapp.Tracking) {
+	f.Found, f.ReadErr = l.found, l.err
+	if !l.found {
+		return
+	}
+	f.TrackedBy = t.TrackedBy(l.labels, l.ann)
+	f.Budget = budget.MeasureBudget(l.ann)
+	f.CSAManager = l.csaManager
+}
+
+// readObjects reads the objects, Parallel at a time, keeping only labels,
+// annotations (for their sizes and the tracking mark) and whether the
+// client-side-apply manager still owns fields. Secret data is never kept.
+func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
+	out := make([]live, len(objs))
+	workers := src.Parallel
+	if workers <= 0 {
+		workers = 8
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, ob := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return
+			case err != nil:
+				out[i].err = strings.Join(strings.Fields(err.Error()), " ")
+				return
+			}
+			l := live{found: true, labels: u.GetLabels(), ann: u.GetAnnotations()}
+			for _, m := range u.GetManagedFields() {
+				if m.Manager == finalize.CSAManager && m.Operation == metav1.ManagedFieldsOperationUpdate {
+					l.csaManager = true
+				}
+			}
+			out[i] = l
+		}()
+	}
+	wg.Wait()
+	return out
+}

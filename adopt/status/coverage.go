@@ -1,0 +1,88 @@
+package status
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// CoverageOptions say what to count.
+type CoverageOptions struct {
+	Clients discover.Clients
+	// Namespaces to count; empty means every namespace and the
+	// cluster-scoped objects, as `adopt plan -A` scans.
+	Namespaces []string
+	// Config is adopt.yaml (its exclusions); nil means the defaults.
+	Config   *config.Config
+	Tracking argoapp.Tracking
+	Apps     argoapp.Applications
+}
+
+// Count lists every listable object and counts, per namespace, the user
+// objects and those an Argo CD Application tracks, the way plan does: the
+// types the judge skips or adopt.yaml excludes are left out, then each
+// object the judge skips or adopt.yaml excludes; an object is tracked when
+// its mark names an existing Application (argoapp.Tracking.Check).
+func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
+	cfg := o.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	skipType := func(t discover.Type) string {
+		if why := judge.SkipType(t); why != "" {
+			return why
+		}
+		if rule := cfg.ExcludesType(t.Group, t.Kind); rule != "" {
+			return "excluded by adopt.yaml " + rule
+		}
+		return ""
+	}
+	scopes := o.Namespaces
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	byNS := map[string]*NamespaceCoverage{}
+	for _, ns := range scopes {
+		res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: ns, SkipType: skipType})
+		if err != nil {
+			return nil, err
+		}
+		for i := range res.Objects {
+			ob := &res.Objects[i]
+			if cfg.Excluded(ob.Type.Group, ob.Type.Kind, ob.Namespace, ob.Name) != "" {
+				continue
+			}
+			v := judge.Judge(ob, o.Tracking, o.Apps)
+			if v.Skip != "" {
+				continue
+			}
+			c := byNS[ob.Namespace]
+			if c == nil {
+				c = &NamespaceCoverage{Namespace: ob.Namespace}
+				byNS[ob.Namespace] = c
+			}
+			c.Objects++
+			if v.TrackedBy != "" {
+				c.Tracked++
+			}
+		}
+	}
+	cov := &Coverage{Namespaces: []NamespaceCoverage{}, Scope: "all namespaces"}
+	if len(o.Namespaces) > 0 {
+		cov.Scope = strings.Join(o.Namespaces, ", ")
+	}
+	for _, c := range byNS {
+		c.Percent = Percent(c.Tracked, c.Objects)
+		cov.Tracked += c.Tracked
+		cov.Objects += c.Objects
+		cov.Namespaces = append(cov.Namespaces, *c)
+	}
+	sort.Slice(cov.Namespaces, func(i, j int) bool { return cov.Namespaces[i].Namespace < cov.Namespaces[j].Namespace })
+	cov.Percent = Percent(cov.Tracked, cov.Objects)
+	return cov, nil
+}
