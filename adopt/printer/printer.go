@@ -1,5 +1,6 @@
 // Package printer renders plans for people and machines: a table grouped by
-// proposed Application, JSON, YAML and Markdown, one file per format. It writes only to the io.Writer it is
+// proposed Application, JSON, YAML, Markdown, SARIF 2.1.0 (code scanning)
+// and JUnit XML (CI test reports), one file per format. It writes only to the io.Writer it is
 // given and never decides anything about the objects it prints.
 package printer
 
@@ -12,7 +13,7 @@ import (
 )
 
 // Formats lists the -o values Print accepts.
-var Formats = []string{"table", "json", "yaml", "markdown"}
+var Formats = []string{"table", "json", "yaml", "markdown", "sarif", "junit"}
 
 // Options tune the human output.
 type Options struct {
@@ -21,6 +22,11 @@ type Options struct {
 	Color bool
 	// ShowSkipped lists skipped objects and types with their reasons.
 	ShowSkipped bool
+	// Version is adopt's version, for the tool sections of SARIF and JUnit.
+	Version string
+	// FailOn is the severity from which a JUnit test case fails (critical
+	// when empty), as --fail-on.
+	FailOn plan.Severity
 }
 
 // Print writes p in format f.
@@ -34,6 +40,10 @@ func Print(w io.Writer, p *plan.Plan, f string, o Options) error {
 		return YAML(w, p)
 	case "markdown", "md":
 		return Markdown(w, p)
+	case "sarif":
+		return SARIF(w, p, o)
+	case "junit":
+		return JUnit(w, p, o)
 	}
 	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(Formats, ", "))
 }

@@ -18,3 +18,5 @@ done
 phase "gitea" "$here/build-gitea.sh"
 # The Helm tests and Argo CD's repo-server (for Helm-sourced Applications).
 phase "helm" "$here/build-helm.sh"
+# The release test: krew's manifest validator and krew itself.
+phase "krew" "$here/build-krew.sh"
