@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Finding codes of Helm releases.
@@ -15,6 +17,7 @@ const (
 	CodeHelmProofFailed  = "helm-render-failed"
 	CodeHelmNewer        = "helm-newer-revision"
 	CodeHelmRecordsSkip  = "helm-records-unread"
+	CodeHelmName         = "helm-application-name"
 	codeHelmBlockedShort = "chart source unknown: add helmRepositories"
 )
 
@@ -61,6 +64,7 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 		}
 		hs := rel.Source
 		a.Helm = &hs
+		a = labelTrackedName(p, a, byRef, out)
 		for _, path := range hs.Placeholders {
 			p.Findings = append(p.Findings, Finding{CodeHelmSecretValue, Warning, fmt.Sprintf(
 				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, "adopt:redacted:"+path)})
@@ -143,4 +147,32 @@ func (p *Plan) AddHelmProof() {
 		}
 	}
 	p.Sort()
+}
+
+// labelTrackedName names a Helm-sourced Application after its release when
+// Argo CD tracks by the app.kubernetes.io/instance label: Argo CD sets that
+// label to the Application's name, and charts set it to the release name,
+// so any other name makes every object OutOfSync and "shared" with a
+// phantom Application. When the release name is taken, the name stays and
+// a warning says what to do.
+func labelTrackedName(p *Plan, a Application, byRef map[string]*candidate, done []Application) Application {
+	t := p.Tracking
+	if t.Method != argoapp.TrackingLabel && t.Method != argoapp.TrackingAnnotationAndLabel || t.InstanceLabelKey != argoapp.DefaultInstanceLabelKey || a.Name == a.Helm.ReleaseName {
+		return a
+	}
+	want := a.Helm.ReleaseName
+	for _, b := range append(append([]Application{}, done...), p.Applications...) {
+		if b.Name == want {
+			p.Findings = append(p.Findings, Finding{CodeHelmName, Warning, fmt.Sprintf(
+				"Application %s: Argo CD tracks by the %s label, which the chart sets to the release name %q, but Application %s already has that name: the first sync would relabel every object. Switch argocd-cm application.resourceTrackingMethod to annotation, or rename one of them", a.Name, t.InstanceLabelKey, want, want)})
+			return a
+		}
+	}
+	p.Findings = append(p.Findings, Finding{CodeHelmName, Info, fmt.Sprintf(
+		"Application for Helm release %s/%s is named %q, after the release, not %q: Argo CD tracks by the %s label, which the chart sets to the release name", a.Namespace, want, want, a.Name, t.InstanceLabelKey)})
+	for _, ref := range a.Objects {
+		byRef[ref].obj.App = want
+	}
+	a.Name = want
+	return a
 }

@@ -156,6 +156,11 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 		if app == nil {
 			t.Fatalf("no Helm-sourced Application for %s in %s; applications %+v, findings %+v", tc.rel, tc.ns, p.Applications, p.Findings)
 		}
+		// Argo CD 2 tracks by the app.kubernetes.io/instance label, which
+		// the chart sets to the release name: the Application must bear it.
+		if label := p.Tracking.Method == argoapp.TrackingLabel; label != (app.Name == tc.rel) {
+			t.Errorf("%s: Application %q under tracking %s", tc.rel, app.Name, p.Tracking.Method)
+		}
 		hs := app.Helm
 		if hs.ReleaseName != tc.rel || hs.Chart != "web" || hs.Version != "1.2.3" || hs.RepoURL != repo.URL || !strings.Contains(hs.SourceFrom, `"stable"`) || hs.Storage != "Secret" {
 			t.Errorf("%s: chart source %+v", tc.rel, hs)
@@ -320,3 +325,7 @@ func equalUIDs(a, b map[string]types.UID) bool {
 	}
 	return true
 }
+
+// TestHelmReleaseOnRealArgoCDv2: the same on Argo CD 2, which tracks by
+// label, so the Applications are named after their releases.
+func TestHelmReleaseOnRealArgoCDv2(t *testing.T) { helmE2E(t, "v2.14.21") }
