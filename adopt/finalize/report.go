@@ -56,6 +56,9 @@ type AppReport struct {
 	// Application's .operation, or asked argocd-server), with SyncOptions.
 	SyncStarted bool     `json:"syncStarted,omitempty" yaml:"syncStarted,omitempty"`
 	SyncOptions []string `json:"syncOptions,omitempty" yaml:"syncOptions,omitempty"`
+	// Notes are what to do next by hand once the Application is ready (a
+	// Helm release's records, which adopt never deletes).
+	Notes []string `json:"notes,omitempty" yaml:"notes,omitempty"`
 }
 
 // Total sums the objects.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -172,6 +173,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			}
 			continue
 		}
+		ar.Notes = helmNotes(a)
 		rep.Apps = append(rep.Apps, ar)
 		// The tracking check's reads start each object's guarded patch.
 		results := make([]Result, len(targets))
@@ -268,4 +270,20 @@ func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
 			rep.Add(r.Finalizer.Undo(ctx, e))
 		}
 	}
+}
+
+// helmNotes says, for a Helm-sourced Application that Argo CD now manages,
+// that Helm still has the release: `helm list` shows it and `helm
+// uninstall` would delete objects Argo CD manages. adopt deletes nothing;
+// the notes give the commands that retire the records by hand.
+func helmNotes(a plan.Application) []string {
+	h := a.Helm
+	if h == nil || h.ReleaseName == "" {
+		return nil
+	}
+	notes := []string{fmt.Sprintf("Helm release %s (namespace %s) still has its records, so `helm list` shows it and `helm uninstall %s` would now delete objects Argo CD manages; adopt deletes nothing. Once the Application is the only owner, retire the records by hand:", h.ReleaseName, a.Namespace, h.ReleaseName)}
+	for _, c := range helmrelease.RetireCommands(a.Namespace, h.ReleaseName, h.Storage) {
+		notes = append(notes, "  "+c)
+	}
+	return notes
 }

@@ -53,6 +53,9 @@ func finalizeTable(w io.Writer, rep *finalize.Report) error {
 		for _, p := range a.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
+		for _, n := range a.Notes {
+			fmt.Fprintln(w, "  "+n)
+		}
 	}
 	if len(rep.Apps) > 0 {
 		fmt.Fprintln(w)

@@ -149,6 +149,12 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 		}
 		if h.stripped {
 			app = strings.Replace(app, opt, "", 1)
+			// One quick retry, so the failed sync ends in seconds rather
+			// than after automated sync's default five retries with backoff.
+			if !strings.Contains(app, "  syncPolicy:\n") {
+				t.Fatalf("%s: no syncPolicy in the generated Application:\n%s", h.name, app)
+			}
+			app = strings.Replace(app, "  syncPolicy:\n", "  syncPolicy:\n    retry:\n      limit: 1\n      backoff: {duration: 1s, factor: 1, maxDuration: 1s}\n", 1)
 		}
 		if err := a.CreateApplication(ctx, []byte(app)); err != nil {
 			t.Fatalf("%s: %v", h.name, err)
@@ -212,9 +218,9 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 			t.Errorf("%s: after finalize, last-applied kept %v, managers %v", label, lastApplied, after)
 		}
 	}
-	// A failed sync is retried (automated sync retries with backoff,
-	// keeping the phase Running); once the retries are spent the phase is
-	// Failed with nothing running. finalize then says so at once, with the
+	// A failed sync is retried (the phase stays Running while a retry is
+	// due); once the retries are spent the phase is Failed with nothing
+	// running. finalize then says so at once, with the
 	// remedy, instead of waiting for its --timeout.
 	for _, h := range failed {
 		appName, label, _ := strings.Cut(h.name, "|")

@@ -86,10 +86,13 @@ func TestFleetPlan(t *testing.T) {
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: solo}\ndata: {a: b}\n"), "apply", "-n", only, "-f", "-")
 
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2})
-	runFleet := func(dir string) (string, string, int) {
+	runFleet := func(dir string, which ...string) (string, string, int) {
+		if len(which) == 0 {
+			which = []string{"--contexts", "w1,w2,down"}
+		}
 		var out, errb bytes.Buffer
-		code := run([]string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w2,down", "--argocd-kubeconfig", mgmt.Kubeconfig,
-			"--argocd-version", "v3.2.6", "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+		code := run(append([]string{"--kubeconfig", kubeconfig, "plan", "--argocd-kubeconfig", mgmt.Kubeconfig,
+			"--argocd-version", "v3.2.6", "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, which...), strings.NewReader(""), &out, &errb)
 		return out.String(), errb.String(), code
 	}
 	dir := filepath.Join(t.TempDir(), "fleet")
@@ -126,9 +129,10 @@ func TestFleetPlan(t *testing.T) {
 		t.Errorf("w2's plan destination %q", d)
 	}
 
+	// --all-contexts takes every context of the kubeconfig: the same plan.
 	again := filepath.Join(t.TempDir(), "fleet")
-	if _, errOut, code := runFleet(again); code != 0 {
-		t.Fatalf("second run exited %d: %s", code, errOut)
+	if _, errOut, code := runFleet(again, "--all-contexts"); code != 0 {
+		t.Fatalf("second run (--all-contexts) exited %d: %s", code, errOut)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	leak := out + errOut

@@ -277,6 +277,14 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 	if code != 0 {
 		t.Fatalf("finalize exited %d: %s%s\ncontroller: %s", code, out, errOut, a.LogTail("argocd-application-controller", 3000))
 	}
+	// finalize says Helm still has the releases, and how to retire their
+	// records by hand; it deletes nothing.
+	for _, want := range []string{"Helm release web1 (namespace " + ns1 + ") still has its records", "helm uninstall web1` would now delete objects Argo CD manages",
+		"kubectl -n " + ns1 + " delete secrets -l owner=helm,name=web1", "Helm release web2 (namespace " + ns2 + ")"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("finalize's report lacks %q:\n%s", want, out)
+		}
+	}
 	for _, ns := range []string{ns1, ns2} {
 		st, err := a.ApplicationStatus(ctx, apps[ns].Name)
 		if err != nil {

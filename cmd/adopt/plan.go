@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,7 @@ type PlanOptions struct {
 	Git             gitops.AuthFlags
 	Hub             hubFlags
 	Contexts        []string
+	AllContexts     bool
 	OutDir          string
 	Parallel        int
 
@@ -100,6 +102,7 @@ abort the scan. The plan never writes to the cluster.
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
 	f.StringSliceVar(&o.Contexts, "contexts", nil, "plan several workload clusters (kubeconfig contexts, comma-separated) into a fleet plan; needs --out-dir")
+	f.BoolVar(&o.AllContexts, "all-contexts", false, "plan every context of the kubeconfig (but --argocd-context's) into a fleet plan; needs --out-dir")
 	f.StringVar(&o.OutDir, "out-dir", "", "with --contexts: write each cluster's plan (<context>.yaml) and the fleet index (fleet.yaml) into this directory")
 	f.IntVar(&o.Parallel, "parallel", 4, "with --contexts: how many clusters to scan at once")
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
@@ -140,6 +143,24 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 	o.cluster = c
 	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
 		return err
+	}
+	if o.AllContexts {
+		if len(o.Contexts) > 0 {
+			return usageErrorf("--contexts and --all-contexts cannot be used together")
+		}
+		raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return usageErrorf("cannot read the kubeconfig's contexts: %v", err)
+		}
+		for name := range raw.Contexts {
+			if name != o.Hub.Context {
+				o.Contexts = append(o.Contexts, name)
+			}
+		}
+		sort.Strings(o.Contexts)
+		if len(o.Contexts) == 0 {
+			return usageErrorf("--all-contexts: the kubeconfig has no context besides the management cluster's")
+		}
 	}
 	for _, name := range o.Contexts {
 		o.fleet = append(o.fleet, o.fleetCluster(name))
