@@ -2,13 +2,17 @@
 # Installs the Debian packages that the test environment runs as real parts
 # when they are missing: redis-server (Argo CD's cache), git (the test git
 # server's http-backend, upload-pack and receive-pack) and openssh-client
-# (the real ssh client the SSH git server is checked against). Quiet and quick when everything is installed; CI
+# (the real ssh client the SSH git server is checked against) and chromium
+# (the headless browser the status report is checked in), and GNU time (the
+# bench's peak-RSS measurement). Quiet and quick when everything is installed; CI
 # calls it before the tests. Needs root or sudo only when it must install.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -x /usr/bin/time ] || need+=(time)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=
 if [ "$(id -u)" -ne 0 ]; then
