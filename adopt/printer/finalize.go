@@ -7,8 +7,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/adopt-dev/adopt/adopt/finalize"
 )
 
@@ -21,16 +19,9 @@ func Finalize(w io.Writer, rep *finalize.Report, f string) error {
 	case "", "table":
 		return finalizeTable(w, rep)
 	case "json":
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(rep)
+		return writeJSON(w, rep)
 	case "yaml":
-		b, err := yaml.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeYAML(w, rep)
 	}
 	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(FinalizeFormats, ", "))
 }

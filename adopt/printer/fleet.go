@@ -1,13 +1,10 @@
 package printer
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
 )
@@ -17,16 +14,9 @@ import (
 func Fleet(w io.Writer, ix *fleet.Index, f string) error {
 	switch f {
 	case "json":
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(ix)
+		return writeJSON(w, ix)
 	case "yaml":
-		b, err := yaml.Marshal(ix)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeYAML(w, ix)
 	case "", "table":
 	default:
 		return fmt.Errorf("unknown output format %q for a fleet plan: use table, json or yaml", f)
