@@ -2,7 +2,6 @@ package apply
 
 import (
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -68,7 +67,6 @@ func HelmRepoURL(u string) string { return strings.TrimPrefix(u, "oci://") }
 // placeholders), the release namespace, server-side apply, and the chart's
 // Secrets' data kept from live. It writes nothing but the Application.
 func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (AppSummary, error) {
-	p := a.o.Plan
 	h := app.Helm
 	repo := HelmRepoURL(h.RepoURL)
 	s := AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, repo, h.ReleaseName)}
@@ -110,21 +108,9 @@ func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (App
 	for _, k := range h.Placeholders {
 		s.Notes = append(s.Notes, fmt.Sprintf("value %s is a placeholder, not the secret: move it to the chart's existingSecret, a SealedSecret, an ExternalSecret or SOPS", k))
 	}
-	appsDir, argoNS := Settings(p)
-	server, name := destination(p, app)
 	d := argoapp.ApplicationData{
-		Name: app.Name, Namespace: argoNS, Project: project(p, app), PlanID: a.id, Objects: app.Objects,
 		RepoURL: repo, Chart: h.Chart, TargetRevision: h.Version, HelmReleaseName: h.ReleaseName, HelmValues: values,
-		IgnoreDifferences: ignore,
-		DestinationServer: server, DestinationName: name, DestinationNamespace: app.Namespace,
-		AutoSync: a.o.AutoSync, Prune: a.o.Prune, SyncOptions: opts,
+		IgnoreDifferences: ignore, SyncOptions: opts,
 	}
-	out, err := argoapp.RenderApplication(a.appTpl, d)
-	if err != nil {
-		return s, err
-	}
-	s.Application = d
-	s.File = path.Join(appsDir, app.Name+".yaml")
-	files[s.File] = out
-	return s, nil
+	return s, a.writeApplication(app, d, &s, files)
 }

@@ -99,23 +99,32 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 	} else if why != "" {
 		s.Notes = append(s.Notes, why)
 	}
-	appsDir, argoNS := Settings(p)
-	server, name := destination(p, app)
 	d := argoapp.ApplicationData{
-		Name: app.Name, Namespace: argoNS, Project: project(p, app), PlanID: a.id, Objects: app.Objects,
 		RepoURL: a.repoURL(app), Path: srcPath, TargetRevision: a.o.TargetRevision,
-		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude),
-		DestinationServer: server, DestinationName: name, DestinationNamespace: app.Namespace,
-		AutoSync: a.o.AutoSync, Prune: a.o.Prune, SyncOptions: opts,
+		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts,
 	}
+	return s, a.writeApplication(app, d, &s, files)
+}
+
+// writeApplication completes d with what every Application takes from the
+// plan (name, Argo CD namespace, project, destination, its objects) and
+// the sync policy, renders it, and files it under the plan's apps
+// directory.
+func (a *Applier) writeApplication(app plan.Application, d argoapp.ApplicationData, s *AppSummary, files map[string][]byte) error {
+	p := a.o.Plan
+	appsDir, argoNS := Settings(p)
+	d.Name, d.Namespace, d.Project, d.PlanID, d.Objects = app.Name, argoNS, project(p, app), a.id, app.Objects
+	d.DestinationServer, d.DestinationName = destination(p, app)
+	d.DestinationNamespace = app.Namespace
+	d.AutoSync, d.Prune = a.o.AutoSync, a.o.Prune
 	out, err := argoapp.RenderApplication(a.appTpl, d)
 	if err != nil {
-		return s, err
+		return err
 	}
 	s.Application = d
 	s.File = path.Join(appsDir, app.Name+".yaml")
 	files[s.File] = out
-	return s, nil
+	return nil
 }
 
 // repoURL is the Application's repoURL: as the plan records it, else the
