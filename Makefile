@@ -42,9 +42,10 @@ fuzz:
 	done; \
 	echo "phase: fuzz $$(( $$(date +%s) - start ))s"
 
-## bench: seed 20,000 objects on a local control plane; wall time and peak RSS of adopt plan vs kubectl get -A -o json
+## bench: plan 20k and 100k objects, finalize 1,000, apply 500 Applications on a local control plane and git server, each against its baseline; prints the table and writes bench/results.json (BENCH_FLAGS=-smoke: small sizes)
 bench: build
-	$(GO) run ./bench -adopt bin/adopt
+	@bash internal/testenv/tools/install-debs.sh
+	$(GO) run ./bench -adopt bin/adopt $(BENCH_FLAGS)
 
 vet:
 	$(GO) vet ./...

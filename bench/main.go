@@ -1,233 +1,306 @@
-// Command bench measures `adopt plan` against the baseline a user would run
-// (`kubectl get TYPE -A -o json` for every listable type) on a local control
-// plane seeded with 20,000 objects across 20 namespaces and 10 types, some
-// with 200 KB annotations. It prints wall time and peak RSS of both, and
-// their ratios, in one invocation. It starts the control plane through
-// internal/testenv and binds only to loopback.
+// Command bench measures adopt at scale on a local control plane (started
+// through internal/testenv, loopback only) and prints, in one run, five rows
+// with their baselines and ratios, also written to bench/results.json:
+//
+//  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
+//     ConfigMap with a 200 KB annotation) against the `kubectl get TYPE -A
+//     -o json` loop a user would run, and against a raw paginated client-go
+//     list of exactly the types and fields adopt reads (the API server's
+//     limit);
+//  2. plan of 100,000 objects (-large-namespaces 100): time against the
+//     20,000 plan (linear is 5x) and peak RSS;
+//  3. plan of the 20,000 objects with every ConfigMap and Secret body 4x
+//     larger: peak RSS against normal bodies;
+//  4. finalize of 1,000 adopted ConfigMaps against a per-object `kubectl
+//     annotate NAME last-applied-configuration-` loop and one `kubectl
+//     annotate --all`;
+//  5. apply of 500 Applications and 2,000 exported ConfigMaps, pushed over
+//     smart HTTP, against `git add -A && git commit && git push` of the same
+//     tree to the same server.
+//
+// Objects are seeded through the API server with 32 writers at 1,000
+// requests a second. The baselines run in the same invocation, on the same
+// objects. -smoke runs every row at a small size, to check the bench works.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
+// Config is one bench run's sizes.
+type Config struct {
+	Adopt string // the adopt binary
+	// Namespaces is the plan row's size (objects: Namespaces x PerType x 10);
+	// LargeNamespaces the linear row's (0 skips it).
+	Namespaces, LargeNamespaces, PerType, BigEvery int
+	// Finalize is how many ConfigMaps each finalize measurement covers.
+	Finalize int
+	// Apps and ApplyObjects size the apply row.
+	Apps, ApplyObjects int
+	// Out is where results.json goes ("" for none).
+	Out string
+	// Log receives progress lines.
+	Log func(format string, a ...any)
+}
+
 func main() {
-	adoptBin := flag.String("adopt", "bin/adopt", "the adopt binary to measure")
-	namespaces := flag.Int("namespaces", 20, "namespaces to seed")
-	perType := flag.Int("per-type", 100, "objects per type per namespace (10 types)")
-	bigEvery := flag.Int("big-every", 100, "every Nth ConfigMap carries a 200 KB annotation")
-	hold := flag.Bool("hold", false, "after seeding, print the kubeconfig and wait for a signal instead of measuring")
+	c := Config{}
+	flag.StringVar(&c.Adopt, "adopt", "bin/adopt", "the adopt binary to measure")
+	flag.IntVar(&c.Namespaces, "namespaces", 20, "namespaces of the plan row (10 types x -per-type objects each)")
+	flag.IntVar(&c.LargeNamespaces, "large-namespaces", 100, "namespaces of the linear row (0: skip it)")
+	flag.IntVar(&c.PerType, "per-type", 100, "objects per type per namespace")
+	flag.IntVar(&c.BigEvery, "big-every", 100, "every Nth ConfigMap carries a 200 KB annotation")
+	flag.IntVar(&c.Finalize, "finalize", 1000, "ConfigMaps per finalize measurement")
+	flag.IntVar(&c.Apps, "apps", 500, "Applications of the apply row")
+	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
+	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
+	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
+	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
+	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
 	flag.Parse()
-	if err := run(*adoptBin, *namespaces, *perType, *bigEvery, *hold); err != nil {
+	if *rawlist != "" {
+		if err := rawList(*rawlist); err != nil {
+			fmt.Fprintln(os.Stderr, "bench rawlist:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *smoke {
+		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
+	}
+	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	var err error
+	if *hold {
+		err = holdSeeded(c)
+	} else {
+		var r *Results
+		if r, err = Run(context.Background(), c); err == nil {
+			r.Print(os.Stdout)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-// measurement is one command's wall time and peak RSS.
-type measurement struct {
-	wall   time.Duration
-	maxRSS int64 // KiB
+// Results is everything one run measured.
+type Results struct {
+	Machine Machine `json:"machine"`
+	Seeding Seeding `json:"seeding"`
+	Rows    []Row   `json:"rows"`
 }
 
-func run(adoptBin string, namespaces, perType, bigEvery int, hold bool) error {
-	bin, err := filepath.Abs(adoptBin)
-	if err != nil {
-		return err
+// Machine says where and on what the bench ran.
+type Machine struct {
+	Cores     int    `json:"cores"`
+	MemoryGB  int    `json:"memoryGB"`
+	Commit    string `json:"commit"`
+	Go        string `json:"go"`
+	StartedAt string `json:"startedAt"`
+}
+
+// Seeding says how the objects were made.
+type Seeding struct {
+	Method  string  `json:"method"`
+	Objects int     `json:"objects"`
+	Seconds float64 `json:"seconds"`
+	Total   float64 `json:"totalSeconds"`
+}
+
+// Row is one goal: the measurements, the ratio and whether it met its goal.
+type Row struct {
+	Name     string        `json:"name"`
+	Measured []Measurement `json:"measured"`
+	Ratios   []Ratio       `json:"ratios"`
+}
+
+// Measurement is one command's wall time and peak RSS.
+type Measurement struct {
+	What    string  `json:"what"`
+	Seconds float64 `json:"seconds"`
+	RSSMB   int64   `json:"peakRSSMB"`
+}
+
+// Ratio is a figure against its goal.
+type Ratio struct {
+	What  string  `json:"what"`
+	Value float64 `json:"value"`
+	Goal  string  `json:"goal"`
+	Met   bool    `json:"met"`
+}
+
+// Print writes the table.
+func (r *Results) Print(w *os.File) {
+	fmt.Fprintf(w, "\nadopt bench: %d cores, %d GB, commit %s, %s; seeded %d objects through the API (%s) in %.0f s; whole run %.0f s\n",
+		r.Machine.Cores, r.Machine.MemoryGB, r.Machine.Commit, r.Machine.Go, r.Seeding.Objects, r.Seeding.Method, r.Seeding.Seconds, r.Seeding.Total)
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "\n%s\n", row.Name)
+		for _, m := range row.Measured {
+			fmt.Fprintf(w, "  %-62s %9.2f s %7d MB\n", m.What, m.Seconds, m.RSSMB)
+		}
+		for _, q := range row.Ratios {
+			met := "met"
+			if !q.Met {
+				met = "NOT met"
+			}
+			fmt.Fprintf(w, "  %-62s %9.2f   goal %s: %s\n", q.What, q.Value, q.Goal, met)
+		}
 	}
+}
+
+// Run starts a control plane, runs every row and writes the results.
+func Run(ctx context.Context, c Config) (*Results, error) {
+	began := time.Now()
+	bin, err := filepath.Abs(c.Adopt)
+	if err != nil {
+		return nil, err
+	}
+	c.Adopt = bin
+	cp, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Stop()
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
+	b := &bench{c: c, cp: cp, cs: cs, res: r}
+	for _, step := range []func(context.Context) error{b.planRows, b.finalizeRow, b.applyRow} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r.Seeding.Total = time.Since(began).Seconds()
+	if c.Out != "" {
+		data, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(c.Out, append(data, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// bench is one run's state.
+type bench struct {
+	c   Config
+	cp  *testenv.ControlPlane
+	cs  *kubernetes.Clientset
+	res *Results
+}
+
+func (b *bench) seeded(n int, d time.Duration) {
+	b.res.Seeding.Objects += n
+	b.res.Seeding.Seconds += d.Seconds()
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			m.Commit += "-dirty"
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &kb)
+		m.MemoryGB = int((kb + 512*1024) / (1024 * 1024))
+	}
+	return m
+}
+
+// measure runs a command and returns its wall time and peak RSS, which
+// GNU time (/usr/bin/time) reports: Linux counts in a process's peak RSS
+// the memory of the process that started it until exec, and Go starts
+// processes sharing its own memory, so a direct child of this process
+// (or of any Go process) would report the starter's size. GNU time forks
+// from its own tiny image.
+func measure(what string, env []string, name string, args ...string) (Measurement, error) {
+	if _, err := os.Stat(gnuTime); err != nil {
+		return Measurement{}, fmt.Errorf("the bench needs GNU time at %s to measure peak RSS (Debian package time; internal/testenv/tools/install-debs.sh installs it)", gnuTime)
+	}
+	f, err := os.CreateTemp("", "bench-rss-")
+	if err != nil {
+		return Measurement{}, err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	cmd := exec.Command(gnuTime, append([]string{"-q", "-f", "%M", "-o", f.Name(), name}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	m := Measurement{What: what, Seconds: time.Since(start).Seconds()}
+	if b, rerr := os.ReadFile(f.Name()); rerr == nil {
+		var kib int64
+		fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &kib)
+		m.RSSMB = kib / 1024
+	}
+	if err != nil {
+		return m, fmt.Errorf("%s: %v: %s", what, err, strings.TrimSpace(tail(stderr.String(), 2000)))
+	}
+	return m, nil
+}
+
+const gnuTime = "/usr/bin/time"
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func ratio(what string, v float64, goal string, met bool) Ratio {
+	return Ratio{What: what, Value: v, Goal: goal, Met: met}
+}
+
+// holdSeeded seeds the plan row and waits for a signal.
+func holdSeeded(c Config) error {
 	ctx := context.Background()
 	cp, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	start := time.Now()
 	cfg := cp.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	n, big, err := seed(ctx, cs, namespaces, perType, bigEvery)
-	if err != nil {
+	if _, err := seedNamespaces(ctx, cs, 0, c.Namespaces, c.PerType, c.BigEvery, 1); err != nil {
 		return err
 	}
-	fmt.Printf("seeded %d objects (%d with a 200 KB annotation) in %d namespaces in %s\n", n, big, namespaces, time.Since(start).Round(time.Second))
-
-	if hold {
-		fmt.Printf("kubeconfig: %s\n", cp.Kubeconfig)
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		return nil
-	}
-	out := filepath.Join(cp.Dir, "plan.yaml")
-	planM, err := measure(bin, "--kubeconfig", cp.Kubeconfig, "plan", "-q", "-o", "json", "--out", out)
-	if err != nil {
-		return fmt.Errorf("adopt plan: %w", err)
-	}
-	kubectl := filepath.Join(cp.Bin, "kubectl")
-	types, err := listableTypes(kubectl, cp.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	var base measurement
-	for _, t := range types {
-		m, err := measure(kubectl, "--kubeconfig", cp.Kubeconfig, "get", t, "-A", "-o", "json")
-		if err != nil {
-			continue // a type kubectl cannot list is not part of the baseline
-		}
-		base.wall += m.wall
-		if m.maxRSS > base.maxRSS {
-			base.maxRSS = m.maxRSS
-		}
-	}
-	fmt.Printf("\n%-44s %10s %14s\n", "", "wall", "peak RSS")
-	fmt.Printf("%-44s %10s %11d MB\n", "adopt plan (all namespaces, JSON + plan file)", planM.wall.Round(time.Millisecond), planM.maxRSS/1024)
-	fmt.Printf("%-44s %10s %11d MB\n", fmt.Sprintf("kubectl get TYPE -A -o json (%d types)", len(types)), base.wall.Round(time.Millisecond), base.maxRSS/1024)
-	fmt.Printf("%-44s %9.2fx %13.2fx\n", "ratio adopt / kubectl", planM.wall.Seconds()/base.wall.Seconds(), float64(planM.maxRSS)/float64(base.maxRSS))
-	if planM.maxRSS/1024 >= 300 {
-		return fmt.Errorf("adopt plan peak RSS %d MB is not below 300 MB", planM.maxRSS/1024)
-	}
+	fmt.Printf("kubeconfig: %s\n", cp.Kubeconfig)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
 	return nil
-}
-
-// measure runs a command and returns its wall time and peak RSS.
-func measure(name string, args ...string) (measurement, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Stdout = nil
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	m := measurement{wall: time.Since(start)}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.maxRSS = ru.Maxrss
-	}
-	if err != nil {
-		return m, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return m, nil
-}
-
-// listableTypes is every resource type kubectl can list, as resource.group.
-func listableTypes(kubectl, kubeconfig string) ([]string, error) {
-	out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "api-resources", "--verbs=list", "-o", "name").Output()
-	if err != nil {
-		return nil, fmt.Errorf("kubectl api-resources: %w", err)
-	}
-	return strings.Fields(string(out)), nil
-}
-
-// seed creates perType objects of each of 10 types in each namespace, with
-// 16 writers.
-func seed(ctx context.Context, cs *kubernetes.Clientset, namespaces, perType, bigEvery int) (int, int, error) {
-	type job func() error
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if err := j(); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	bigValue := strings.Repeat("b", 200*1024)
-	total, big := 0, 0
-	for i := 0; i < namespaces; i++ {
-		ns := fmt.Sprintf("bench-%02d", i)
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return 0, 0, err
-		}
-		for k := 0; k < perType; k++ {
-			name := fmt.Sprintf("obj-%04d", k)
-			meta := metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/part-of": fmt.Sprintf("app-%d", k%5)}}
-			cmMeta := meta
-			if bigEvery > 0 && (i*perType+k)%bigEvery == 0 {
-				cmMeta.Annotations = map[string]string{"example.com/blob": bigValue}
-				big++
-			}
-			sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
-			creates := []job{
-				func() error {
-					_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: cmMeta, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{ClusterIP: "None", Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					d := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: sel.MatchLabels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}}}}}
-					_, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}, metav1.CreateOptions{})
-					return err
-				},
-				func() error {
-					_, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: meta}, metav1.CreateOptions{})
-					return err
-				},
-			}
-			for _, c := range creates {
-				jobs <- c
-				total++
-			}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	return total, big, firstErr
 }

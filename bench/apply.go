@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+const applyNS = "bench-apply"
+
+// applyRow plans ApplyObjects ConfigMaps in Apps label groups, applies the
+// plan to a repo on a local smart-HTTP git server, then pushes the same
+// tree with the git CLI to the same server.
+func (b *bench) applyRow(ctx context.Context) error {
+	c := b.c
+	start := time.Now()
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: applyNS}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	p := newPool()
+	for i := 0; i < c.ApplyObjects; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cfg-%04d", i), Namespace: applyNS,
+			Labels: map[string]string{"app.kubernetes.io/part-of": fmt.Sprintf("svc-%03d", i%c.Apps)}},
+			Data: map[string]string{"config.yaml": strings.Repeat(fmt.Sprintf("key-%d: value\n", i), 20)}}
+		p.jobs <- func() error {
+			_, err := b.cs.CoreV1().ConfigMaps(applyNS).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}
+	}
+	if err := p.wait(); err != nil {
+		return err
+	}
+	b.seeded(c.ApplyObjects, time.Since(start))
+	planFile := filepath.Join(b.cp.Dir, "apply-plan.yaml")
+	kc := []string{"--kubeconfig", b.cp.Kubeconfig}
+	if _, err := measure("adopt plan", nil, c.Adopt, append(kc, "plan", "-q", "-n", applyNS, "--argocd-version", "v2.14.21", "--out", planFile)...); err != nil {
+		return err
+	}
+	pl, err := plan.ReadFile(planFile)
+	if err != nil {
+		return err
+	}
+	g, err := testenv.StartGitServer("", "")
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	url, err := g.CreateRepo("gitops", map[string]string{"README.md": "gitops\n"})
+	if err != nil {
+		return err
+	}
+	c.Log("  adopt apply: %d Applications, %d objects", len(pl.Applications), len(pl.Objects))
+	ap, err := measure("", nil, c.Adopt, append(kc, "apply", "--plan", planFile, "--repo", url, "--branch", "adopt-bench",
+		"--author", "Bench <bench@example.invalid>", "--argocd-version", "v2.14.21", "-q")...)
+	if err != nil {
+		return err
+	}
+	bare := g.BarePath("gitops")
+	files, err := gitOut("", "--git-dir", bare, "ls-tree", "-r", "--name-only", "adopt-bench")
+	if err != nil {
+		return err
+	}
+	nfiles := len(strings.Fields(files))
+	ap.What = fmt.Sprintf("adopt apply: %d Applications, %d objects, %d files, pushed", len(pl.Applications), len(pl.Objects), nfiles)
+
+	// The git CLI: the same tree, committed and pushed to the same server.
+	work := filepath.Join(b.cp.Dir, "git-bench")
+	if _, err := gitOut("", "clone", "-q", url, work); err != nil {
+		return err
+	}
+	if _, err := gitOut(work, "checkout", "-q", "-b", "git-bench"); err != nil {
+		return err
+	}
+	archive := exec.Command("sh", "-c", fmt.Sprintf("git --git-dir %q archive adopt-bench | tar -x -C %q", bare, work))
+	if out, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive: %v: %s", err, out)
+	}
+	env := []string{"GIT_AUTHOR_NAME=Bench", "GIT_AUTHOR_EMAIL=bench@example.invalid", "GIT_COMMITTER_NAME=Bench", "GIT_COMMITTER_EMAIL=bench@example.invalid"}
+	gm, err := measure(fmt.Sprintf("git add -A && git commit && git push, the same %d files", nfiles), env, "sh", "-c",
+		fmt.Sprintf("cd %q && git add -A && git commit -q -m bench && git push -q origin git-bench", work))
+	if err != nil {
+		return err
+	}
+	ours, err := gitOut("", "--git-dir", bare, "rev-parse", "adopt-bench^{tree}")
+	if err != nil {
+		return err
+	}
+	theirs, err := gitOut("", "--git-dir", bare, "rev-parse", "git-bench^{tree}")
+	if err != nil {
+		return err
+	}
+	if ours != theirs {
+		return fmt.Errorf("apply row: git pushed tree %s, adopt %s: not the same tree", theirs, ours)
+	}
+	b.res.Rows = append(b.res.Rows, Row{Name: fmt.Sprintf("5. apply, %d Applications and %d exported objects, pushed over smart HTTP", len(pl.Applications), len(pl.Objects)),
+		Measured: []Measurement{ap, gm},
+		Ratios:   []Ratio{ratio("adopt apply / git CLI (time)", ap.Seconds/gm.Seconds, "<= 2", ap.Seconds <= 2*gm.Seconds)}})
+	return nil
+}
+
+func gitOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
