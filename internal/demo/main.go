@@ -227,6 +227,24 @@ func (d *demo) withoutArgoCD() error {
 	}
 	fmt.Println("\nNext, after review and merge, and Argo CD's first sync:  adopt finalize --plan plan.yaml")
 	fmt.Println("(make demo without ARGOCD=0 runs that part too, on a real Argo CD)")
+	return d.status(nil, planFile, repo)
+}
+
+// status ends the demo: adopt status over the plan, and its HTML report
+// written where it outlives the demo's work directory.
+func (d *demo) status(env []string, planFile, repo string, extra ...string) error {
+	say("adopt status: where every object stands, and the report for the team")
+	dir, err := os.MkdirTemp("", "adopt-demo-status-")
+	if err != nil {
+		return err
+	}
+	html := filepath.Join(dir, "status.html")
+	args := append([]string{"status", "--plan", planFile, "--repo", repo, "--record", filepath.Join(dir, "history"), "--html", html}, extra...)
+	if err := d.mustAdopt(env, args...); err != nil {
+		return err
+	}
+	d.phase("status")
+	fmt.Printf("\nThe status report (self-contained, works offline): %s\n", html)
 	return nil
 }
 
@@ -389,7 +407,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	fmt.Printf("%s is gone. Without finalize, kubectl's co-ownership from the runbook's --server-side apply would have kept it.\n", estate.DeletedKey)
 	d.phase("key deleted in git, synced")
-	return nil
+	return d.status(gitEnv, planFile, repoURL)
 }
 
 // pullRequest starts a real Gitea on loopback, copies the demo repo into it
