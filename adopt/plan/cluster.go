@@ -3,7 +3,6 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -13,7 +12,7 @@ import (
 func (p *Plan) Seal() error {
 	p.ID = ""
 	h := sha256.New()
-	if err := json.NewEncoder(h).Encode(p); err != nil {
+	if err := p.WriteJSON(h, false); err != nil { // json.Encoder's bytes, streamed
 		return err
 	}
 	p.ID = "plan-" + hex.EncodeToString(h.Sum(nil))[:16]

@@ -1,15 +1,12 @@
 package printer
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
-// JSON writes p as indented JSON.
+// JSON writes p as indented JSON, one object at a time.
 func JSON(w io.Writer, p *plan.Plan) error {
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(p)
+	return p.WriteJSON(w, true)
 }

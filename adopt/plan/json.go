@@ -1,0 +1,126 @@
+package plan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteJSON writes p as encoding/json would (json.Encoder, one trailing
+// newline; indented by two spaces when indent is set), byte for byte, but
+// one list item at a time: json.Encoder builds the whole document in
+// memory first, which for 100,000 objects is hundreds of megabytes.
+func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
+	bw := bufio.NewWriter(w)
+	head := *p
+	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	// Objects is the first of the lists after the head and never omitted;
+	// the others are omitted when empty, so the head ends with it.
+	const tail = `"objects":null}`
+	if !bytes.HasSuffix(b, []byte(tail)) {
+		return fmt.Errorf("encode plan: unexpected field order")
+	}
+	b = b[:len(b)-len(tail)]
+	var ind bytes.Buffer
+	put := func(raw []byte, prefix string) error {
+		if !indent {
+			_, err := bw.Write(raw)
+			return err
+		}
+		ind.Reset()
+		if err := json.Indent(&ind, raw, prefix, "  "); err != nil {
+			return err
+		}
+		_, err := bw.Write(ind.Bytes())
+		return err
+	}
+	// The head without its closing brace; indented, its last line is the
+	// comma after the field before objects.
+	if indent {
+		ind.Reset()
+		if err := json.Indent(&ind, append(b[:len(b):len(b)], "\"objects\":null}"...), "", "  "); err != nil {
+			return err
+		}
+		h := ind.Bytes()
+		h = h[:bytes.LastIndex(h, []byte(`"objects": null`))]
+		if _, err := bw.Write(h); err != nil {
+			return err
+		}
+	} else if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	first := true
+	list := func(key string, n int, item func(i int) any, omitEmpty bool) error {
+		if n == 0 && omitEmpty {
+			return nil
+		}
+		sep := ","
+		if first {
+			sep, first = "", false
+		}
+		if indent {
+			if sep != "" {
+				bw.WriteString(",\n  ")
+			}
+			if n == 0 {
+				_, err := bw.WriteString(`"` + key + `": []`)
+				return err
+			}
+			bw.WriteString(`"` + key + `": [`)
+		} else {
+			if n == 0 {
+				_, err := bw.WriteString(sep + `"` + key + `":[]`)
+				return err
+			}
+			bw.WriteString(sep + `"` + key + `":[`)
+		}
+		for i := 0; i < n; i++ {
+			raw, err := json.Marshal(item(i))
+			if err != nil {
+				return fmt.Errorf("encode plan: %w", err)
+			}
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			if indent {
+				bw.WriteString("\n    ")
+			}
+			if err := put(raw, "    "); err != nil {
+				return err
+			}
+		}
+		if indent {
+			bw.WriteString("\n  ")
+		}
+		_, err := bw.WriteString("]")
+		return err
+	}
+	if p.Objects == nil {
+		// encoding/json writes a nil slice as null.
+		if indent {
+			bw.WriteString(`"objects": null`)
+		} else {
+			bw.WriteString(`"objects":null`)
+		}
+		first = false
+	} else if err := list("objects", len(p.Objects), func(i int) any { return &p.Objects[i] }, false); err != nil {
+		return err
+	}
+	if err := list("skipped", len(p.Skipped), func(i int) any { return &p.Skipped[i] }, true); err != nil {
+		return err
+	}
+	if err := list("notScanned", len(p.NotScanned), func(i int) any { return &p.NotScanned[i] }, true); err != nil {
+		return err
+	}
+	if indent {
+		bw.WriteString("\n")
+	}
+	bw.WriteString("}\n")
+	return bw.Flush()
+}
