@@ -210,7 +210,12 @@ func (d *demo) withoutArgoCD() error {
 	}
 	d.phase("plan")
 	say("adopt apply: the Applications, on a branch of the GitOps repo (nothing in the cluster changes)")
-	if err := d.mustAdopt(nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil {
+	say("Without an Argo CD to ask, the version is unknown: apply refuses to guess whether the first sync of the 98% ConfigMap needs ClientSideApplyMigration=false")
+	if code, err := d.adopt(nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil || code != 2 {
+		return fmt.Errorf("apply with the Argo CD version unknown: exit %d (%v), want 2 (refused)", code, err)
+	}
+	say("So name the remedy: --csa-migration=disable is safe on every Argo CD version")
+	if err := d.mustAdopt(nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git", "--csa-migration", "disable"); err != nil {
 		return err
 	}
 	d.phase("apply")
