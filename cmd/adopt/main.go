@@ -9,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(runAs(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -21,6 +21,7 @@ func adopt(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(append([]string{"--kubeconfig", cp.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+	checkPlans(t, args, out.String(), code)
 	return out.String(), errb.String(), code
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,13 +14,22 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // run executes the adopt command line and returns the exit code.
 func run(args []string, in io.Reader, out, errOut io.Writer) int {
+	return runAs("adopt", args, in, out, errOut)
+}
+
+// runAs is run invoked as argv0: as kubectl-adopt, adopt is a kubectl
+// plugin (`kubectl adopt ...`, the name krew installs), and as
+// kubectl_complete-adopt it answers the completion requests kubectl's
+// own shell completion sends for `kubectl adopt <TAB>`.
+func runAs(argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
-	root := newRootCmd(streams)
+	inv := invocationOf(argv0)
+	root := newRootCmdAs(streams, inv)
+	if inv.complete {
+		args = append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err != nil {
@@ -37,7 +48,35 @@ func isFlagError(err error) bool {
 		strings.HasPrefix(s, "invalid argument") || strings.Contains(s, "accepts ") || strings.HasPrefix(s, "required flag")
 }
 
+// invocation is how adopt was started.
+type invocation struct {
+	// plugin: as kubectl-adopt (or kubectl_complete-adopt).
+	plugin bool
+	// complete: as kubectl_complete-adopt.
+	complete bool
+}
+
+// pluginName is the executable name kubectl looks for on PATH.
+const pluginName = "kubectl-adopt"
+
+// invocationOf reads argv[0] the way kubectl plugins do: its base name,
+// without .exe.
+func invocationOf(argv0 string) invocation {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	switch base {
+	case pluginName:
+		return invocation{plugin: true}
+	case "kubectl_complete-adopt":
+		return invocation{plugin: true, complete: true}
+	}
+	return invocation{}
+}
+
 func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCmdAs(streams, invocation{})
+}
+
+func newRootCmdAs(streams genericiooptions.IOStreams, inv invocation) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	timeout := "30s"
 	flags.Timeout = &timeout
@@ -64,7 +103,45 @@ field ownership.
 		newStatusCmd(flags, streams),
 		newVersionCmd(streams),
 	)
+	registerCompletions(root, flags)
+	if inv.plugin {
+		asPlugin(root)
+	}
 	return root
+}
+
+// asPlugin makes help, usage and examples say `kubectl adopt`. The
+// command itself is named kubectl-adopt, the executable's name, so that
+// `kubectl adopt completion bash` writes a script for kubectl-adopt.
+func asPlugin(root *cobra.Command) {
+	root.Use = pluginName
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = "kubectl adopt"
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Example = pluginExamples(c.Example)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// pluginExamples rewrites the example lines that run `adopt` (or
+// `bin/adopt`, after an environment assignment or a pipe too) to run
+// `kubectl adopt`; comment lines are left as written.
+func pluginExamples(ex string) string {
+	cmd := regexp.MustCompile(`(^|[\s|;&(])(?:bin/)?adopt(\s|$)`)
+	lines := strings.Split(ex, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		lines[i] = cmd.ReplaceAllString(l, "${1}kubectl adopt${2}")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // useColor reports whether w is a terminal and NO_COLOR is unset.
