@@ -236,7 +236,9 @@ func (o *StatusOptions) provider(src *status.Sources, repo *gitops.Repo) error {
 	}
 	ref, err := gitops.ParseRepoURL(repo.URL())
 	if err != nil {
-		return usageErrorf("--repo: %v", err)
+		// A plain Git server (no owner/name path) hosts no pull requests.
+		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", repo.URL())
+		return nil
 	}
 	name := o.Provider
 	if name == "" {
