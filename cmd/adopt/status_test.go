@@ -376,3 +376,23 @@ func checkReportInBrowser(ctx context.Context, t *testing.T, html string, r *sta
 		t.Errorf("the screenshot looks blank: luminance sd %.1f, %d of %d pixels dark", sd, dark, n)
 	}
 }
+
+// TestStatusOnAPlainGitServer: a GitOps repo on a plain smart-HTTP server
+// (no owner/name, no pull-request host) gives the in-review stage with a
+// note that pull requests were not looked up, not a bad-input error.
+func TestStatusOnAPlainGitServer(t *testing.T) {
+	ns := cp.Namespace(t)
+	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n"), "apply", "-n", ns, "-f", "-")
+	_, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
+	planFile := filepath.Join(t.TempDir(), "plan.yaml")
+	if _, errOut, code := adopt(t, "plan", "-n", ns, "-q", "--repo", url, "--out", planFile, "--argocd-version", "v2.14.21"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := adopt(t, "apply", "--plan", planFile, "--repo", url, "-q", "--author", "T <t@example.invalid>"); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, errOut)
+	}
+	r := statusJSON(t, "--plan", planFile, "--repo", url, "--no-coverage")
+	if len(r.Objects) != 1 || r.Objects[0].Stage != status.StageInReview || !strings.Contains(strings.Join(r.Notes, "\n"), "not an owner/name repository of a pull-request host") {
+		t.Fatalf("objects %+v, notes %v", r.Objects, r.Notes)
+	}
+}
