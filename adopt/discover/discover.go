@@ -228,13 +228,20 @@ func Collect(ctx context.Context, c Clients, o Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	n := 0
 	for _, r := range results {
+		n += len(r.objs)
+	}
+	// One allocation for all objects, each type's list dropped once copied.
+	res.Objects = make([]Object, 0, n)
+	for i, r := range results {
 		if r.err != nil {
 			res.NotScanned = append(res.NotScanned, Failed{Type: r.t.String(), Reason: Reason(r.err), Err: r.err})
 			continue
 		}
 		res.Scanned = append(res.Scanned, r.t)
 		res.Objects = append(res.Objects, r.objs...)
+		results[i].objs = nil
 	}
 	sort.SliceStable(res.NotScanned, func(i, j int) bool { return res.NotScanned[i].Type < res.NotScanned[j].Type })
 	SortObjects(res.Objects)

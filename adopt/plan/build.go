@@ -50,7 +50,7 @@ type HelmRelease struct {
 // candidate is an object on its way into the plan.
 type candidate struct {
 	src      *discover.Object
-	obj      Object
+	obj      *Object // in Plan.Objects
 	manifest *gitindex.Manifest
 	group    string // label group key
 }
@@ -98,6 +98,7 @@ func Build(in Inputs) *Plan {
 
 	var cands []*candidate
 	byObj := map[*discover.Object]*candidate{}
+	p.Objects = make([]Object, 0, len(in.Result.Objects))
 	for i := range in.Result.Objects {
 		o := &in.Result.Objects[i]
 		if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
@@ -113,7 +114,10 @@ func Build(in Inputs) *Plan {
 			p.Summary.Tracked++
 			continue
 		}
-		c := &candidate{src: o, obj: newObject(o, v), group: labelGroup(o.Labels)}
+		// Candidates point into p.Objects, sized for every object up
+		// front, so the plan's objects are never copied.
+		p.Objects = append(p.Objects, newObject(o, v))
+		c := &candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: labelGroup(o.Labels)}
 		if in.Index != nil {
 			matchGit(c, in.Index)
 		}
@@ -151,7 +155,7 @@ func Build(in Inputs) *Plan {
 			}
 		}
 		c.obj.NextApply = judge.PredictNextApply(c.src, applied)
-		c.obj.Findings = append(c.obj.Findings, findings(&c.obj, in.Index != nil)...)
+		c.obj.Findings = append(c.obj.Findings, findings(c.obj, in.Index != nil)...)
 		sortFindings(c.obj.Findings)
 		c.obj.Risk = maxSeverity(c.obj.Findings)
 	}
@@ -159,9 +163,7 @@ func Build(in Inputs) *Plan {
 	p.Applications = group(cands, groupBy, cfg, in.Index)
 	p.Applications = helmApps(p, cands, in)
 	csaMigration(cands, in.Tracking) // needs each object's Application
-	for _, c := range cands {
-		p.Objects = append(p.Objects, c.obj)
-	}
+	// Sorting moves p.Objects under the candidates: they are done with.
 	p.Sort()
 	p.summarize()
 	_ = p.Seal() // Marshal of a plan built here cannot fail

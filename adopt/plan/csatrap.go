@@ -28,7 +28,7 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 		unknown += "; pass --argocd-version"
 	}
 	for _, c := range cands {
-		o := &c.obj
+		o := c.obj
 		target := judge.SyncTarget{AppliedBytes: c.src.AppliedBytes, Annotations: c.src.Annotations, Labels: c.src.Labels}
 		if c.manifest != nil {
 			b, err := budget.AppliedConfig(c.manifest.Object, c.src.Namespace)

@@ -49,7 +49,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		return b
 	}
 	for _, c := range cands {
-		o := &c.obj
+		o := c.obj
 		var b *bucket
 		switch {
 		case o.HelmRelease != "":
