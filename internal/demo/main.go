@@ -232,7 +232,7 @@ func (d *demo) withoutArgoCD() error {
 	}
 	fmt.Println("\nNext, after review and merge, and Argo CD's first sync:  adopt finalize --plan plan.yaml")
 	fmt.Println("(make demo without ARGOCD=0 runs that part too, on a real Argo CD)")
-	return d.status(nil, planFile, repo)
+	return d.status(nil, planFile, repo, "--config", cfg)
 }
 
 // status ends the demo: adopt status over the plan, and its HTML report
@@ -412,7 +412,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	fmt.Printf("%s is gone. Without finalize, kubectl's co-ownership from the runbook's --server-side apply would have kept it.\n", estate.DeletedKey)
 	d.phase("key deleted in git, synced")
-	return d.status(gitEnv, planFile, repoURL)
+	return d.status(gitEnv, planFile, repoURL, "--config", cfg)
 }
 
 // pullRequest starts a real Gitea on loopback, copies the demo repo into it
