@@ -72,14 +72,15 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 }
 
 // dynamicFor is a dynamic client for parallel requests at once: client-go's
-// token bucket allows 25 requests a second per parallel request (at least
-// the default 50), with a burst of twice that, so the bound is what is in
-// flight, and the API server's priority and fairness (429 with Retry-After,
-// which client-go waits out and retries) what slows it.
+// token bucket allows 100 requests a second per parallel request (800 at
+// finalize's default 8; at least the default 50), with a burst of twice
+// that, so the bound is what is in flight, and the API server's priority
+// and fairness (429 with Retry-After, which client-go waits out and
+// retries, up to 10 times) what slows it.
 func (c *cluster) dynamicFor(parallel int) (dynamic.Interface, error) {
 	cfg := rest.CopyConfig(c.rest)
-	if q := float32(25 * parallel); q > cfg.QPS {
-		cfg.QPS, cfg.Burst = q, 50*parallel
+	if q := float32(100 * parallel); q > cfg.QPS {
+		cfg.QPS, cfg.Burst = q, 200*parallel
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
