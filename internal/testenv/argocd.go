@@ -71,17 +71,7 @@ type Timing struct {
 // ArgoCDBinaries builds (once, cached) Argo CD version and returns the
 // cache directory holding argocd, crds/ and config/.
 func ArgoCDBinaries(version string) (string, error) {
-	script := filepath.Join(moduleRoot(), "internal", "testenv", "tools", "build-argocd.sh")
-	cmd := exec.Command("bash", script, version)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if os.Getenv("ADOPT_QUIET_BUILD") == "" {
-		cmd.Stderr = io.MultiWriter(os.Stderr, &errb)
-	}
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build Argo CD %s with %s: %v: %s", version, script, err, lastLine(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
+	return buildTool("Argo CD "+version, "build-argocd.sh", 1, version)
 }
 
 // StartArgoCD builds Argo CD version if needed, installs its CRDs
@@ -569,8 +559,6 @@ func redisPing(addr string) error {
 	}
 	return nil
 }
-
-func lastLine(s string) string { return lastLines(s, 1) }
 
 // lastLines returns the last n non-empty lines of s, joined by " | ".
 func lastLines(s string, n int) string {

@@ -37,17 +37,10 @@ type Gitea struct {
 // GiteaBinary builds Gitea once (cached outside the repo) and returns the
 // binary path and the module directory its static files live in.
 func GiteaBinary() (bin, modDir string, err error) {
-	script := filepath.Join(moduleRoot(), "internal", "testenv", "tools", "build-gitea.sh")
-	cmd := exec.Command("bash", script, GiteaVersion)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if os.Getenv("ADOPT_QUIET_BUILD") == "" {
-		cmd.Stderr = io.MultiWriter(os.Stderr, &errb)
+	cache, err := buildTool("Gitea", "build-gitea.sh", 5, GiteaVersion)
+	if err != nil {
+		return "", "", err
 	}
-	if err := cmd.Run(); err != nil {
-		return "", "", fmt.Errorf("build Gitea with %s: %v: %s", script, err, lastLines(errb.String(), 5))
-	}
-	cache := strings.TrimSpace(out.String())
 	md, err := os.ReadFile(filepath.Join(cache, "moddir"))
 	if err != nil {
 		return "", "", err

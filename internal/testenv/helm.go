@@ -1,10 +1,8 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,17 +14,7 @@ import (
 // HelmBinaries builds (once, cached) the real helm CLI and returns the
 // directory holding it.
 func HelmBinaries() (string, error) {
-	script := filepath.Join(moduleRoot(), "internal", "testenv", "tools", "build-helm.sh")
-	cmd := exec.Command("bash", script)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if os.Getenv("ADOPT_QUIET_BUILD") == "" {
-		cmd.Stderr = io.MultiWriter(os.Stderr, &errb)
-	}
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build helm with %s: %v: %s", script, err, lastLine(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
+	return buildTool("helm", "build-helm.sh", 1)
 }
 
 // Helm runs the real helm CLI as admin against a control plane, with its
