@@ -4,7 +4,7 @@ package finalize
 // it announces is sent, so that --undo can put back what finalize removed.
 //
 // One process at a time writes a journal: OpenJournal takes an advisory lock
-// (flock, LOCK_EX|LOCK_NB) on <journal>.lock, which names its holder, and
+// (flock on Unix, LockFileEx on Windows) on <journal>.lock, which names its holder, and
 // holds it until Close or the process's death. ReadJournal reads under a
 // shared lock, so an undo never reads a journal another finalize is writing.
 
@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,9 +134,9 @@ var held struct {
 // accounts for the object (see Removed).
 func OpenJournal(path string) (*Journal, error) {
 	lockPath := path + ".lock"
-	lock, err := flockFile(lockPath, syscall.LOCK_EX, true)
+	lock, err := flockFile(lockPath, true, true)
 	if err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
 			return nil, inUse(path, lockPath)
 		}
 		return nil, fmt.Errorf("open journal: lock %s: %w", lockPath, err)
@@ -268,9 +267,9 @@ func (e *JournalError) Unwrap() error { return e.Err }
 func ReadJournal(path string) ([]Entry, error) {
 	lockPath := path + ".lock"
 	if !heldHere(lockPath) {
-		lock, err := flockFile(lockPath, syscall.LOCK_SH, false)
+		lock, err := flockFile(lockPath, false, false)
 		switch {
-		case errors.Is(err, syscall.EWOULDBLOCK):
+		case errors.Is(err, errLocked):
 			return nil, inUse(path, lockPath)
 		case err == nil && lock != nil:
 			defer lock.Close()
@@ -473,12 +472,13 @@ func (f *Finalizer) Undo(ctx context.Context, e Entry) Result {
 	return res
 }
 
-// flockFile opens path (creating it when create is set) and locks it with
-// how|LOCK_NB. It returns an error wrapping syscall.EWOULDBLOCK when
+// flockFile opens path (creating it when create is set) and locks it,
+// exclusive or shared, without waiting. It returns an error wrapping
+// errLocked when
 // someone holds a conflicting lock, and (nil, nil) when path does not exist
 // and create is unset. A lock taken on a file its last holder removed in
 // the meantime is dropped and taken again on the new file.
-func flockFile(path string, how int, create bool) (*os.File, error) {
+func flockFile(path string, exclusive, create bool) (*os.File, error) {
 	for range 10 {
 		var f *os.File
 		var err error
@@ -493,7 +493,7 @@ func flockFile(path string, how int, create bool) (*os.File, error) {
 			}
 			return nil, err
 		}
-		if err := flock(f, how|syscall.LOCK_NB); err != nil {
+		if err := lockFile(f, exclusive); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -508,15 +508,6 @@ func flockFile(path string, how int, create bool) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s keeps being replaced while being locked", path)
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // heldHere says whether an open Journal of this process holds lockPath.
