@@ -1,13 +1,10 @@
 package printer
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/status"
 )
@@ -21,16 +18,9 @@ func Status(w io.Writer, r *status.Report, f string) error {
 	case "", "table":
 		return statusTable(w, r)
 	case "json":
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(r)
+		return writeJSON(w, r)
 	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeYAML(w, r)
 	case "markdown", "md":
 		return statusMarkdown(w, r)
 	}
