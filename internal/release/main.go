@@ -1,8 +1,8 @@
 // Command release builds adopt's release artifacts offline, reproducibly:
 // for each target a stripped binary (-trimpath, -s -w, no build id) stamped
 // with the version, commit and commit date from git; an archive (tar.gz,
-// zip for windows) whose entries are sorted and dated at the commit
-// (SOURCE_DATE_EPOCH); checksums.txt (sha256); and the krew manifest
+// zip for windows) holding it with LICENSE and README.md, entries sorted
+// and dated at the commit (SOURCE_DATE_EPOCH); checksums.txt (sha256); and the krew manifest
 // plugins/adopt.yaml whose sha256s are the archives'. The same commit gives
 // the same bytes. `make release` runs it for all six targets.
 //
@@ -88,7 +88,7 @@ func ParseTargets(s string) ([]Target, error) {
 
 // Options are one release build's inputs.
 type Options struct {
-	Root    string // the repository root (holds go.mod, cmd/adopt, README.md)
+	Root    string // the repository root (holds go.mod, cmd/adopt, LICENSE, README.md)
 	Out     string
 	Targets []Target
 	Version string // semver, v-prefixed (krew requires it)
@@ -172,9 +172,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(filepath.Join(o.Out, "plugins"), 0o755); err != nil {
 		return nil, err
 	}
-	readme, err := os.ReadFile(filepath.Join(o.Root, "README.md"))
-	if err != nil {
-		return nil, err
+	var docs []entry
+	for _, name := range DocFiles() {
+		b, err := os.ReadFile(filepath.Join(o.Root, name))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, entry{name, 0o644, b})
 	}
 	res := &Result{}
 	for _, t := range o.Targets {
@@ -182,7 +186,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		a, err := writeArchive(o, t, bin, readme)
+		a, err := writeArchive(o, t, bin, docs)
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +210,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	return res, nil
 }
+
+// DocFiles go into every archive next to the binary, and krew installs
+// them with it (krew's validator requires a LICENSE among them).
+func DocFiles() []string { return []string{"LICENSE", "README.md"} }
 
 func binName(t Target) string {
 	if t.OS == "windows" {
@@ -255,8 +263,8 @@ type entry struct {
 	data []byte
 }
 
-func writeArchive(o Options, t Target, bin, readme []byte) (Archive, error) {
-	entries := []entry{{binName(t), 0o755, bin}, {"README.md", 0o644, readme}}
+func writeArchive(o Options, t Target, bin []byte, docs []entry) (Archive, error) {
+	entries := append([]entry{{binName(t), 0o755, bin}}, docs...)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	var buf bytes.Buffer
 	var err error
@@ -330,11 +338,15 @@ func KrewManifest(o Options, archives []Archive) ([]byte, error) {
 	}
 	var ps []platform
 	for _, a := range archives {
+		files := []file{{From: binName(a.Target), To: "."}}
+		for _, d := range DocFiles() {
+			files = append(files, file{From: d, To: "."})
+		}
 		ps = append(ps, platform{
 			Selector: map[string]map[string]string{"matchLabels": {"os": a.Target.OS, "arch": a.Target.Arch}},
 			URI:      strings.TrimSuffix(o.BaseURL, "/") + "/" + o.Version + "/" + a.Name,
 			SHA256:   a.SHA256,
-			Files:    []file{{From: binName(a.Target), To: "."}, {From: "README.md", To: "."}},
+			Files:    files,
 			Bin:      binName(a.Target),
 		})
 	}

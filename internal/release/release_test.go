@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,11 +59,17 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := Target{"linux", "amd64"}
-	base := Options{Root: root, Targets: []Target{target}, BaseURL: DefaultBaseURL}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	// The manifest's uris point at a local server holding the first build's
+	// archives, as the releases page will, so krew's validator can download
+	// and install them.
+	base := Options{Root: root, Targets: []Target{target}}
 	if err := base.fromGit(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
-	dirs := []string{t.TempDir(), t.TempDir()}
+	srv := httptest.NewServer(http.StripPrefix("/"+base.Version, http.FileServer(http.Dir(filepath.Join(dirs[0], "dist")))))
+	defer srv.Close()
+	base.BaseURL = srv.URL
 	var res []*Result
 	for i, d := range dirs {
 		o := base
@@ -120,8 +128,9 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 		t.Errorf("manifest %+v, want the archive's sha256 %s and version %s", m.Spec, hexsum, base.Version)
 	}
 
-	// The archive: sorted entries dated at the commit, the binary executable.
-	bin := checkArchive(t, data, base.Date)
+	// The archive: sorted entries dated at the commit, the binary executable,
+	// the LICENSE the repository's.
+	bin := checkArchive(t, data, base.Date, root)
 
 	// The binary: stamped, trimmed, stripped, no build id.
 	binPath := filepath.Join(t.TempDir(), "adopt")
@@ -167,23 +176,6 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// krew's own validator (structure, selectors); its install step
-	// downloads the uri, so the install is done below from the archive.
-	validate := func(path string) ([]byte, error) {
-		return exec.Command(filepath.Join(krewDir, "validate-krew-manifest"), "-manifest", path, "-skip-install").CombinedOutput()
-	}
-	if out, err := validate(manifest); err != nil {
-		t.Fatalf("validate-krew-manifest: %v\n%s", err, out)
-	}
-	broken := filepath.Join(t.TempDir(), "adopt.yaml")
-	if err := os.WriteFile(broken, bytes.Replace(mb, []byte("sha256: "+hexsum), []byte("sha256: nothex"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := validate(broken); err == nil {
-		t.Fatalf("validate-krew-manifest accepted a bad sha256:\n%s", out)
-	}
-
-	// kubectl krew install --manifest --archive, into a temporary KREW_ROOT.
 	home := t.TempDir()
 	krewRoot := filepath.Join(home, ".krew")
 	pathDir := filepath.Join(home, "path")
@@ -193,6 +185,32 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 	if err := os.Symlink(filepath.Join(krewDir, "krew"), filepath.Join(pathDir, "kubectl-krew")); err != nil {
 		t.Fatal(err)
 	}
+	// krew's own validator in full: structure and selectors, then for each
+	// platform `kubectl krew install --manifest` (downloading the uri,
+	// checking the sha256) and a LICENSE among the installed files.
+	validate := func(path string) (string, error) {
+		cmd := exec.Command(filepath.Join(krewDir, "validate-krew-manifest"), "-manifest", path)
+		cmd.Env = []string{"PATH=" + strings.Join([]string{pathDir, cp.Bin, "/usr/bin", "/bin"}, string(os.PathListSeparator))}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := validate(manifest); err != nil || !strings.Contains(out, "all 1 spec.platforms installed fine") {
+		t.Fatalf("validate-krew-manifest: %v\n%s", err, out)
+	}
+	for _, c := range []struct{ what, old, new, want string }{
+		{"a bad sha256", "sha256: " + hexsum, "sha256: nothex", "`sha256` value nothex is not valid"},
+		{"no LICENSE installed", "    - from: LICENSE\n      to: .\n", "", "could not find license file"},
+	} {
+		broken := filepath.Join(t.TempDir(), "adopt.yaml")
+		if err := os.WriteFile(broken, bytes.Replace(mb, []byte(c.old), []byte(c.new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := validate(broken); err == nil || !strings.Contains(out, c.want) {
+			t.Fatalf("validate-krew-manifest with %s: %v, want %q\n%s", c.what, err, c.want, out)
+		}
+	}
+
+	// kubectl krew install --manifest --archive, into a temporary KREW_ROOT.
 	env := []string{
 		"HOME=" + home, "KREW_ROOT=" + krewRoot, "KREW_NO_UPGRADE_CHECK=1", "NO_COLOR=1",
 		"PATH=" + strings.Join([]string{filepath.Join(krewRoot, "bin"), pathDir, cp.Bin, "/usr/bin", "/bin"}, string(os.PathListSeparator)),
@@ -256,7 +274,7 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 }
 
 // checkArchive checks the tar.gz's entries and returns the binary.
-func checkArchive(t *testing.T, data []byte, date time.Time) []byte {
+func checkArchive(t *testing.T, data []byte, date time.Time, root string) []byte {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -280,6 +298,12 @@ func checkArchive(t *testing.T, data []byte, date time.Time) []byte {
 		if !h.ModTime.Equal(date) || h.Uid != 0 || h.Gid != 0 {
 			t.Errorf("%s: time %s uid %d gid %d, want %s and 0", h.Name, h.ModTime, h.Uid, h.Gid, date)
 		}
+		if h.Name == "LICENSE" {
+			got, _ := io.ReadAll(tr)
+			if want, err := os.ReadFile(filepath.Join(root, "LICENSE")); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("the archive's LICENSE is not the repository's (%v)", err)
+			}
+		}
 		if h.Name == "adopt" {
 			if h.Mode != 0o755 {
 				t.Errorf("adopt mode %o", h.Mode)
@@ -289,8 +313,8 @@ func checkArchive(t *testing.T, data []byte, date time.Time) []byte {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "README.md,adopt" {
-		t.Errorf("entries %v, want README.md,adopt sorted", names)
+	if strings.Join(names, ",") != "LICENSE,README.md,adopt" {
+		t.Errorf("entries %v, want LICENSE,README.md,adopt sorted", names)
 	}
 	return bin
 }
