@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adopt-dev/adopt/schemas"
 )
 
 // adoptBin is the adopt binary built once by TestMain. It is set before any
@@ -54,7 +56,8 @@ func (r result) String() string {
 }
 
 // runAdopt runs the adopt binary with the control plane's kubeconfig and
-// extra environment variables (NAME=value).
+// extra environment variables (NAME=value). After a run that exits 0 or 3
+// (findings) it validates every plan the run wrote against schemas/.
 func runAdopt(t *testing.T, kubeconfig string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(adoptBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
@@ -68,6 +71,11 @@ func runAdopt(t *testing.T, kubeconfig string, env []string, args ...string) res
 		code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatalf("run adopt %s: %v", strings.Join(args, " "), err)
+	}
+	if code == 0 || code == 3 {
+		for _, err := range schemas.Written(args, out.Bytes()) {
+			t.Errorf("adopt %s: %v", strings.Join(args, " "), err)
+		}
 	}
 	return result{out: out.String(), errOut: errb.String(), code: code}
 }

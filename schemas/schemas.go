@@ -1,5 +1,7 @@
 // Package schemas owns the JSON Schemas of adopt's documents: the
-// AdoptionPlan (adoption-plan.json) and adopt.yaml (adopt-config.json).
+// AdoptionPlan (adoption-plan.json), the FleetAdoptionPlan
+// (fleet-adoption-plan.json, a plan directory's fleet.yaml) and adopt.yaml
+// (adopt-config.json).
 // They are generated from the Go types (go generate ./schemas) and
 // committed; a test fails when the committed files and the types disagree.
 // The package also validates documents against them, for tests and for
@@ -20,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
@@ -28,6 +31,7 @@ import (
 // File names of the committed schemas, in this directory.
 const (
 	PlanFile   = "adoption-plan.json"
+	FleetFile  = "fleet-adoption-plan.json"
 	ConfigFile = "adopt-config.json"
 )
 
@@ -41,33 +45,45 @@ const module = "github.com/adopt-dev/adopt"
 //go:embed adoption-plan.json
 var planSchema []byte
 
+//go:embed fleet-adoption-plan.json
+var fleetSchema []byte
+
 //go:embed adopt-config.json
 var configSchema []byte
 
 // Plan is the committed AdoptionPlan schema.
 func Plan() []byte { return bytes.Clone(planSchema) }
 
+// Fleet is the committed FleetAdoptionPlan schema.
+func Fleet() []byte { return bytes.Clone(fleetSchema) }
+
 // Config is the committed adopt.yaml schema.
 func Config() []byte { return bytes.Clone(configSchema) }
 
-// Generate reflects both schemas from the Go types. root is the repository
-// root relative to the working directory, which must be this package's
-// directory (as under go generate and go test): the field comments are
-// read from the sources and become descriptions.
-func Generate(root string) (planJSON, configJSON []byte, err error) {
+// Generate reflects the schemas from the Go types, by file name (PlanFile,
+// FleetFile, ConfigFile). root is the repository root relative to the
+// working directory, which must be this package's directory (as under go
+// generate and go test): the field comments are read from the sources and
+// become descriptions.
+func Generate(root string) (map[string][]byte, error) {
 	comments := map[string]string{}
 	for _, dir := range []string{"adopt", "argoapp"} {
 		r := &jsonschema.Reflector{CommentMap: comments}
 		// Keys are base joined with the walked path: from schemas/, the
 		// walked "../adopt/plan" must come out as module + "/adopt/plan".
 		if err := r.AddGoComments(path.Join(module, "schemas"), path.Join(root, dir)); err != nil {
-			return nil, nil, fmt.Errorf("read comments: %w", err)
+			return nil, fmt.Errorf("read comments: %w", err)
 		}
 	}
 	pr := &jsonschema.Reflector{CommentMap: comments, Namer: name}
 	ps := pr.Reflect(&plan.Plan{})
 	pin(ps, PlanFile, "AdoptionPlan", plan.APIVersion, plan.Kind,
 		"The reviewable plan `adopt plan --out` writes and `adopt apply` and `adopt finalize` read.")
+
+	fr := &jsonschema.Reflector{CommentMap: comments, Namer: name}
+	fs := fr.Reflect(&fleet.Index{})
+	pin(fs, FleetFile, "FleetAdoptionPlan", fleet.APIVersion, fleet.Kind,
+		"The fleet index `adopt plan --contexts ... --out-dir DIR` writes as DIR/fleet.yaml (and prints under -o json|yaml): each cluster's plan file, and the ApplicationSets proposed across clusters.")
 
 	cr := &jsonschema.Reflector{CommentMap: comments, Namer: name, FieldNameTag: "yaml", RequiredFromJSONSchemaTags: true}
 	cs := cr.Reflect(&config.Config{})
@@ -76,16 +92,19 @@ func Generate(root string) (planJSON, configJSON []byte, err error) {
 	croot.Required = []string{"apiVersion", "kind"}
 
 	nullableLists(ps)
-	if planJSON, err = encode(ps); err != nil {
-		return nil, nil, err
+	nullableLists(fs)
+	out := map[string][]byte{}
+	for file, s := range map[string]*jsonschema.Schema{PlanFile: ps, FleetFile: fs, ConfigFile: cs} {
+		b, err := encode(s)
+		if err != nil {
+			return nil, err
+		}
+		out[file] = b
 	}
-	if configJSON, err = encode(cs); err != nil {
-		return nil, nil, err
-	}
-	return planJSON, configJSON, nil
+	return out, nil
 }
 
-// nullableLists lets every always-written list and map of the plan be
+// nullableLists lets every always-written list and map of a plan be
 // null as well: encoding/json writes a nil slice or map as null (adopt
 // plan -o json does), yaml.v3 as [] or {}, and both read back the same.
 func nullableLists(s *jsonschema.Schema) {
@@ -113,7 +132,7 @@ func nullableLists(s *jsonschema.Schema) {
 // document's own (plan.Skipped and gitindex.Skipped both exist).
 func name(t reflect.Type) string {
 	switch p := t.PkgPath(); p {
-	case "", module + "/adopt/plan", module + "/adopt/config":
+	case "", module + "/adopt/plan", module + "/adopt/fleet", module + "/adopt/config":
 		return "" // the reflector's default
 	default:
 		return path.Base(p) + "." + t.Name()
@@ -149,6 +168,10 @@ func encode(s *jsonschema.Schema) ([]byte, error) {
 // ValidatePlan checks a plan document (YAML or JSON) against the committed
 // AdoptionPlan schema.
 func ValidatePlan(doc []byte) error { return validate(PlanFile, planSchema, doc) }
+
+// ValidateFleet checks a FleetAdoptionPlan (fleet.yaml, YAML or JSON)
+// against the committed schema.
+func ValidateFleet(doc []byte) error { return validate(FleetFile, fleetSchema, doc) }
 
 // ValidateConfig checks an adopt.yaml document against the committed
 // schema.

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -18,23 +20,20 @@ import (
 // TestCommittedSchemasMatchTypes fails when a plan or adopt.yaml type
 // changed and the committed schema was not regenerated.
 func TestCommittedSchemasMatchTypes(t *testing.T) {
-	p, c, err := Generate("..")
+	files, err := Generate("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range []struct {
-		file      string
-		generated []byte
-	}{{PlanFile, p}, {ConfigFile, c}} {
-		committed, err := os.ReadFile(x.file)
+	for _, file := range []string{PlanFile, FleetFile, ConfigFile} {
+		committed, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(committed, x.generated) {
-			t.Errorf("schemas/%s disagrees with the Go types: run go generate ./schemas and commit it", x.file)
+		if !bytes.Equal(committed, files[file]) {
+			t.Errorf("schemas/%s disagrees with the Go types: run go generate ./schemas and commit it", file)
 		}
 	}
-	if !bytes.Equal(Plan(), p) || !bytes.Equal(Config(), c) {
+	if !bytes.Equal(Plan(), files[PlanFile]) || !bytes.Equal(Fleet(), files[FleetFile]) || !bytes.Equal(Config(), files[ConfigFile]) {
 		t.Error("the embedded schemas are not the committed files")
 	}
 }
@@ -173,5 +172,69 @@ func TestConfigSchemaAgreesWithParse(t *testing.T) {
 	}
 	if err := ValidateConfig([]byte(base)); err != nil {
 		t.Errorf("the smallest adopt.yaml: %v", err)
+	}
+}
+
+// TestWrittenFleetValidates: what `adopt plan --contexts ... --out-dir`
+// writes (each cluster's plan and fleet.yaml) and prints (-o json|yaml)
+// validates, through Written as the tests that run adopt call it; and
+// Written reports a bad fleet.yaml, a bad plan beside it, a document of
+// another kind, and an --out-dir with no plan in it.
+func TestWrittenFleetValidates(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fleet")
+	results := []fleet.Result{{Cluster: "kind", Plan: samplePlan(t)}, {Cluster: "down", Err: errors.New("cannot reach the API server")}}
+	ix, err := fleet.WriteDir(dir, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"json", "yaml"} {
+		var out bytes.Buffer
+		if err := printer.Fleet(&out, ix, f); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"--kubeconfig", "kc", "plan", "--contexts", "kind,down", "--out-dir", dir, "-o", f}
+		if errs := Written(args, out.Bytes()); len(errs) != 0 {
+			t.Errorf("-o %s: %v", f, errs)
+		}
+	}
+	index, err := os.ReadFile(filepath.Join(dir, fleet.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateFleet(index); err != nil {
+		t.Fatalf("fleet.yaml: %v", err)
+	}
+	for name, doc := range map[string]string{
+		"unknown field":     strings.Replace(string(index), "kind: FleetAdoptionPlan\n", "kind: FleetAdoptionPlan\nextra: 1\n", 1),
+		"clusters a string": strings.Replace(string(index), "clusters:\n", "clusters: all\nold:\n", 1),
+		"no clusters":       "apiVersion: adopt.dev/v1alpha1\nkind: FleetAdoptionPlan\n",
+		"another kind":      strings.Replace(string(index), "kind: FleetAdoptionPlan\n", "kind: Fleet\n", 1),
+	} {
+		if doc == string(index) {
+			t.Fatalf("%s: the edit did not apply", name)
+		}
+		if err := Validate([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, fleet.IndexFile), []byte("apiVersion: adopt.dev/v1alpha1\nkind: FleetAdoptionPlan\nclusters: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "kind.yaml"), []byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptionPlan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if errs := Written([]string{"plan", "--out-dir=" + bad}, nil); len(errs) != 2 {
+		t.Errorf("a bad fleet.yaml and plan: %v, want two errors", errs)
+	}
+	if errs := Written([]string{"plan", "--out-dir", t.TempDir()}, nil); len(errs) != 1 {
+		t.Errorf("an empty --out-dir: %v, want one error", errs)
+	}
+	if errs := Written([]string{"plan", "-o", "yaml"}, []byte("kind: ConfigMap\n")); len(errs) != 1 {
+		t.Errorf("a ConfigMap on stdout: %v, want one error", errs)
+	}
+	if errs := Written([]string{"status", "--plan", filepath.Join(bad, "kind.yaml"), "-o", "json"}, []byte("{}")); len(errs) != 0 {
+		t.Errorf("status writes no plan: %v", errs)
 	}
 }

@@ -241,9 +241,7 @@ func TestApplyLocalRepoPointsAtGitAndFixesRunbooks(t *testing.T) {
 	for i := range p.Objects {
 		p.Objects[i].Git = &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}
 	}
-	if err := plan.WriteFile(planFile, p); err != nil {
-		t.Fatal(err)
-	}
+	writePlanFile(t, planFile, p)
 	out, errOut, code := adopt(t, "apply", "--plan", planFile, "--repo", bare, "--author", "T <t@example.invalid>", "-q")
 	if code != 0 || !strings.Contains(out, "k8s/system/README.md:3: this runbook still applies an adopted file by hand") {
 		t.Fatalf("apply (%d): %s %s", code, out, errOut)

@@ -57,7 +57,7 @@ func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	defer g.Close()
 	run := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		return out.String(), errb.String(), code
 	}
 

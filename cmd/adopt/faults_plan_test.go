@@ -30,7 +30,7 @@ func planVia(t *testing.T, kubeconfig, ns string, extra ...string) (*plan.Plan, 
 	t.Helper()
 	var out, errb bytes.Buffer
 	args := append([]string{"--kubeconfig", kubeconfig, "plan", "-q", "-o", "json", "-n", ns}, extra...)
-	code := run(args, strings.NewReader(""), &out, &errb)
+	code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		return nil, errb.String(), code
 	}

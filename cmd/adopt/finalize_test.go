@@ -142,9 +142,7 @@ func writePlan(t *testing.T, objs ...plan.Object) string {
 			SourcePath: "adopted/" + o.Namespace, Objects: []string{o.Ref()}})
 	}
 	path := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := plan.WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
+	writePlanFile(t, path, p)
 	return path
 }
 

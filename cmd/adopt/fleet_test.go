@@ -91,7 +91,7 @@ func TestFleetPlan(t *testing.T) {
 			which = []string{"--contexts", "w1,w2,down"}
 		}
 		var out, errb bytes.Buffer
-		code := run(append([]string{"--kubeconfig", kubeconfig, "plan", "--argocd-kubeconfig", mgmt.Kubeconfig,
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig, "plan", "--argocd-kubeconfig", mgmt.Kubeconfig,
 			"--argocd-version", "v3.2.6", "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, which...), strings.NewReader(""), &out, &errb)
 		return out.String(), errb.String(), code
 	}

@@ -132,7 +132,7 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web1's password": helmPassword}}
 	run := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		scan.add(strings.Join(args[:1], " ")+" stdout", out.String())
 		scan.add(strings.Join(args[:1], " ")+" stderr", errb.String())
 		return out.String(), errb.String(), code

@@ -20,8 +20,7 @@ func TestMain(m *testing.M) {
 func adopt(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(append([]string{"--kubeconfig", cp.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
-	checkPlans(t, args, out.String(), code)
+	code := runAdopt(t, "adopt", append([]string{"--kubeconfig", cp.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -235,7 +235,7 @@ func TestPlanBadClusterIsOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append([]string{"plan", "--kubeconfig", tc.kubeconfig}, tc.extra...)
-			code := run(args, strings.NewReader(""), &out, &errb)
+			code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
 			msg := errb.String()
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, msg)

@@ -9,9 +9,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-func runArgv0(argv0 string, args ...string) (string, string, int) {
+func runArgv0(t *testing.T, argv0 string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := runAs(argv0, args, strings.NewReader(""), &out, &errb)
+	code := runAdopt(t, argv0, args, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -20,7 +21,7 @@ func runArgv0(argv0 string, args ...string) (string, string, int) {
 // say `adopt`.
 func TestPluginHelp(t *testing.T) {
 	for _, argv0 := range []string{"/home/u/.krew/bin/kubectl-adopt", "kubectl-adopt.exe"} {
-		out, _, code := runArgv0(argv0, "plan", "--help")
+		out, _, code := runArgv0(t, argv0, "plan", "--help")
 		if code != 0 {
 			t.Fatalf("%s plan --help: exit %d", argv0, code)
 		}
@@ -33,15 +34,15 @@ func TestPluginHelp(t *testing.T) {
 			t.Errorf("%s plan --help still says adopt plan:\n%s", argv0, out)
 		}
 	}
-	out, _, _ := runArgv0("kubectl-adopt", "apply", "--help")
+	out, _, _ := runArgv0(t, "kubectl-adopt", "apply", "--help")
 	if !strings.Contains(out, "ADOPT_GIT_TOKEN=... kubectl adopt apply -n litellm-test") || !strings.Contains(out, "# Compute the plan now") {
 		t.Errorf("apply --help examples:\n%s", out)
 	}
-	_, errOut, code := runArgv0("kubectl-adopt", "plan", "--no-such-flag")
+	_, errOut, code := runArgv0(t, "kubectl-adopt", "plan", "--no-such-flag")
 	if code != ExitUsage || !strings.Contains(errOut, "see 'kubectl adopt plan --help'") {
 		t.Errorf("a bad flag as plugin: exit %d, %q", code, errOut)
 	}
-	out, _, _ = runArgv0("/usr/local/bin/adopt", "plan", "--help")
+	out, _, _ = runArgv0(t, "/usr/local/bin/adopt", "plan", "--help")
 	if !strings.Contains(out, "\n  adopt plan [flags]") || strings.Contains(out, "kubectl adopt") {
 		t.Errorf("adopt plan --help:\n%s", out)
 	}
@@ -52,12 +53,12 @@ func TestPluginHelp(t *testing.T) {
 func TestCompletionScripts(t *testing.T) {
 	for argv0, want := range map[string]string{"adopt": "__start_adopt", "kubectl-adopt": "__start_kubectl-adopt"} {
 		for _, shell := range []string{"bash", "zsh", "fish"} {
-			out, _, code := runArgv0(argv0, "completion", shell)
+			out, _, code := runArgv0(t, argv0, "completion", shell)
 			if code != 0 || !strings.Contains(out, strings.TrimPrefix(want, "__start_")) {
 				t.Errorf("%s completion %s: exit %d, no %s", argv0, shell, code, want)
 			}
 		}
-		out, _, _ := runArgv0(argv0, "completion", "bash")
+		out, _, _ := runArgv0(t, argv0, "completion", "bash")
 		if !strings.Contains(out, want) {
 			t.Errorf("%s completion bash lacks %s", argv0, want)
 		}
@@ -71,7 +72,7 @@ func completions(t *testing.T, argv0 string, args ...string) ([]string, string) 
 	if argv0 != "kubectl_complete-adopt" {
 		args = append([]string{"__complete"}, args...)
 	}
-	out, errOut, code := runArgv0(argv0, args...)
+	out, errOut, code := runArgv0(t, argv0, args...)
 	if code != 0 {
 		t.Fatalf("%s %v: exit %d: %s", argv0, args, code, errOut)
 	}

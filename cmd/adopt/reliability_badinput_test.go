@@ -95,9 +95,7 @@ current-context: c
 	p := readPlan(t, good)
 	p.Applications[0].Objects = append(p.Applications[0].Objects, "ConfigMap "+ns+"/not-in-objects")
 	inconsistent := filepath.Join(dir, "inconsistent.yaml")
-	if err := plan.WriteFile(inconsistent, p); err != nil {
-		t.Fatal(err)
-	}
+	writePlanFile(t, inconsistent, p)
 	truncated := writePlanText("truncated.yaml", string(text[:len(text)/2]))
 
 	g, err := testenv.StartGitServer("alice", "private-5150")

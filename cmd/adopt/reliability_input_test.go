@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
-	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -19,9 +18,7 @@ func TestPlanForAnotherClusterIsRefused(t *testing.T) {
 	p := readPlan(t, planFile)
 	p.Cluster.Server = "https://10.9.8.7:6443"
 	p.Cluster.Context = "prod"
-	if err := plan.WriteFile(planFile, p); err != nil {
-		t.Fatal(err)
-	}
+	writePlanFile(t, planFile, p)
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {
 		t.Fatal(err)

@@ -209,9 +209,7 @@ func onePlan(t *testing.T, server, ns, app string, objs []plan.Object) string {
 	}
 	p.Applications = []plan.Application{a}
 	path := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := plan.WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
+	writePlanFile(t, path, p)
 	return path
 }
 
@@ -300,7 +298,7 @@ func TestFinalizeKilledAndResumed(t *testing.T) {
 			}
 
 			var out, errOut strings.Builder
-			code := run(args, strings.NewReader(""), &out, &errOut)
+			code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errOut)
 			if code != ExitOK {
 				t.Fatalf("re-run: exit %d\n%s%s", code, out.String(), errOut.String())
 			}
@@ -401,7 +399,7 @@ func TestApplyKilledAndResumed(t *testing.T) {
 			}
 
 			var out, errOut strings.Builder
-			if code := run(applyTo(repoURL), strings.NewReader(""), &out, &errOut); code != ExitOK {
+			if code := runAdopt(t, "adopt", applyTo(repoURL), strings.NewReader(""), &out, &errOut); code != ExitOK {
 				t.Fatalf("re-run: exit %d\n%s%s", code, out.String(), errOut.String())
 			}
 			got = commitsOn(t, g.BarePath(repo), branch)
@@ -413,7 +411,7 @@ func TestApplyKilledAndResumed(t *testing.T) {
 				t.Errorf("re-run after a push that landed should say up to date:\n%s", out.String())
 			}
 			out.Reset()
-			if code := run(applyTo(repoURL), strings.NewReader(""), &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "up to date") {
+			if code := runAdopt(t, "adopt", applyTo(repoURL), strings.NewReader(""), &out, &errOut); code != ExitOK || !strings.Contains(out.String(), "up to date") {
 				t.Fatalf("third run: exit %d\n%s%s", code, out.String(), errOut.String())
 			}
 			if n := len(commitsOn(t, g.BarePath(repo), branch)); n != len(main)+1 {

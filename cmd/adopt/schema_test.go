@@ -1,118 +1,153 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/schemas"
 )
 
-// checkPlans validates every AdoptionPlan a `plan` run of the tests wrote
-// against schemas/adoption-plan.json: the --out file, each plan in
-// --out-dir, and stdout under -o json or -o yaml. adopt() calls it, so
-// every plan the package's tests make through it is checked.
-func checkPlans(t *testing.T, args []string, stdout string, code int) {
+// runAdopt is how the package's tests run the CLI in-process (run invoked
+// as argv0), and the only way: TestEveryRunIsChecked fails on any other
+// call of run or runAs. After a run that exits 0 or 3 it validates every
+// AdoptionPlan and FleetAdoptionPlan the run wrote against schemas/ (the
+// --out file, each plan and fleet.yaml in --out-dir, stdout under -o
+// json|yaml), so no test writes a plan that is not checked.
+func runAdopt(t testing.TB, argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	t.Helper()
-	for _, err := range planSchemaErrors(args, stdout, code) {
-		t.Error(err)
-	}
+	var stdout bytes.Buffer
+	code := runAs(argv0, args, in, io.MultiWriter(out, &stdout), errOut)
+	checkWritten(t, args, stdout.Bytes(), code)
+	return code
 }
 
-func planSchemaErrors(args []string, stdout string, code int) []error {
-	if (code != ExitOK && code != ExitFindings) || !argsHave(args, "plan") {
-		return nil
+// writePlanFile is plan.WriteFile for the tests that build or edit a plan
+// by hand, and the only way they write one: it fails the test when the
+// plan does not validate against schemas/adoption-plan.json.
+func writePlanFile(t testing.TB, path string, p *plan.Plan) {
+	t.Helper()
+	if err := plan.WriteFile(path, p); err != nil {
+		t.Fatal(err)
 	}
-	var errs []error
-	var files []string
-	if f := flagValue(args, "--out"); f != "" {
-		files = append(files, f)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = schemas.ValidatePlan(b)
 	}
-	if d := flagValue(args, "--out-dir"); d != "" {
-		m, _ := filepath.Glob(filepath.Join(d, "*.yaml"))
-		files = append(files, m...)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("plan file %s: %w", f, err))
-			continue
-		}
-		errs = appendErr(errs, planDocError(f, b))
-	}
-	switch o := flagValue(args, "-o", "--output"); o {
-	case "json", "yaml":
-		errs = appendErr(errs, planDocError("stdout (-o "+o+")", []byte(stdout)))
-	}
-	return errs
-}
-
-func appendErr(errs []error, err error) []error {
 	if err != nil {
-		return append(errs, err)
+		t.Errorf("the plan the test wrote to %s: %v", path, err)
 	}
-	return errs
 }
 
-// planDocError validates doc when it is an AdoptionPlan.
-func planDocError(name string, doc []byte) error {
-	var head struct {
-		Kind string `yaml:"kind"`
+func checkWritten(t testing.TB, args []string, stdout []byte, code int) {
+	t.Helper()
+	if code != ExitOK && code != ExitFindings {
+		return
 	}
-	if yaml.Unmarshal(doc, &head) != nil || head.Kind != plan.Kind {
-		return nil
+	for _, err := range schemas.Written(args, stdout) {
+		t.Errorf("adopt %s: %v", strings.Join(args, " "), err)
 	}
-	if err := schemas.ValidatePlan(doc); err != nil {
-		return fmt.Errorf("plan %s does not validate: %w", name, err)
-	}
-	return nil
 }
 
-func argsHave(args []string, verb string) bool {
-	for _, a := range args {
-		if a == verb {
-			return true
+// TestEveryRunIsChecked: no test of the package calls run or runAs but
+// through runAdopt (a local closure named run is not the package's), nor
+// plan.WriteFile but through writePlanFile.
+func TestEveryRunIsChecked(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	fset := token.NewFileSet()
+	calls := 0
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	return false
-}
-
-// flagValue is the last value of any of the flags names in args, as
-// "--f v" or "--f=v".
-func flagValue(args []string, names ...string) string {
-	v := ""
-	for i, a := range args {
-		for _, n := range names {
-			switch {
-			case a == n && i+1 < len(args):
-				v = args[i+1]
-			case strings.HasPrefix(a, n+"="):
-				v = strings.TrimPrefix(a, n+"=")
+		for _, d := range af.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if ok && fd.Recv == nil && (fd.Name.Name == "runAdopt" || fd.Name.Name == "writePlanFile") {
+				continue
 			}
+			ast.Inspect(d, func(n ast.Node) bool {
+				c, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "WriteFile" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "plan" {
+						t.Errorf("%s: plan.WriteFile called directly: call writePlanFile, which validates the plan", fset.Position(c.Pos()))
+					}
+				}
+				id, ok := c.Fun.(*ast.Ident)
+				// Obj is nil for a package-level function declared in
+				// another file (root.go), a Var for a local closure.
+				if ok && (id.Name == "run" || id.Name == "runAs") && (id.Obj == nil || id.Obj.Kind == ast.Fun) {
+					t.Errorf("%s: %s called directly: call runAdopt, which validates the plans the run writes", fset.Position(c.Pos()), id.Name)
+				}
+				if ok && id.Name == "runAdopt" {
+					calls++
+				}
+				return true
+			})
 		}
 	}
-	return v
+	if calls < 5 {
+		t.Errorf("runAdopt is called %d times: the check above found nothing to check", calls)
+	}
 }
 
-func TestCheckPlansFindsBadPlans(t *testing.T) {
+// errs records a testing.TB's errors.
+type errs struct {
+	testing.TB
+	got []string
+}
+
+func (e *errs) Helper()                      {}
+func (e *errs) Errorf(f string, args ...any) { e.got = append(e.got, fmt.Sprintf(f, args...)) }
+
+// TestCheckWrittenFailsOnABadPlan: the hook runAdopt runs makes the test
+// fail on a plan that does not validate, in --out, in --out-dir or on
+// stdout, and is quiet for a failed run, another command, or a good plan.
+func TestCheckWrittenFailsOnABadPlan(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "plan.yaml")
 	if err := os.WriteFile(bad, []byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptionPlan\nobjects: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if errs := planSchemaErrors([]string{"plan", "--out=" + bad}, "", ExitOK); len(errs) != 1 {
-		t.Fatalf("a plan without cluster, tracking or summary: %v, want one error", errs)
+	ns := cp.Namespace(t)
+	good := filepath.Join(t.TempDir(), "plan.yaml")
+	if _, errOut, code := adopt(t, "plan", "-n", ns, "-q", "--out", good); code != ExitOK {
+		t.Fatalf("plan exited %d: %s", code, errOut)
 	}
-	stdout := "{\"apiVersion\": \"adopt.dev/v1alpha1\", \"kind\": \"AdoptionPlan\"}"
-	if errs := planSchemaErrors([]string{"plan", "-o", "json"}, stdout, ExitFindings); len(errs) != 1 {
-		t.Fatalf("an empty plan on stdout: %v, want one error", errs)
-	}
-	if errs := planSchemaErrors([]string{"apply", "--plan", bad}, "", ExitOK); len(errs) != 0 {
-		t.Fatalf("apply's --plan is not written by it: %v", errs)
+	emptyJSON := []byte(`{"apiVersion": "adopt.dev/v1alpha1", "kind": "AdoptionPlan"}`)
+	for _, c := range []struct {
+		name   string
+		args   []string
+		stdout []byte
+		code   int
+		want   int
+	}{
+		{"a plan without cluster, tracking or summary", []string{"plan", "--out=" + bad}, nil, ExitOK, 1},
+		{"the same with findings", []string{"plan", "--out", bad}, nil, ExitFindings, 1},
+		{"an empty plan on stdout", []string{"plan", "-o", "json"}, emptyJSON, ExitOK, 1},
+		{"a bad plan in --out-dir", []string{"plan", "--contexts", "a,b", "--out-dir", dir, "-o", "yaml"}, emptyJSON, ExitOK, 2},
+		{"a failed run", []string{"plan", "--out", bad}, nil, ExitError, 0},
+		{"apply reads --plan, it does not write it", []string{"apply", "--plan", bad}, nil, ExitOK, 0},
+		{"the plan a real run wrote", []string{"plan", "--out", good}, nil, ExitOK, 0},
+	} {
+		e := &errs{TB: t}
+		checkWritten(e, c.args, c.stdout, c.code)
+		if len(e.got) != c.want {
+			t.Errorf("%s: %d errors %q, want %d", c.name, len(e.got), e.got, c.want)
+		}
 	}
 }

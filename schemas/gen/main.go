@@ -10,12 +10,11 @@ import (
 )
 
 func main() {
-	p, c, err := schemas.Generate("..")
-	if err == nil {
-		err = os.WriteFile(schemas.PlanFile, p, 0o644)
-	}
-	if err == nil {
-		err = os.WriteFile(schemas.ConfigFile, c, 0o644)
+	files, err := schemas.Generate("..")
+	for name, b := range files {
+		if err == nil {
+			err = os.WriteFile(name, b, 0o644)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
