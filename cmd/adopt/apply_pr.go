@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -90,40 +90,25 @@ func (o *prOptions) Validate() error {
 // variable is read. The one line saying which provider, API and token
 // source were used goes to out.
 func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom string, out io.Writer) (string, error) {
-	ref, err := gitops.ParseRepoURL(in.RepoURL)
-	if err != nil {
+	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: in.RepoURL, Provider: o.Provider, APIURL: o.APIURL, Token: token, TokenFrom: tokenFrom, Getenv: o.getenv})
+	if errors.Is(err, gitops.ErrPRProvider) || errors.Is(err, gitops.ErrNoToken) {
+		return "", usageErrorf("%v", err)
+	} else if err != nil {
 		return "", err
-	}
-	name, why := o.Provider, "--provider"
-	if name == "" {
-		name, why = gitops.InferProvider(ref.Host), "inferred from host "+ref.Host
-		if name == "" {
-			return "", usageErrorf("cannot tell which provider hosts %s: pass --provider %s", ref.Host, strings.Join(gitops.ProviderNames(), "|"))
-		}
-	}
-	apiURL := o.APIURL
-	if apiURL == "" {
-		apiURL = gitops.DefaultAPIURL(name, ref)
-	}
-	if token == "" {
-		token, tokenFrom = o.token(name)
-	}
-	if token == "" {
-		return "", usageErrorf("opening a pull request on %s needs a token: pass --git-token or set ADOPT_GIT_TOKEN or %s_TOKEN", ref.FullName(), strings.ToUpper(name))
 	}
 	title, body, err := apply.RenderPR(in, o.Title)
 	if err != nil {
 		return "", usageErrorf("%v", err)
 	}
-	p, err := gitops.NewProvider(name, gitops.ProviderOptions{APIURL: apiURL, Token: token, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff})
+	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff})
 	if err != nil {
 		return "", err
 	}
 	if out != nil {
-		fmt.Fprintf(out, "Pull request: provider %s (%s), API %s, token from %s\n", name, why, gitops.Redact(apiURL, token), tokenFrom)
+		fmt.Fprintf(out, "Pull request: provider %s (%s), API %s, token from %s\n", ch.Name, ch.Why, gitops.Redact(ch.APIURL, ch.Token), ch.TokenFrom)
 	}
 	pr, err := p.EnsurePR(ctx, gitops.PROptions{
-		Repo: ref, Head: in.Head, Base: in.Base, Title: title, Body: body,
+		Repo: ch.Repo, Head: in.Head, Base: in.Base, Title: title, Body: body,
 		Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
 	})
 	if err != nil {
@@ -137,19 +122,4 @@ func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom
 		fmt.Fprintf(out, "%s pull request #%d: %s\n", verb, pr.Number, pr.URL)
 	}
 	return pr.URL, nil
-}
-
-// token reads the provider's token from the environment, and says which
-// variable (never what it is).
-func (o *prOptions) token(provider string) (string, string) {
-	getenv := o.getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	for _, k := range []string{gitops.EnvToken, strings.ToUpper(provider) + "_TOKEN"} {
-		if v := getenv(k); v != "" {
-			return v, "$" + k
-		}
-	}
-	return "", ""
 }

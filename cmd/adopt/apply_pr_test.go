@@ -82,7 +82,7 @@ func TestOpenPRNeedsProviderAndToken(t *testing.T) {
 		t.Errorf("no provider: %v", err)
 	}
 	in.RepoURL = "https://gitlab.example.invalid/acme/gitops.git"
-	if _, err := o.Open(context.Background(), in, "", "", nil); err == nil || !strings.Contains(err.Error(), "needs a token: pass --git-token or set ADOPT_GIT_TOKEN or GITLAB_TOKEN") {
+	if _, err := o.Open(context.Background(), in, "", "", nil); err == nil || !strings.Contains(err.Error(), "no pull-request token for acme/gitops (gitlab): pass --git-token or set ADOPT_GIT_TOKEN or GITLAB_TOKEN") {
 		t.Errorf("no token: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -234,41 +235,26 @@ func (o *StatusOptions) provider(src *status.Sources, repo *gitops.Repo) error {
 		src.PRNote = "--repo is a local path: no pull-request host to ask"
 		return nil
 	}
-	ref, err := gitops.ParseRepoURL(repo.URL())
-	if err != nil {
+	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: repo.URL(), Provider: o.Provider, APIURL: o.APIURL, Token: o.auth.Token})
+	switch {
+	case errors.Is(err, gitops.ErrPRProvider), errors.Is(err, gitops.ErrNoToken):
+		src.PRNote = err.Error()
+		return nil
+	case err != nil:
 		// A plain Git server (no owner/name path) hosts no pull requests.
 		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", repo.URL())
 		return nil
 	}
-	name := o.Provider
-	if name == "" {
-		if name = gitops.InferProvider(ref.Host); name == "" {
-			src.PRNote = fmt.Sprintf("cannot tell which provider hosts %s: pass --provider %s", ref.Host, strings.Join(gitops.ProviderNames(), "|"))
-			return nil
-		}
-	}
-	token := o.auth.Token
-	if token == "" {
-		token = os.Getenv(strings.ToUpper(name) + "_TOKEN")
-	}
-	if token == "" {
-		src.PRNote = fmt.Sprintf("no token for %s: pass --git-token or set %s or %s_TOKEN", ref.FullName(), gitops.EnvToken, strings.ToUpper(name))
-		return nil
-	}
-	api := o.APIURL
-	if api == "" {
-		api = gitops.DefaultAPIURL(name, ref)
-	}
-	p, err := gitops.NewProvider(name, gitops.ProviderOptions{APIURL: api, Token: token})
+	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	sr, ok := p.(gitops.PRStateReader)
 	if !ok {
-		src.PRNote = name + " cannot report pull-request states"
+		src.PRNote = ch.Name + " cannot report pull-request states"
 		return nil
 	}
-	src.PRs, src.PRRepo = sr, ref
+	src.PRs, src.PRRepo = sr, ch.Repo
 	return nil
 }
 
