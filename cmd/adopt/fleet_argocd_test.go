@@ -70,22 +70,8 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		tokens[name] = tok
 	}
 
-	ns := cp.Namespace(t)
-	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
-	// The runbook way: client-side (the last-applied annotation), then
-	// server-side, so the annotation outlives Argo CD's first sync.
-	for _, w := range []*testenv.ControlPlane{cp, w2} {
-		for _, mode := range []string{"--server-side=false", "--server-side"} {
-			if out, err := w.Kubectl(ctx, hook, "apply", mode, "-n", ns, "-f", "-"); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-		}
-	}
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2, "mgmt": mgmt})
-	var outputs []string
+	var outputs, planDirs []string
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -93,92 +79,124 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		outputs = append(outputs, out.String(), errb.String())
 		return out.String(), errb.String(), code
 	}
-
-	dir := filepath.Join(t.TempDir(), "fleet")
-	out, errOut, code := run("plan", "--contexts", "w1,w2", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", version, "--out-dir", dir, "-q")
-	if code != 0 {
-		t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
-	}
-	f, err := fleet.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Index.ApplicationSets) != 1 || strings.Join(f.Index.ApplicationSets[0].Clusters, ",") != "workload-1,workload-2" {
-		t.Fatalf("ApplicationSets %+v (separate %v)", f.Index.ApplicationSets, f.Index.Separate)
-	}
-	set := f.Index.ApplicationSets[0]
-
 	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
-	applyArgs := []string{"apply", "--plan", filepath.Join(dir, fleet.IndexFile), "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt"}
-	out, errOut, code = run(applyArgs...)
-	if code != 0 {
-		t.Fatalf("apply --plan fleet exited %d: %s %s", code, out, errOut)
-	}
-	branch := "adopt/" + f.Index.ID()
-	setFile := f.Plans["w1"].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
-	if !strings.Contains(out, "ApplicationSet "+set.Name+" (list generator)") || !strings.Contains(out, "wrote "+setFile) {
-		t.Fatalf("apply output:\n%s", out)
-	}
 	bare := g.BarePath("gitops")
-	committed := fileText(t, tipOf(t, bare, branch), setFile)
-	for _, want := range []string{"goTemplate: true", "missingkey=error", "preserveResourcesOnDeletion: true", "ServerSideApply=true",
-		"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'", "- name: workload-1", "- name: workload-2"} {
-		if !strings.Contains(committed, want) {
-			t.Errorf("the committed ApplicationSet lacks %q:\n%s", want, committed)
-		}
-	}
-	if strings.Contains(committed, "automated") || strings.Contains(committed, "prune") {
-		t.Errorf("the committed ApplicationSet automates sync or prune:\n%s", committed)
-	}
-	// Re-run: the same commit, nothing new.
-	out, errOut, code = run(applyArgs...)
-	if code != 0 || !strings.Contains(out, "is up to date") {
-		t.Errorf("apply re-run: exit %d: %s %s", code, out, errOut)
-	}
 
-	// Merge (fast-forward main to the branch) and apply the ApplicationSet
-	// to the management cluster, as an app of apps would.
-	if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
-		t.Fatalf("merge: %v: %s", err, b)
-	}
-	if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	for _, dest := range set.Clusters {
-		name := fleet.GeneratedName(dest, set.Name)
-		if _, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
-			t.Fatalf("the ApplicationSet controller did not generate %s: %v\n%s", name, err, a.LogTail("argocd-applicationset-controller", 3000))
+	// sprint adopts ConfigMap usage-hook of a new namespace on both
+	// clusters, with data hook.py = data[0] on workload-1 and data[1] on
+	// workload-2, and returns the fleet plan and apply's arguments.
+	sprint := func(data [2]string) (*fleet.Fleet, []string) {
+		t.Helper()
+		ns := cp.Namespace(t)
+		if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-
-	out, errOut, code = run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "5m")
-	t.Logf("finalize:\n%s%s", out, errOut)
-	if code != 0 {
-		t.Fatalf("finalize --plan fleet exited %d\ncontroller: %s", code, a.LogTail("argocd-application-controller", 3000))
-	}
-	for i, w := range []*testenv.ControlPlane{cp, w2} {
-		live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "usage-hook", metav1.GetOptions{})
+		// The runbook way: client-side (the last-applied annotation), then
+		// server-side, so the annotation outlives Argo CD's first sync.
+		for i, w := range []*testenv.ControlPlane{cp, w2} {
+			hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"" + data[i] + "\"}\n")
+			for _, mode := range []string{"--server-side=false", "--server-side"} {
+				if out, err := w.Kubectl(ctx, hook, "apply", mode, "-n", ns, "-f", "-"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "fleet")
+		planDirs = append(planDirs, dir)
+		out, errOut, code := run("plan", "--contexts", "w1,w2", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", version, "--out-dir", dir, "-q")
+		if code != 0 {
+			t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
+		}
+		f, err := fleet.Load(dir)
 		if err != nil {
-			t.Fatalf("workload-%d: the ConfigMap is gone: %v", i+1, err)
+			t.Fatal(err)
 		}
-		if _, ok := live.Annotations[budget.LastAppliedKey]; ok {
-			t.Errorf("workload-%d kept the last-applied annotation", i+1)
+		if len(f.Index.ApplicationSets) != 1 || strings.Join(f.Index.ApplicationSets[0].Clusters, ",") != "workload-1,workload-2" {
+			t.Fatalf("ApplicationSets %+v (separate %v)", f.Index.ApplicationSets, f.Index.Separate)
 		}
-		want := fleet.GeneratedName(set.Clusters[i], set.Name) + ":/ConfigMap:" + ns + "/usage-hook"
-		if got := live.Annotations[argoapp.AnnotationTrackingID]; got != want || live.Data["hook.py"] != "print(1)" {
-			t.Errorf("workload-%d: tracking %q (want %q), data %v", i+1, got, want, live.Data)
+		set := f.Index.ApplicationSets[0]
+
+		applyArgs := []string{"apply", "--plan", filepath.Join(dir, fleet.IndexFile), "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt"}
+		out, errOut, code = run(applyArgs...)
+		if code != 0 {
+			t.Fatalf("apply --plan fleet exited %d: %s %s", code, out, errOut)
 		}
+		branch := "adopt/" + f.Index.ID()
+		setFile := f.Plans["w1"].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
+		if !strings.Contains(out, "ApplicationSet "+set.Name+" (list generator)") || !strings.Contains(out, "wrote "+setFile) {
+			t.Fatalf("apply output:\n%s", out)
+		}
+		committed := fileText(t, tipOf(t, bare, branch), setFile)
+		want := []string{"goTemplate: true", "missingkey=error", "preserveResourcesOnDeletion: true", "ServerSideApply=true",
+			"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'", "- name: workload-1", "- name: workload-2"}
+		perCluster := data[0] != data[1]
+		if perCluster {
+			// The clean manifests differ: each cluster's own path.
+			want = append(want, "path: '{{.path}}'", "path: adopted/workload-1/"+ns, "path: adopted/workload-2/"+ns)
+		} else {
+			want = append(want, "path: adopted/"+ns)
+		}
+		for _, w := range want {
+			if !strings.Contains(committed, w) {
+				t.Errorf("the committed ApplicationSet lacks %q:\n%s", w, committed)
+			}
+		}
+		if strings.Contains(committed, "automated") || strings.Contains(committed, "prune") {
+			t.Errorf("the committed ApplicationSet automates sync or prune:\n%s", committed)
+		}
+		// Re-run: the same commit, nothing new.
+		out, errOut, code = run(applyArgs...)
+		if code != 0 || !strings.Contains(out, "is up to date") {
+			t.Errorf("apply re-run: exit %d: %s %s", code, out, errOut)
+		}
+
+		// Merge (fast-forward main to the branch) and apply the
+		// ApplicationSet to the management cluster, as an app of apps would.
+		if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
+			t.Fatalf("merge: %v: %s", err, b)
+		}
+		if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, dest := range set.Clusters {
+			name := fleet.GeneratedName(dest, set.Name)
+			if _, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
+				t.Fatalf("the ApplicationSet controller did not generate %s: %v\n%s", name, err, a.LogTail("argocd-applicationset-controller", 3000))
+			}
+		}
+
+		out, errOut, code = run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "5m")
+		t.Logf("finalize:\n%s%s", out, errOut)
+		if code != 0 {
+			t.Fatalf("finalize --plan fleet exited %d\ncontroller: %s", code, a.LogTail("argocd-application-controller", 3000))
+		}
+		for i, w := range []*testenv.ControlPlane{cp, w2} {
+			live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "usage-hook", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("workload-%d: the ConfigMap is gone: %v", i+1, err)
+			}
+			if _, ok := live.Annotations[budget.LastAppliedKey]; ok {
+				t.Errorf("workload-%d kept the last-applied annotation", i+1)
+			}
+			want := fleet.GeneratedName(set.Clusters[i], set.Name) + ":/ConfigMap:" + ns + "/usage-hook"
+			if got := live.Annotations[argoapp.AnnotationTrackingID]; got != want || live.Data["hook.py"] != data[i] {
+				t.Errorf("workload-%d: tracking %q (want %q), data %v (want hook.py %q)", i+1, got, want, live.Data, data[i])
+			}
+		}
+		if strings.Count(out, "1 objects: 1 finalized") != 2 {
+			t.Errorf("finalize did not finalize the object on both clusters:\n%s", out)
+		}
+		for i, ctxName := range []string{"w1", "w2"} {
+			j, err := os.ReadFile(f.Files[ctxName] + ".journal")
+			app := `"app":"` + fleet.GeneratedName(set.Clusters[i], set.Name) + `"`
+			if err != nil || !strings.Contains(string(j), app) || !strings.Contains(string(j), `"result":"finalized"`) {
+				t.Errorf("cluster %s's journal lacks %s, finalized: %v: %s", ctxName, app, err, j)
+			}
+		}
+		return f, applyArgs
 	}
-	if strings.Count(out, "1 objects: 1 finalized") != 2 {
-		t.Errorf("finalize did not finalize the object on both clusters:\n%s", out)
-	}
-	for i, ctxName := range []string{"w1", "w2"} {
-		j, err := os.ReadFile(f.Files[ctxName] + ".journal")
-		app := `"app":"` + fleet.GeneratedName(set.Clusters[i], set.Name) + `"`
-		if err != nil || !strings.Contains(string(j), app) || !strings.Contains(string(j), `"result":"finalized"`) {
-			t.Errorf("cluster %s's journal lacks %s, finalized: %v: %s", ctxName, app, err, j)
-		}
-	}
+	f, applyArgs := sprint([2]string{"print(1)", "print(1)"})
+	sprint([2]string{"print('eu')", "print('us')"})
 
 	// A fleet plan for other clusters (the contexts now name each other's
 	// servers), and a plan file edited after planning, are refused.
@@ -197,10 +215,12 @@ func fleetOnArgoCD(t *testing.T, version string) {
 	}
 	_ = os.WriteFile(w1File, b, 0o644)
 
-	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	for _, file := range files {
-		b, _ := os.ReadFile(file)
-		outputs = append(outputs, string(b))
+	for _, dir := range planDirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, file := range files {
+			b, _ := os.ReadFile(file)
+			outputs = append(outputs, string(b))
+		}
 	}
 	outputs = append(outputs, everything(t, bare))
 	for name, tok := range tokens {
