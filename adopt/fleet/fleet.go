@@ -70,6 +70,12 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			defer wg.Done()
 			defer func() { <-sem }()
 			p, err := scan.Plan(ctx, c.Scan)
+			if err == nil {
+				err = wentDown(p, c.Scan)
+			}
+			if err != nil {
+				p = nil
+			}
 			out[i].Plan, out[i].Err = p, err
 			if progress != nil {
 				mu.Lock()
@@ -81,6 +87,21 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 	wg.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
 	return out
+}
+
+// wentDown is an error when types could not be listed because the
+// cluster's API server stopped answering during the scan: such a plan
+// would propose nothing for what it could not see, so the cluster counts
+// as not scanned. A plan whose types failed on a server that still
+// answers (forbidden, one failing API) stands, with those types listed.
+func wentDown(p *plan.Plan, o scan.Options) error {
+	if len(p.NotScanned) == 0 || o.Clients.Discovery == nil {
+		return nil
+	}
+	if _, err := o.Clients.Discovery.ServerVersion(); err != nil {
+		return fmt.Errorf("the API server stopped answering during the scan (%d types not listed, first %s: %s); now: %v", len(p.NotScanned), p.NotScanned[0].Type, p.NotScanned[0].Reason, err)
+	}
+	return nil
 }
 
 // Index is the FleetAdoptionPlan: the per-cluster plans and the

@@ -24,9 +24,19 @@ import (
 // control planes' admin kubeconfigs, plus "down", a cluster nobody serves.
 func fleetKubeconfig(t *testing.T, clusters map[string]*testenv.ControlPlane) string {
 	t.Helper()
-	out := clientcmdapi.NewConfig()
+	files := map[string]string{}
 	for name, c := range clusters {
-		cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+		files[name] = c.Kubeconfig
+	}
+	return fleetKubeconfigFiles(t, files)
+}
+
+// fleetKubeconfigFiles is fleetKubeconfig from kubeconfig files by context.
+func fleetKubeconfigFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	out := clientcmdapi.NewConfig()
+	for name, file := range files {
+		cfg, err := clientcmd.LoadFromFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,5 +158,64 @@ func TestFleetPlan(t *testing.T) {
 		if strings.Contains(leak, tok) {
 			t.Fatalf("a cluster Secret's token leaked")
 		}
+	}
+}
+
+// TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
+// while plan --contexts is listing it (a real kube-apiserver behind a
+// proxy that holds its ConfigMap list until the server is stopped): the
+// other cluster is planned, and the one that went down is reported not
+// scanned, with the reason, in the index and on stderr.
+func TestFleetPlanClusterDownMidPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w3, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("a control plane did not start: %v", err)
+	}
+	t.Cleanup(w3.Stop)
+	ns := cp.Namespace(t)
+	if _, err := w3.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
+	kc(t, hook, "apply", "-n", ns, "-f", "-")
+	fp, err := testenv.StartFaultProxy(w3, t.TempDir(), testenv.Fault{Kind: testenv.Slow, Path: "/namespaces/" + ns + "/configmaps", Times: 1, Delay: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fp.Close)
+	go func() {
+		for ctx.Err() == nil && fp.Injected(testenv.Slow) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		w3.Stop() // mid-plan: the held list is forwarded to a stopped server
+	}()
+	kubeconfig := fleetKubeconfigFiles(t, map[string]string{"w1": cp.Kubeconfig, "w3": fp.Kubeconfig})
+	dir := filepath.Join(t.TempDir(), "fleet")
+	var out, errb bytes.Buffer
+	code := run([]string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("plan --contexts exited %d: %s %s", code, out.String(), errb.String())
+	}
+	if fp.Injected(testenv.Slow) != 1 {
+		t.Fatalf("the proxy held %d lists, want 1", fp.Injected(testenv.Slow))
+	}
+	var ix fleet.Index
+	if err := json.Unmarshal(out.Bytes(), &ix); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	byCtx := map[string]fleet.ClusterEntry{}
+	for _, c := range ix.Clusters {
+		byCtx[c.Context] = c
+	}
+	if w1 := byCtx["w1"]; w1.PlanID == "" || w1.NotScanned != "" {
+		t.Errorf("the cluster that stayed up: %+v", w1)
+	}
+	if w3 := byCtx["w3"]; !strings.Contains(w3.NotScanned, "the API server stopped answering during the scan") || w3.Plan != "" {
+		t.Errorf("the cluster that went down mid-plan: %+v (stderr %s)", w3, errb.String())
+	}
+	if p := readPlan(t, filepath.Join(dir, byCtx["w1"].Plan)); p.Object("ConfigMap "+ns+"/usage-hook") == nil {
+		t.Errorf("w1's plan lacks the ConfigMap")
 	}
 }
