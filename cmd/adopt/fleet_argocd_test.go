@@ -24,7 +24,10 @@ import (
 // clusters registered there by cluster Secrets holding ServiceAccount
 // bearer tokens and the clusters' CA. The same ConfigMap was hand-applied
 // (client-side, so with the last-applied annotation) in one namespace of
-// both. plan --contexts proposes one ApplicationSet; apply --plan DIR
+// both (one sprint; a second where its data differs between the clusters).
+// plan --contexts proposes one ApplicationSet: a clusters generator (the
+// label fleet=sprint selects exactly both), or with per-cluster paths a
+// list generator; apply --plan DIR
 // commits it to the real git server; once merged and applied to the
 // management cluster, the real ApplicationSet controller generates the two
 // Applications; finalize --plan DIR --sync starts their first sync, the
@@ -63,7 +66,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 	}
 	tokens := map[string]string{}
 	for name, w := range map[string]*testenv.ControlPlane{"workload-1": cp, "workload-2": w2} {
-		tok, err := a.RegisterCluster(ctx, name, w, map[string]string{"region": name})
+		tok, err := a.RegisterCluster(ctx, name, w, map[string]string{"region": name, "fleet": "sprint"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,18 +126,24 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		}
 		branch := "adopt/" + f.Index.ID()
 		setFile := f.Plans["w1"].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
-		if !strings.Contains(out, "ApplicationSet "+set.Name+" (list generator)") || !strings.Contains(out, "wrote "+setFile) {
+		// One label (fleet=sprint) selects exactly both clusters: a clusters
+		// generator, unless each cluster syncs its own path.
+		perCluster := data[0] != data[1]
+		generator := "clusters"
+		if perCluster {
+			generator = "list"
+		}
+		if !strings.Contains(out, "ApplicationSet "+set.Name+" ("+generator+" generator)") || !strings.Contains(out, "wrote "+setFile) {
 			t.Fatalf("apply output:\n%s", out)
 		}
 		committed := fileText(t, tipOf(t, bare, branch), setFile)
 		want := []string{"goTemplate: true", "missingkey=error", "preserveResourcesOnDeletion: true", "ServerSideApply=true",
-			"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'", "- name: workload-1", "- name: workload-2"}
-		perCluster := data[0] != data[1]
+			"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'"}
 		if perCluster {
 			// The clean manifests differ: each cluster's own path.
-			want = append(want, "path: '{{.path}}'", "path: adopted/workload-1/"+ns, "path: adopted/workload-2/"+ns)
+			want = append(want, "- name: workload-1", "- name: workload-2", "path: '{{.path}}'", "path: adopted/workload-1/"+ns, "path: adopted/workload-2/"+ns)
 		} else {
-			want = append(want, "path: adopted/"+ns)
+			want = append(want, "matchLabels:\n          fleet: sprint", "path: adopted/"+ns)
 		}
 		for _, w := range want {
 			if !strings.Contains(committed, w) {
