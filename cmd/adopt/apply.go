@@ -89,6 +89,12 @@ Objects whose manifest is already in Git are pointed at, not copied; the
 others are exported as clean manifests into the Application's source path.
 Secrets are never written with their values.
 
+A fleet plan (--plan DIR, or DIR/fleet.yaml, from plan --contexts) is
+written as one commit: each proposed ApplicationSet (list or clusters
+generator, ServerSideApply=true, no automated prune, workloads preserved on
+deletion) and every cluster's other Applications; each cluster's objects are
+read from its context in the index (docs/fleet.md).
+
 Running it again with the same plan makes no new commit; a changed plan adds
 one. When someone else pushed to the branch meanwhile, the commit is rebuilt
 on top and pushed again (never forced unless --force).
@@ -103,6 +109,9 @@ on top and pushed again (never forced unless --force).
   # Over SSH, with the key's passphrase from the environment
   ADOPT_SSH_KEY_PASSPHRASE=... adopt apply --plan plan.yaml --repo git@git.example.com:org/gitops.git --ssh-key ~/.ssh/id_ed25519
 
+  # A fleet plan: ApplicationSets for the groups on several clusters
+  adopt apply --plan plans/sprint-12 --argocd-context mgmt --repo git@git.example.com:org/gitops.git --open-pr
+
   # Compute the plan now, push with a token from the environment
   ADOPT_GIT_TOKEN=... adopt apply -n litellm-test --repo https://git.example.com/org/gitops.git`,
 		Args: cobra.NoArgs,
@@ -112,7 +121,7 @@ on top and pushed again (never forced unless --force).
 	o.pr.AddFlags(f)
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
-	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file; without it the plan is computed now, as `adopt plan` would")
+	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file, or a fleet plan (its directory or fleet.yaml); without it the plan is computed now, as `adopt plan` would")
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.Overrides.ArgoCDNamespace, "argocd-namespace", "", "namespace the Applications are created in (default: the plan's Argo CD namespace)")

@@ -101,13 +101,16 @@ started by --sync adds ClientSideApplyMigration=false.`,
   # Argo CD API mode: read and sync the Applications through argocd-server
   ARGOCD_AUTH_TOKEN=... adopt finalize --plan plan.yaml --argocd-server argocd.example.internal:443 --sync
 
+  # A fleet plan: every cluster, each generated Application, a journal per cluster
+  adopt finalize --plan plans/sprint-12 --argocd-context mgmt --sync
+
   # Put the removed annotations back
   adopt finalize --plan plan.yaml --undo`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out' (required)")
+	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out', or a fleet plan's directory or fleet.yaml (required)")
 	f.StringArrayVar(&o.Apps, "app", nil, "finalize only this Application of the plan (repeatable)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for each Application's first successful sync and health")
 	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Application while waiting")
