@@ -1,0 +1,41 @@
+package fleet
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// TestSelector: a label makes a selector only when it selects exactly the
+// set's clusters among every registered one.
+func TestSelector(t *testing.T) {
+	result := func(ctx, dest string) Result {
+		return Result{Cluster: ctx, Plan: &plan.Plan{ID: "plan-" + ctx,
+			ArgoCD:       plan.ArgoCD{Management: &plan.Management{Cluster: dest}},
+			Applications: []plan.Application{{Name: "adopt-shop", Namespace: "shop", SourcePath: "adopted/shop", Objects: []string{"ConfigMap shop/hook"}}}}}
+	}
+	results := []Result{result("a", "eu-1"), result("b", "eu-2")}
+	file := func(c string) string { return c + ".yaml" }
+	for _, c := range []struct {
+		name       string
+		registered []argoapp.Cluster
+		want       map[string]string
+	}{
+		{"region selects exactly both", []argoapp.Cluster{
+			{Name: "eu-1", Labels: map[string]string{"env": "prod", "region": "eu"}},
+			{Name: "eu-2", Labels: map[string]string{"env": "prod", "region": "eu"}},
+			{Name: "us-1", Labels: map[string]string{"env": "prod", "region": "us"}}}, map[string]string{"region": "eu"}},
+		{"env selects a third cluster too", []argoapp.Cluster{
+			{Name: "eu-1", Labels: map[string]string{"env": "prod"}},
+			{Name: "eu-2", Labels: map[string]string{"env": "prod"}},
+			{Name: "us-1", Labels: map[string]string{"env": "prod"}}}, nil},
+		{"no labels", []argoapp.Cluster{{Name: "eu-1"}, {Name: "eu-2"}}, nil},
+	} {
+		ix := NewIndex(results, file, c.registered)
+		if len(ix.ApplicationSets) != 1 || !reflect.DeepEqual(ix.ApplicationSets[0].Selector, c.want) {
+			t.Errorf("%s: sets %+v, want selector %v", c.name, ix.ApplicationSets, c.want)
+		}
+	}
+}
