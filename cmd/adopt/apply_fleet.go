@@ -42,6 +42,8 @@ func (o *ApplyOptions) validateFleet() error {
 	switch {
 	case o.Prune:
 		return usageErrorf("--prune: an ApplicationSet never automates prune; drop it")
+	case o.ConfigFile != "":
+		return usageErrorf("--config shapes a plan computed now; a fleet plan's cluster plans already record adopt.yaml's settings: drop --config")
 	case o.Overrides.DestName != "" || o.Overrides.DestServer != "":
 		return usageErrorf("--dest-name/--dest-server: a fleet plan's destinations are its registered clusters; drop them")
 	}
