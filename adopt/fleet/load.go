@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -32,6 +34,18 @@ func IsIndex(path string) bool {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return true
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// A plan names its kind first, and may be hundreds of megabytes: its
+	// head says it is not an index without parsing the rest.
+	start := make([]byte, 1024)
+	n, _ := io.ReadFull(f, start)
+	if planKind.Match(start[:n]) {
+		return false
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
@@ -41,6 +55,9 @@ func IsIndex(path string) bool {
 	}
 	return yaml.Unmarshal(b, &head) == nil && head.Kind == Kind
 }
+
+// planKind finds an AdoptionPlan's kind in YAML or JSON.
+var planKind = regexp.MustCompile(`(?m)^\s*"?kind"?\s*:\s*"?` + plan.Kind + `"?\s*,?\s*$|"kind":"` + plan.Kind + `"`)
 
 // Load reads a fleet plan (the directory or its fleet.yaml) and each
 // cluster's plan. A plan file whose id is not the one the index records,
