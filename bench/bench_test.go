@@ -33,7 +33,7 @@ func TestSmoke(t *testing.T) {
 	}
 	out := filepath.Join(dir, "results.json")
 	c := Config{Adopt: adopt, Namespaces: 2, LargeNamespaces: 4, PerType: 100, BigEvery: 100, Finalize: 30, Apps: 10, ApplyObjects: 40,
-		Out: out, Log: t.Logf}
+		FleetClusters: 4, FleetNamespaces: 1, Out: out, Log: t.Logf}
 	r, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +47,8 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	if len(back.Rows) != 5 {
-		t.Fatalf("%d rows, want 5", len(back.Rows))
+	if len(back.Rows) != 6 {
+		t.Fatalf("%d rows, want 6", len(back.Rows))
 	}
 	for _, row := range back.Rows {
 		if len(row.Measured) < 2 || len(row.Ratios) == 0 {

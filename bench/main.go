@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, five rows
+// through internal/testenv, loopback only) and prints, in one run, six rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -16,7 +16,9 @@
 //     annotate --all`;
 //  5. apply of 500 Applications and 2,000 exported ConfigMaps, pushed over
 //     smart HTTP, against `git add -A && git commit && git push` of the same
-//     tree to the same server.
+//     tree to the same server;
+//  6. plan --contexts of 4 clusters (4 kube-apiservers) x 5,000 objects
+//     against the slowest single-cluster plan of the same run (bench/fleet.go).
 //
 // Objects are seeded through the API server with 32 writers at 1,000
 // requests a second. The baselines run in the same invocation, on the same
@@ -52,6 +54,10 @@ type Config struct {
 	Finalize int
 	// Apps and ApplyObjects size the apply row.
 	Apps, ApplyObjects int
+	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
+	// skips it); OnlyFleet runs that row alone.
+	FleetClusters, FleetNamespaces int
+	OnlyFleet                      bool
 	// Out is where results.json goes ("" for none).
 	Out string
 	// Log receives progress lines.
@@ -68,6 +74,9 @@ func main() {
 	flag.IntVar(&c.Finalize, "finalize", 1000, "ConfigMaps per finalize measurement")
 	flag.IntVar(&c.Apps, "apps", 500, "Applications of the apply row")
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
+	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
+	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
+	flag.BoolVar(&c.OnlyFleet, "only-fleet", false, "run the fleet row alone")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
@@ -82,6 +91,7 @@ func main() {
 	}
 	if *smoke {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
+		c.FleetNamespaces = 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 	var err error
@@ -185,7 +195,11 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	}
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, cp: cp, cs: cs, res: r}
-	for _, step := range []func(context.Context) error{b.planRows, b.finalizeRow, b.applyRow} {
+	steps := []func(context.Context) error{b.planRows, b.finalizeRow, b.applyRow, b.fleetRow}
+	if c.OnlyFleet {
+		steps = steps[3:]
+	}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}

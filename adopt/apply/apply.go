@@ -309,22 +309,40 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // Build computes the commit from the tree at the branch tip: it is the
 // gitops.Change's Build, called again after a concurrent push.
 func (a *Applier) Build(t Tree) (gitops.Content, error) {
+	files := map[string][]byte{}
+	s, err := a.build(t, files, nil)
+	if err != nil {
+		return gitops.Content{}, err
+	}
+	msg, err := a.commitMessage(s)
+	if err != nil {
+		return gitops.Content{}, err
+	}
+	a.summary = s
+	return gitops.Content{Files: files, Message: msg}, nil
+}
+
+// build renders the plan's Applications (but those in skip), exports and
+// runbook fixes into files, and sums them up.
+func (a *Applier) build(t Tree, files map[string][]byte, skip map[string]bool) (Summary, error) {
 	if a.objs == nil {
-		return gitops.Content{}, fmt.Errorf("apply: Build before Export")
+		return Summary{}, fmt.Errorf("apply: Build before Export")
 	}
 	p := a.o.Plan
-	files := map[string][]byte{}
 	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
 	for _, app := range p.Applications {
+		if skip[app.Name] {
+			continue
+		}
 		as, err := a.renderApp(t, app, files)
 		if err != nil {
-			return gitops.Content{}, err
+			return s, err
 		}
 		s.Applications = append(s.Applications, as)
 	}
 	var err error
 	if s.Runbooks, err = a.runbooks(t, files); err != nil {
-		return gitops.Content{}, err
+		return s, err
 	}
 	s.FixRunbooks = a.o.FixRunbooks
 	for _, e := range a.objs {
@@ -340,12 +358,7 @@ func (a *Applier) Build(t Tree) (gitops.Content, error) {
 		}
 	}
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
-	msg, err := a.commitMessage(s)
-	if err != nil {
-		return gitops.Content{}, err
-	}
-	a.summary = s
-	return gitops.Content{Files: files, Message: msg}, nil
+	return s, nil
 }
 
 // Summary is what the last Build placed where.

@@ -45,6 +45,9 @@ type PRInput struct {
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
+	// Title and Body, when Body is set, are the pull request as already
+	// written (a fleet's, FleetSummary.PR), instead of the templates'.
+	Title, Body string
 }
 
 // prData is what pr-title.tmpl and pr-body.tmpl see.
@@ -205,6 +208,12 @@ func objectRisks(ob plan.Object) []string {
 
 // RenderPR renders the title (unless given) and the body.
 func RenderPR(in PRInput, title string) (string, string, error) {
+	if in.Body != "" {
+		if title == "" {
+			title = in.Title
+		}
+		return title, in.Body, nil
+	}
 	set, err := templates.New(in.TemplatesDir)
 	if err != nil {
 		return "", "", err

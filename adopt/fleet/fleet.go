@@ -19,6 +19,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // APIVersion and Kind identify the fleet index.
@@ -69,6 +70,12 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			defer wg.Done()
 			defer func() { <-sem }()
 			p, err := scan.Plan(ctx, c.Scan)
+			if err == nil {
+				err = wentDown(p, c.Scan)
+			}
+			if err != nil {
+				p = nil
+			}
 			out[i].Plan, out[i].Err = p, err
 			if progress != nil {
 				mu.Lock()
@@ -80,6 +87,21 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 	wg.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
 	return out
+}
+
+// wentDown is an error when types could not be listed because the
+// cluster's API server stopped answering during the scan: such a plan
+// would propose nothing for what it could not see, so the cluster counts
+// as not scanned. A plan whose types failed on a server that still
+// answers (forbidden, one failing API) stands, with those types listed.
+func wentDown(p *plan.Plan, o scan.Options) error {
+	if len(p.NotScanned) == 0 || o.Clients.Discovery == nil {
+		return nil
+	}
+	if _, err := o.Clients.Discovery.ServerVersion(); err != nil {
+		return fmt.Errorf("the API server stopped answering during the scan (%d types not listed, first %s: %s); now: %v", len(p.NotScanned), p.NotScanned[0].Type, p.NotScanned[0].Reason, err)
+	}
+	return nil
 }
 
 // Index is the FleetAdoptionPlan: the per-cluster plans and the
@@ -122,11 +144,16 @@ type ApplicationSet struct {
 	// they differ (then PerClusterPaths says which).
 	SourcePath      string            `json:"sourcePath,omitempty"`
 	PerClusterPaths map[string]string `json:"perClusterPaths,omitempty"`
+	// Selector is a label of the clusters' Secrets that selects exactly
+	// these clusters among those registered (for a clusters generator);
+	// empty when no one label does.
+	Selector map[string]string `json:"selector,omitempty"`
 }
 
 // NewIndex builds the index from the results; file names each cluster's
-// plan file.
-func NewIndex(results []Result, file func(cluster string) string) *Index {
+// plan file; registered are the clusters registered with the management
+// cluster's Argo CD (name, server, labels), for label selectors.
+func NewIndex(results []Result, file func(cluster string) string, registered []argoapp.Cluster) *Index {
 	ix := &Index{APIVersion: APIVersion, Kind: Kind}
 	type member struct {
 		dest string
@@ -184,14 +211,47 @@ func NewIndex(results []Result, file func(cluster string) string) *Index {
 			set.PerClusterPaths = paths
 		}
 		sort.Strings(set.Clusters)
+		set.Selector = selector(set.Clusters, registered)
 		ix.ApplicationSets = append(ix.ApplicationSets, set)
 	}
 	return ix
 }
 
+// selector is one label (key=value) of the registered clusters that
+// selects exactly clusters (sorted names), or nil.
+func selector(clusters []string, registered []argoapp.Cluster) map[string]string {
+	var first *argoapp.Cluster
+	for i := range registered {
+		if registered[i].Name == clusters[0] {
+			first = &registered[i]
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(first.Labels))
+	for k := range first.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var got []string
+		for _, r := range registered {
+			if v, ok := r.Labels[k]; ok && v == first.Labels[k] {
+				got = append(got, r.Name)
+			}
+		}
+		sort.Strings(got)
+		if strings.Join(got, "\x00") == strings.Join(clusters, "\x00") {
+			return map[string]string{k: first.Labels[k]}
+		}
+	}
+	return nil
+}
+
 // WriteDir writes each cluster's plan as <dir>/<cluster>.yaml and the
 // index as <dir>/fleet.yaml.
-func WriteDir(dir string, results []Result) (*Index, error) {
+func WriteDir(dir string, results []Result, registered []argoapp.Cluster) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create the fleet plan directory %s: %w", dir, err)
 	}
@@ -202,7 +262,7 @@ func WriteDir(dir string, results []Result) (*Index, error) {
 			}
 		}
 	}
-	ix := NewIndex(results, PlanFile)
+	ix := NewIndex(results, PlanFile, registered)
 	b, err := yaml.Marshal(ix)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,12 @@ func Apply(w io.Writer, r ApplyResult) {
 	if len(s.Runbooks) > 0 && !s.FixRunbooks {
 		fmt.Fprintln(w, "  run again with --fix-runbooks to rewrite those lines")
 	}
+	commit(w, r)
+}
+
+// commit says what became of the commit, and what to do next.
+func commit(w io.Writer, r ApplyResult) {
+	res := r.Result
 	switch {
 	case !res.Changed:
 		fmt.Fprintf(w, "branch %s of %s is up to date at %s: no new commit\n", res.Branch, r.Repo, short(res.Commit))
@@ -81,4 +87,38 @@ func short(h string) string {
 		return h[:10]
 	}
 	return h
+}
+
+// FleetApply writes a fleet apply's report: each ApplicationSet with the
+// Applications it generates, each cluster's other Applications, then the
+// commit (r.Summary is unused).
+func FleetApply(w io.Writer, s apply.FleetSummary, r ApplyResult) {
+	res := r.Result
+	if r.DryRun {
+		if res.Changed {
+			fmt.Fprint(w, res.Diff)
+		}
+		fmt.Fprintf(w, "dry run: fleet plan %s on branch %s of %s (from %s): %d file(s) would change; nothing was written\n", s.ID, res.Branch, r.Repo, r.Base, len(res.Paths))
+		return
+	}
+	fmt.Fprintf(w, "fleet plan %s: %d ApplicationSet(s), %d cluster(s)\n", s.ID, len(s.Sets), len(s.Clusters))
+	for _, set := range s.Sets {
+		where := set.Path
+		if where == "" {
+			where = "per-cluster paths (" + set.Why + ")"
+		}
+		fmt.Fprintf(w, "  ApplicationSet %s (%s generator) -> %s (manifest %s)\n", set.Name, set.Generator, where, set.File)
+		for _, g := range set.Generated {
+			fmt.Fprintf(w, "    generates Application %s\n", g)
+		}
+	}
+	for _, c := range s.Clusters {
+		for _, a := range c.Summary.Applications {
+			fmt.Fprintf(w, "  cluster %s: Application %s -> %s (manifest %s)\n", c.Context, a.Name, a.Path, a.File)
+		}
+		for _, sec := range c.Summary.Secrets {
+			fmt.Fprintf(w, "  cluster %s: secret %s left out of sync\n", c.Context, sec.Ref)
+		}
+	}
+	commit(w, r)
 }

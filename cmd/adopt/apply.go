@@ -15,6 +15,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
@@ -62,6 +63,10 @@ type ApplyOptions struct {
 	auth       gitops.Auth
 	tokenFrom  string
 	tpl        *templates.Set
+	// fleet is a fleet plan (--plan DIR or its fleet.yaml), with a
+	// connection per cluster by context.
+	fleet    *fleet.Fleet
+	clusters map[string]*cluster
 }
 
 func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -84,6 +89,12 @@ Objects whose manifest is already in Git are pointed at, not copied; the
 others are exported as clean manifests into the Application's source path.
 Secrets are never written with their values.
 
+A fleet plan (--plan DIR, or DIR/fleet.yaml, from plan --contexts) is
+written as one commit: each proposed ApplicationSet (list or clusters
+generator, ServerSideApply=true, no automated prune, workloads preserved on
+deletion) and every cluster's other Applications; each cluster's objects are
+read from its context in the index (docs/fleet.md).
+
 Running it again with the same plan makes no new commit; a changed plan adds
 one. When someone else pushed to the branch meanwhile, the commit is rebuilt
 on top and pushed again (never forced unless --force).
@@ -98,6 +109,9 @@ on top and pushed again (never forced unless --force).
   # Over SSH, with the key's passphrase from the environment
   ADOPT_SSH_KEY_PASSPHRASE=... adopt apply --plan plan.yaml --repo git@git.example.com:org/gitops.git --ssh-key ~/.ssh/id_ed25519
 
+  # A fleet plan: ApplicationSets for the groups on several clusters
+  adopt apply --plan plans/sprint-12 --argocd-context mgmt --repo git@git.example.com:org/gitops.git --open-pr
+
   # Compute the plan now, push with a token from the environment
   ADOPT_GIT_TOKEN=... adopt apply -n litellm-test --repo https://git.example.com/org/gitops.git`,
 		Args: cobra.NoArgs,
@@ -107,7 +121,7 @@ on top and pushed again (never forced unless --force).
 	o.pr.AddFlags(f)
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
-	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file; without it the plan is computed now, as `adopt plan` would")
+	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file, or a fleet plan (its directory or fleet.yaml); without it the plan is computed now, as `adopt plan` would")
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.Overrides.ArgoCDNamespace, "argocd-namespace", "", "namespace the Applications are created in (default: the plan's Argo CD namespace)")
@@ -144,6 +158,9 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("namespace") {
 		o.scopeNS = *o.ConfigFlags.Namespace
 	}
+	if o.PlanFile != "" && fleet.IsIndex(o.PlanFile) {
+		return o.completeFleet()
+	}
 	if o.PlanFile != "" {
 		data, err := os.ReadFile(o.PlanFile)
 		if err != nil {
@@ -160,6 +177,23 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		o.Overrides.Config(cfg)
 		o.cfg = cfg
 	}
+	if err := o.completeCommit(); err != nil {
+		return err
+	}
+	c, err := connect(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	o.cluster = c
+	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
+		return err
+	}
+	return nil
+}
+
+// completeCommit resolves the Git credentials, the author and the
+// templates.
+func (o *ApplyOptions) completeCommit() error {
 	o.auth, o.tokenFrom = o.Git.Complete(nil)
 	if o.Author != "" {
 		a, err := gitops.ParseAuthor(o.Author)
@@ -178,14 +212,6 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		return usageErrorf("%v", err)
 	}
 	o.tpl = tpl
-	c, err := connect(o.ConfigFlags)
-	if err != nil {
-		return err
-	}
-	o.cluster = c
-	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -227,6 +253,9 @@ func (o *ApplyOptions) Validate() error {
 			return usageErrorf("%v", err)
 		}
 	}
+	if o.fleet != nil {
+		return o.validateFleet()
+	}
 	if o.plan != nil {
 		if err := plan.CheckCluster(o.plan, o.cluster.rest.Host, o.cluster.context); err != nil {
 			return usageErrorf("%v", err)
@@ -245,6 +274,9 @@ func (o *ApplyOptions) Validate() error {
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.fleet != nil {
+		return o.runFleet(ctx)
 	}
 	p := o.plan
 	if p == nil {
@@ -275,52 +307,19 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
 		return nil
 	}
-	dyn := o.cluster.clients.Dynamic
-	a, err := apply.New(apply.Options{
-		Plan: p, Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
-		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl,
-		Fetch: func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-			return export.Fetch(ctx, dyn, gvr, ns, name)
-		},
-		List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
-			return export.List(ctx, dyn, gvr, ns, fn)
-		},
-	})
-	if err != nil {
-		return contractOr(err)
-	}
-	if err := a.Export(ctx); err != nil {
-		var oe *apply.ObjectError
-		if errors.As(err, &oe) {
-			return fmt.Errorf("%s %s: %w", oe.Op, oe.Ref, o.cluster.explain(oe.Err))
-		}
-		return err
-	}
-	cloneDir := ""
-	if o.NoPush && !o.DryRun {
-		if cloneDir, err = os.MkdirTemp("", "adopt-apply-"); err != nil {
-			return err
-		}
-	}
-	repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.auth, Dir: cloneDir})
+	a, err := o.export(ctx, p, o.cluster, version)
 	if err != nil {
 		return err
 	}
-	base := o.Base
-	if base == "" {
-		if base = repo.DefaultBranch(); base == "" {
-			return usageErrorf("cannot tell the default branch of %s: pass --base", repo.URL())
-		}
+	repo, base, cloneDir, err := o.clone(ctx)
+	if err != nil {
+		return err
 	}
 	branch := o.Branch
 	if branch == "" {
 		branch = "adopt/" + a.ID()
 	}
-	repoURL := o.Overrides.RepoURL
-	if repoURL == "" {
-		repoURL = repo.SourceURL()
-	}
-	a.Target(repoURL, base)
+	a.Target(o.repoURL(repo), base)
 	build := func(r *gitops.Repo) (gitops.Content, error) { return a.Build(r) }
 	res, err := repo.Publish(ctx, gitops.Change{Branch: branch, Base: base, Build: build, Author: o.author},
 		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force})
@@ -337,6 +336,58 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	in := a.Summary().PRInput(apply.PRInput{RepoURL: repo.URL(), Head: branch, Base: base, Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates})
 	_, err = o.pr.Open(ctx, in, o.auth.Token, o.tokenFrom, o.Out)
 	return err
+}
+
+// export makes the Applier of plan p and exports its objects from c.
+func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, version argoapp.DetectedVersion) (*apply.Applier, error) {
+	dyn := c.clients.Dynamic
+	a, err := apply.New(apply.Options{
+		Plan: p, Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
+		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl,
+		Fetch: func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+			return export.Fetch(ctx, dyn, gvr, ns, name)
+		},
+		List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
+			return export.List(ctx, dyn, gvr, ns, fn)
+		},
+	})
+	if err != nil {
+		return nil, contractOr(err)
+	}
+	if err := a.Export(ctx); err != nil {
+		var oe *apply.ObjectError
+		if errors.As(err, &oe) {
+			return nil, fmt.Errorf("%s %s: %w", oe.Op, oe.Ref, c.explain(oe.Err))
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// clone clones --repo (on disk for --no-push) and resolves --base.
+func (o *ApplyOptions) clone(ctx context.Context) (repo *gitops.Repo, base, cloneDir string, err error) {
+	if o.NoPush && !o.DryRun {
+		if cloneDir, err = os.MkdirTemp("", "adopt-apply-"); err != nil {
+			return nil, "", "", err
+		}
+	}
+	if repo, err = gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.auth, Dir: cloneDir}); err != nil {
+		return nil, "", "", err
+	}
+	if base = o.Base; base == "" {
+		if base = repo.DefaultBranch(); base == "" {
+			return nil, "", "", usageErrorf("cannot tell the default branch of %s: pass --base", repo.URL())
+		}
+	}
+	return repo, base, cloneDir, nil
+}
+
+// repoURL is --repo-url, else the repository's own clean URL.
+func (o *ApplyOptions) repoURL(repo *gitops.Repo) string {
+	if o.Overrides.RepoURL != "" {
+		return o.Overrides.RepoURL
+	}
+	return repo.SourceURL()
 }
 
 // computePlan runs the plan pipeline for apply without --plan, with the

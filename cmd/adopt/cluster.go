@@ -71,6 +71,14 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 	return c, nil
 }
 
+// contextFlags are main's kubeconfig and --request-timeout with another
+// context: one cluster of a fleet.
+func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	f.KubeConfig, f.Timeout, f.Context = main.KubeConfig, main.Timeout, &context
+	return f
+}
+
 // dynamicFor is a dynamic client for parallel requests at once: client-go's
 // token bucket allows 100 requests a second per parallel request (800 at
 // finalize's default 8; at least the default 50), with a burst of twice

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -57,6 +58,8 @@ type FinalizeOptions struct {
 	// envServer is $ARGOCD_SERVER: API mode's fallback when the
 	// Application resources may not be read through the Kubernetes API.
 	envServer string
+	// fleet is a fleet plan (--plan DIR or its fleet.yaml).
+	fleet *fleet.Fleet
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -98,13 +101,16 @@ started by --sync adds ClientSideApplyMigration=false.`,
   # Argo CD API mode: read and sync the Applications through argocd-server
   ARGOCD_AUTH_TOKEN=... adopt finalize --plan plan.yaml --argocd-server argocd.example.internal:443 --sync
 
+  # A fleet plan: every cluster, each generated Application, a journal per cluster
+  adopt finalize --plan plans/sprint-12 --argocd-context mgmt --sync
+
   # Put the removed annotations back
   adopt finalize --plan plan.yaml --undo`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out' (required)")
+	f.StringVar(&o.PlanFile, "plan", "", "the plan file written by 'adopt plan --out', or a fleet plan's directory or fleet.yaml (required)")
 	f.StringArrayVar(&o.Apps, "app", nil, "finalize only this Application of the plan (repeatable)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for each Application's first successful sync and health")
 	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Application while waiting")
@@ -140,6 +146,9 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if o.PlanFile == "" {
 		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")
 	}
+	if fleet.IsIndex(o.PlanFile) {
+		return o.completeFleet()
+	}
 	b, err := os.ReadFile(o.PlanFile)
 	if err != nil {
 		return usageErrorf("cannot read --plan: %v", err)
@@ -150,6 +159,20 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if o.JournalFile == "" {
 		o.JournalFile = o.PlanFile + ".journal"
 	}
+	c, err := connect(o.ConfigFlags)
+	if err != nil {
+		return err
+	}
+	if err := o.completeCluster(c); err != nil {
+		return err
+	}
+	o.hub, err = o.Hub.connect(o.ConfigFlags)
+	return err
+}
+
+// completeCluster takes the defaults from the plan and checks that c is
+// the plan's cluster.
+func (o *FinalizeOptions) completeCluster(c *cluster) error {
 	if o.ArgoCDNamespace == "" {
 		o.ArgoCDNamespace = o.plan.Tracking.Namespace
 	}
@@ -159,20 +182,18 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if o.Quiet || o.Output != "table" {
 		o.Quiet = true
 	}
-	c, err := connect(o.ConfigFlags)
-	if err != nil {
-		return err
-	}
 	o.cluster = c
 	if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
 		return usageErrorf("%v", err)
 	}
-	o.hub, err = o.Hub.connect(o.ConfigFlags)
-	return err
+	return nil
 }
 
 // Validate rejects bad input and selects the Applications and objects.
 func (o *FinalizeOptions) Validate() error {
+	if o.fleet != nil {
+		return o.validateFleet()
+	}
 	if !oneOf(printer.FinalizeFormats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.FinalizeFormats, ", "))
 	}
@@ -215,6 +236,9 @@ func (o *FinalizeOptions) Validate() error {
 func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.fleet != nil {
+		return o.runFleet(ctx)
 	}
 	kube, dyn := o.cluster.kube, o.cluster.clients.Dynamic
 	if err := o.checkAccess(ctx, kube); err != nil {

@@ -24,9 +24,19 @@ import (
 // control planes' admin kubeconfigs, plus "down", a cluster nobody serves.
 func fleetKubeconfig(t *testing.T, clusters map[string]*testenv.ControlPlane) string {
 	t.Helper()
-	out := clientcmdapi.NewConfig()
+	files := map[string]string{}
 	for name, c := range clusters {
-		cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+		files[name] = c.Kubeconfig
+	}
+	return fleetKubeconfigFiles(t, files)
+}
+
+// fleetKubeconfigFiles is fleetKubeconfig from kubeconfig files by context.
+func fleetKubeconfigFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	out := clientcmdapi.NewConfig()
+	for name, file := range files {
+		cfg, err := clientcmd.LoadFromFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +157,157 @@ func TestFleetPlan(t *testing.T) {
 	for _, tok := range tokens {
 		if strings.Contains(leak, tok) {
 			t.Fatalf("a cluster Secret's token leaked")
+		}
+	}
+}
+
+// TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
+// while plan --contexts is listing it (a real kube-apiserver behind a
+// proxy that holds its ConfigMap list until the server is stopped): the
+// other cluster is planned, and the one that went down is reported not
+// scanned, with the reason, in the index and on stderr.
+func TestFleetPlanClusterDownMidPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w3, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("a control plane did not start: %v", err)
+	}
+	t.Cleanup(w3.Stop)
+	ns := cp.Namespace(t)
+	if _, err := w3.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
+	kc(t, hook, "apply", "-n", ns, "-f", "-")
+	fp, err := testenv.StartFaultProxy(w3, t.TempDir(), testenv.Fault{Kind: testenv.Slow, Path: "/namespaces/" + ns + "/configmaps", Times: 1, Delay: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fp.Close)
+	go func() {
+		for ctx.Err() == nil && fp.Injected(testenv.Slow) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		w3.Stop() // mid-plan: the held list is forwarded to a stopped server
+	}()
+	kubeconfig := fleetKubeconfigFiles(t, map[string]string{"w1": cp.Kubeconfig, "w3": fp.Kubeconfig})
+	dir := filepath.Join(t.TempDir(), "fleet")
+	var out, errb bytes.Buffer
+	code := run([]string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("plan --contexts exited %d: %s %s", code, out.String(), errb.String())
+	}
+	if fp.Injected(testenv.Slow) != 1 {
+		t.Fatalf("the proxy held %d lists, want 1", fp.Injected(testenv.Slow))
+	}
+	var ix fleet.Index
+	if err := json.Unmarshal(out.Bytes(), &ix); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	byCtx := map[string]fleet.ClusterEntry{}
+	for _, c := range ix.Clusters {
+		byCtx[c.Context] = c
+	}
+	if w1 := byCtx["w1"]; w1.PlanID == "" || w1.NotScanned != "" {
+		t.Errorf("the cluster that stayed up: %+v", w1)
+	}
+	if w3 := byCtx["w3"]; !strings.Contains(w3.NotScanned, "the API server stopped answering during the scan") || w3.Plan != "" {
+		t.Errorf("the cluster that went down mid-plan: %+v (stderr %s)", w3, errb.String())
+	}
+	if p := readPlan(t, filepath.Join(dir, byCtx["w1"].Plan)); p.Object("ConfigMap "+ns+"/usage-hook") == nil {
+		t.Errorf("w1's plan lacks the ConfigMap")
+	}
+}
+
+// TestFleetApplyOpenPR: apply --plan DIR --open-pr against a real Gitea
+// writes the fleet's ApplicationSet on one branch and opens one pull
+// request that names it and the Applications it generates; a second run
+// updates the same pull request. The cluster Secrets' tokens are in no
+// output and not in the pull request.
+func TestFleetApplyOpenPR(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	mgmt, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("a control plane did not start: %v", err)
+	}
+	t.Cleanup(mgmt.Stop)
+	w2, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("a control plane did not start: %v", err)
+	}
+	t.Cleanup(w2.Stop)
+	installApplicationCRDOn(t, mgmt)
+	tokens := map[string]string{"workload-1": "pr-CANARY-token-w1", "workload-2": "pr-CANARY-token-w2"}
+	for name, server := range map[string]string{"workload-1": cp.Server, "workload-2": w2.Server} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: argoNS,
+			Labels: map[string]string{argoapp.SecretTypeLabel: argoapp.SecretTypeCluster}},
+			StringData: map[string]string{"name": name, "server": server, "config": `{"bearerToken":"` + tokens[name] + `"}`}}
+		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := cp.Namespace(t)
+	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
+	for _, w := range []*testenv.ControlPlane{cp, w2} {
+		if out, err := w.Kubectl(ctx, hook, "apply", "-n", ns, "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	g, err := testenv.StartGitea(ctx)
+	if err != nil {
+		t.Fatalf("the real Gitea did not start: %v", err)
+	}
+	defer g.Stop()
+	cloneURL, err := g.CreateRepo(ctx, "fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2})
+	dir := filepath.Join(t.TempDir(), "fleet")
+	var leak strings.Builder
+	cli := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		leak.WriteString(out.String() + errb.String())
+		return out.String(), errb.String(), code
+	}
+	if out, errOut, code := cli("plan", "--contexts", "w1,w2", "--argocd-kubeconfig", mgmt.Kubeconfig, "--argocd-version", "v3.2.6", "-n", ns, "--out-dir", dir, "-q"); code != 0 {
+		t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
+	}
+	f, err := fleet.Load(dir)
+	if err != nil || len(f.Index.ApplicationSets) != 1 {
+		t.Fatalf("fleet plan: %v, %+v", err, f)
+	}
+	set := f.Index.ApplicationSets[0]
+	for i := 1; i <= 2; i++ {
+		out, errOut, code := cli("apply", "--plan", dir, "--argocd-kubeconfig", mgmt.Kubeconfig, "--repo", cloneURL, "--git-user", g.User, "--git-token", g.Token,
+			"--open-pr", "--provider", "gitea", "--author", "adopt <adopt@example.invalid>", "-q")
+		if code != 0 {
+			t.Fatalf("run %d: apply --open-pr exited %d: %s\n%s", i, code, errOut, out)
+		}
+		prs, err := g.PullRequests(ctx, "fleet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prs) != 1 {
+			t.Fatalf("run %d: %d pull requests, want 1", i, len(prs))
+		}
+		pr := prs[0]
+		if pr.Head.Ref != "adopt/"+f.Index.ID() || pr.Base.Ref != "main" || !strings.Contains(pr.Title, "1 ApplicationSet(s)") ||
+			!strings.Contains(pr.Body, "ApplicationSet "+set.Name+" (list generator)") ||
+			!strings.Contains(pr.Body, fleet.GeneratedName("workload-1", set.Name)+", "+fleet.GeneratedName("workload-2", set.Name)) {
+			t.Fatalf("run %d: pull request head %q base %q title %q body:\n%s", i, pr.Head.Ref, pr.Base.Ref, pr.Title, pr.Body)
+		}
+		leak.WriteString(pr.Title + pr.Body)
+	}
+	for _, tok := range append([]string{g.Token}, tokens["workload-1"], tokens["workload-2"]) {
+		if strings.Contains(leak.String(), tok) {
+			t.Fatalf("a token leaked into the output or the pull request")
 		}
 	}
 }

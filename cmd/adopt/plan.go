@@ -278,10 +278,7 @@ func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 // fleetCluster connects to one context of --contexts; a bad context is
 // that cluster's failure, not the run's.
 func (o *PlanOptions) fleetCluster(name string) fleet.Cluster {
-	f := genericclioptions.NewConfigFlags(false)
-	ctxName := name
-	f.KubeConfig, f.Timeout, f.Context = o.ConfigFlags.KubeConfig, o.ConfigFlags.Timeout, &ctxName
-	c, err := connect(f)
+	c, err := connect(contextFlags(o.ConfigFlags, name))
 	if err != nil {
 		return fleet.Cluster{Name: name, Err: err}
 	}
@@ -305,7 +302,13 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "cluster %s: planned\n", cluster)
 	}
 	results := fleet.Plan(ctx, o.fleet, o.Parallel, progress)
-	ix, err := fleet.WriteDir(o.OutDir, results)
+	var registered []argoapp.Cluster
+	if o.hub != nil {
+		// Only for label selectors: a management cluster that cannot be
+		// read has already failed every cluster's plan with the reason.
+		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.kube, o.ArgoCDNamespace)
+	}
+	ix, err := fleet.WriteDir(o.OutDir, results, registered)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/printer"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// completeFleet loads a fleet plan (--plan DIR or its fleet.yaml) and
+// resolves a connection to each of its clusters by the context the index
+// records; no request is made yet.
+func (o *ApplyOptions) completeFleet() error {
+	f, err := fleet.Load(o.PlanFile)
+	if err != nil {
+		return usageErrorf("--plan: %v", err)
+	}
+	o.fleet, o.clusters = f, map[string]*cluster{}
+	for _, name := range f.Contexts() {
+		c, err := connect(contextFlags(o.ConfigFlags, name))
+		if err != nil {
+			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, name, err)
+		}
+		o.clusters[name] = c
+	}
+	if err := o.completeCommit(); err != nil {
+		return err
+	}
+	o.hub, err = o.Hub.connect(o.ConfigFlags)
+	return err
+}
+
+// validateFleet refuses a fleet plan made for other clusters (a context
+// that now names another server) or another management cluster, and flags
+// that contradict a cluster's plan.
+func (o *ApplyOptions) validateFleet() error {
+	switch {
+	case o.Prune:
+		return usageErrorf("--prune: an ApplicationSet never automates prune; drop it")
+	case o.ConfigFile != "":
+		return usageErrorf("--config shapes a plan computed now; a fleet plan's cluster plans already record adopt.yaml's settings: drop --config")
+	case o.Overrides.DestName != "" || o.Overrides.DestServer != "":
+		return usageErrorf("--dest-name/--dest-server: a fleet plan's destinations are its registered clusters; drop them")
+	}
+	for _, name := range o.fleet.Contexts() {
+		p, c := o.fleet.Plans[name], o.clusters[name]
+		if err := plan.CheckCluster(p, c.rest.Host, name); err != nil {
+			return usageErrorf("fleet plan %s, cluster %s: %v", o.fleet.Path, name, err)
+		}
+		if err := o.Overrides.Check(p); err != nil {
+			return usageErrorf("cluster %s: %v", name, err)
+		}
+		if err := checkHub(p, o.hub); err != nil {
+			return err
+		}
+	}
+	return o.pr.Validate()
+}
+
+// runFleet exports each cluster's objects from that cluster and writes the
+// ApplicationSets and the other Applications as one commit.
+func (o *ApplyOptions) runFleet(ctx context.Context) error {
+	f := &apply.Fleet{Index: o.fleet.Index, Members: map[string]*apply.Applier{}}
+	var version argoapp.DetectedVersion
+	for i, name := range o.fleet.Contexts() {
+		p, c := o.fleet.Plans[name], o.clusters[name]
+		if i == 0 {
+			_, argoNS := apply.Settings(p)
+			argo := c
+			if o.hub != nil {
+				argo = o.hub
+			}
+			v, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
+				Flag: o.ArgoCDVersion, Kube: argo.kube, Namespace: argoNS,
+				Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
+			})
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			version = v
+		}
+		if w := apply.VersionMismatch(p, version); w != "" {
+			fmt.Fprintf(o.ErrOut, "warning: cluster %s: %s\n", name, w)
+		}
+		a, err := o.export(ctx, p, c, version)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", name, err)
+		}
+		f.Members[name] = a
+	}
+	repo, base, cloneDir, err := o.clone(ctx)
+	if err != nil {
+		return err
+	}
+	branch := o.Branch
+	if branch == "" {
+		branch = "adopt/" + o.fleet.Index.ID()
+	}
+	f.Target(o.repoURL(repo), base)
+	build := func(r *gitops.Repo) (gitops.Content, error) { return f.Build(r) }
+	res, err := repo.Publish(ctx, gitops.Change{Branch: branch, Base: base, Build: build, Author: o.author},
+		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force})
+	if err != nil {
+		return contractOr(err)
+	}
+	if o.authorNote != "" && !o.Quiet && !o.DryRun {
+		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
+	}
+	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: cloneDir})
+	if !o.pr.OpenPR || o.NoPush || o.DryRun {
+		return nil
+	}
+	in := f.Summary().PR(apply.PRInput{RepoURL: repo.URL(), Head: branch, Base: base, PlanPath: o.fleet.Path, TemplatesDir: o.Templates})
+	_, err = o.pr.Open(ctx, in, o.auth.Token, o.tokenFrom, o.Out)
+	return err
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/fleet"
+)
+
+// completeFleet loads a fleet plan; each cluster is connected to when its
+// turn comes, so one that is down fails alone.
+func (o *FinalizeOptions) completeFleet() error {
+	f, err := fleet.Load(o.PlanFile)
+	if err != nil {
+		return usageErrorf("--plan: %v", err)
+	}
+	o.fleet = f
+	o.hub, err = o.Hub.connect(o.ConfigFlags)
+	return err
+}
+
+// validateFleet refuses the flags that name one cluster's run.
+func (o *FinalizeOptions) validateFleet() error {
+	if len(o.Apps) > 0 || o.JournalFile != "" {
+		return usageErrorf("--app and --journal name one cluster's run: a fleet plan finalizes every generated Application, with one journal per cluster next to its plan")
+	}
+	return nil
+}
+
+// runFleet finalizes each cluster of the fleet plan in turn, with its own
+// plan as Argo CD runs it (the Applications its ApplicationSets generate)
+// and its own journal (<plan>.journal). A cluster that fails is reported
+// and the others go on.
+func (o *FinalizeOptions) runFleet(ctx context.Context) error {
+	var failed []string
+	partial := false
+	for _, name := range o.fleet.Contexts() {
+		if o.Output == "table" {
+			fmt.Fprintf(o.Out, "cluster %s:\n", name)
+		}
+		err := o.finalizeCluster(ctx, name)
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee) && ee.code == ExitPartial:
+			partial = true
+			fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", name, err)
+		case err != nil:
+			failed = append(failed, fmt.Sprintf("cluster %s: %v", name, err))
+			fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", name, err)
+		}
+	}
+	for _, c := range o.fleet.Index.Clusters {
+		if c.NotScanned != "" {
+			fmt.Fprintf(o.ErrOut, "cluster %s: not in the fleet plan (not scanned: %s)\n", c.Context, c.NotScanned)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d clusters not finalized: %s", len(failed), len(o.fleet.Plans), strings.Join(failed, "; "))
+	case partial:
+		return &exitError{code: ExitPartial, err: fmt.Errorf("some objects not finalized (see each cluster above); fix and re-run: finished objects are skipped")}
+	}
+	return nil
+}
+
+// finalizeCluster is one cluster's finalize, as `finalize --plan
+// <cluster's plan>` with the fleet's flags.
+func (o *FinalizeOptions) finalizeCluster(ctx context.Context, name string) error {
+	c, err := connect(contextFlags(o.ConfigFlags, name))
+	if err != nil {
+		return err
+	}
+	one := *o
+	one.fleet, one.plan, one.JournalFile = nil, o.fleet.Generated(name), o.fleet.Files[name]+".journal"
+	if err := one.completeCluster(c); err != nil {
+		return err
+	}
+	if err := one.Validate(); err != nil {
+		return err
+	}
+	return one.Run(ctx)
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// TestFleetOnRealArgoCD: three real kube-apiservers, Argo CD (with its
+// real ApplicationSet controller) on the management one, the two workload
+// clusters registered there by cluster Secrets holding ServiceAccount
+// bearer tokens and the clusters' CA. The same ConfigMap was hand-applied
+// (client-side, so with the last-applied annotation) in one namespace of
+// both (one sprint; a second where its data differs between the clusters).
+// plan --contexts proposes one ApplicationSet: a clusters generator (the
+// label fleet=sprint selects exactly both), or with per-cluster paths a
+// list generator; apply --plan DIR
+// commits it to the real git server; once merged and applied to the
+// management cluster, the real ApplicationSet controller generates the two
+// Applications; finalize --plan DIR --sync starts their first sync, the
+// real application controller syncs into both workload clusters, and the
+// annotation is removed on both, with one journal per cluster, the objects
+// still there. The cluster Secrets' tokens appear in no output, plan file,
+// journal or commit.
+func TestFleetOnRealArgoCD(t *testing.T) {
+	for _, v := range []string{"v3.2.6", "v2.14.21"} {
+		t.Run(v, func(t *testing.T) { fleetOnArgoCD(t, v) })
+	}
+}
+
+func fleetOnArgoCD(t *testing.T, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	start := func() *testenv.ControlPlane {
+		c, err := testenv.Start(ctx, testenv.Options{})
+		if err != nil {
+			t.Fatalf("a control plane did not start: %v", err)
+		}
+		t.Cleanup(c.Stop)
+		return c
+	}
+	mgmt, w2 := start(), start()
+	a, err := testenv.StartArgoCD(ctx, mgmt, version)
+	if err != nil {
+		t.Fatal(err) // never a skip
+	}
+	t.Cleanup(a.Stop)
+	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.StartApplicationSetController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{}
+	for name, w := range map[string]*testenv.ControlPlane{"workload-1": cp, "workload-2": w2} {
+		tok, err := a.RegisterCluster(ctx, name, w, map[string]string{"region": name, "fleet": "sprint"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok
+	}
+
+	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2, "mgmt": mgmt})
+	var outputs, planDirs []string
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := runArgs(append([]string{"--kubeconfig", kubeconfig}, args...), &out, &errb)
+		outputs = append(outputs, out.String(), errb.String())
+		return out.String(), errb.String(), code
+	}
+	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
+	bare := g.BarePath("gitops")
+
+	// sprint adopts ConfigMap usage-hook of a new namespace on both
+	// clusters, with data hook.py = data[0] on workload-1 and data[1] on
+	// workload-2, and returns the fleet plan and apply's arguments.
+	sprint := func(data [2]string) (*fleet.Fleet, []string) {
+		t.Helper()
+		ns := cp.Namespace(t)
+		if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The runbook way: client-side (the last-applied annotation), then
+		// server-side, so the annotation outlives Argo CD's first sync.
+		for i, w := range []*testenv.ControlPlane{cp, w2} {
+			hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"" + data[i] + "\"}\n")
+			for _, mode := range []string{"--server-side=false", "--server-side"} {
+				if out, err := w.Kubectl(ctx, hook, "apply", mode, "-n", ns, "-f", "-"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "fleet")
+		planDirs = append(planDirs, dir)
+		out, errOut, code := run("plan", "--contexts", "w1,w2", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", version, "--out-dir", dir, "-q")
+		if code != 0 {
+			t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
+		}
+		f, err := fleet.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Index.ApplicationSets) != 1 || strings.Join(f.Index.ApplicationSets[0].Clusters, ",") != "workload-1,workload-2" {
+			t.Fatalf("ApplicationSets %+v (separate %v)", f.Index.ApplicationSets, f.Index.Separate)
+		}
+		set := f.Index.ApplicationSets[0]
+
+		applyArgs := []string{"apply", "--plan", filepath.Join(dir, fleet.IndexFile), "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt"}
+		out, errOut, code = run(applyArgs...)
+		if code != 0 {
+			t.Fatalf("apply --plan fleet exited %d: %s %s", code, out, errOut)
+		}
+		branch := "adopt/" + f.Index.ID()
+		setFile := f.Plans["w1"].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
+		// One label (fleet=sprint) selects exactly both clusters: a clusters
+		// generator, unless each cluster syncs its own path.
+		perCluster := data[0] != data[1]
+		generator := "clusters"
+		if perCluster {
+			generator = "list"
+		}
+		if !strings.Contains(out, "ApplicationSet "+set.Name+" ("+generator+" generator)") || !strings.Contains(out, "wrote "+setFile) {
+			t.Fatalf("apply output:\n%s", out)
+		}
+		committed := fileText(t, tipOf(t, bare, branch), setFile)
+		want := []string{"goTemplate: true", "missingkey=error", "preserveResourcesOnDeletion: true", "ServerSideApply=true",
+			"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'"}
+		if perCluster {
+			// The clean manifests differ: each cluster's own path.
+			want = append(want, "- name: workload-1", "- name: workload-2", "path: '{{.path}}'", "path: adopted/workload-1/"+ns, "path: adopted/workload-2/"+ns)
+		} else {
+			want = append(want, "matchLabels:\n          fleet: sprint", "path: adopted/"+ns)
+		}
+		for _, w := range want {
+			if !strings.Contains(committed, w) {
+				t.Errorf("the committed ApplicationSet lacks %q:\n%s", w, committed)
+			}
+		}
+		if strings.Contains(committed, "automated") || strings.Contains(committed, "prune") {
+			t.Errorf("the committed ApplicationSet automates sync or prune:\n%s", committed)
+		}
+		// Re-run: the same commit, nothing new.
+		out, errOut, code = run(applyArgs...)
+		if code != 0 || !strings.Contains(out, "is up to date") {
+			t.Errorf("apply re-run: exit %d: %s %s", code, out, errOut)
+		}
+
+		// Merge (fast-forward main to the branch) and apply the
+		// ApplicationSet to the management cluster, as an app of apps would.
+		if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
+			t.Fatalf("merge: %v: %s", err, b)
+		}
+		if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, dest := range set.Clusters {
+			name := fleet.GeneratedName(dest, set.Name)
+			if _, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
+				t.Fatalf("the ApplicationSet controller did not generate %s: %v\n%s", name, err, a.LogTail("argocd-applicationset-controller", 3000))
+			}
+		}
+
+		out, errOut, code = run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "5m")
+		t.Logf("finalize:\n%s%s", out, errOut)
+		if code != 0 {
+			t.Fatalf("finalize --plan fleet exited %d\ncontroller: %s", code, a.LogTail("argocd-application-controller", 3000))
+		}
+		for i, w := range []*testenv.ControlPlane{cp, w2} {
+			live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "usage-hook", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("workload-%d: the ConfigMap is gone: %v", i+1, err)
+			}
+			if _, ok := live.Annotations[budget.LastAppliedKey]; ok {
+				t.Errorf("workload-%d kept the last-applied annotation", i+1)
+			}
+			want := fleet.GeneratedName(set.Clusters[i], set.Name) + ":/ConfigMap:" + ns + "/usage-hook"
+			if got := live.Annotations[argoapp.AnnotationTrackingID]; got != want || live.Data["hook.py"] != data[i] {
+				t.Errorf("workload-%d: tracking %q (want %q), data %v (want hook.py %q)", i+1, got, want, live.Data, data[i])
+			}
+		}
+		if strings.Count(out, "1 objects: 1 finalized") != 2 {
+			t.Errorf("finalize did not finalize the object on both clusters:\n%s", out)
+		}
+		for i, ctxName := range []string{"w1", "w2"} {
+			j, err := os.ReadFile(f.Files[ctxName] + ".journal")
+			app := `"app":"` + fleet.GeneratedName(set.Clusters[i], set.Name) + `"`
+			if err != nil || !strings.Contains(string(j), app) || !strings.Contains(string(j), `"result":"finalized"`) {
+				t.Errorf("cluster %s's journal lacks %s, finalized: %v: %s", ctxName, app, err, j)
+			}
+		}
+		return f, applyArgs
+	}
+	f, applyArgs := sprint([2]string{"print(1)", "print(1)"})
+	sprint([2]string{"print('eu')", "print('us')"})
+
+	// A fleet plan for other clusters (the contexts now name each other's
+	// servers), and a plan file edited after planning, are refused.
+	swapped := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": w2, "w2": cp, "mgmt": mgmt})
+	var sw, swErr bytes.Buffer
+	if code := runArgs(append([]string{"--kubeconfig", swapped}, append(applyArgs, "--dry-run")...), &sw, &swErr); code != ExitUsage || !strings.Contains(swErr.String(), "was made for cluster") {
+		t.Errorf("apply of a fleet plan for other clusters: exit %d: %s", code, swErr.String())
+	}
+	w1File := f.Files["w1"]
+	b, _ := os.ReadFile(w1File)
+	if err := os.WriteFile(w1File, bytes.Replace(b, []byte("context: w1"), []byte("context: w9"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(append(applyArgs, "--dry-run")...); code != ExitUsage || !strings.Contains(errOut, w1File+" was edited after it was planned") {
+		t.Errorf("apply of an edited plan file: exit %d: %s", code, errOut)
+	}
+	_ = os.WriteFile(w1File, b, 0o644)
+
+	for _, dir := range planDirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, file := range files {
+			b, _ := os.ReadFile(file)
+			outputs = append(outputs, string(b))
+		}
+	}
+	outputs = append(outputs, everything(t, bare))
+	for name, tok := range tokens {
+		for _, o := range outputs {
+			if strings.Contains(o, tok) {
+				t.Fatalf("cluster %s's bearer token leaked:\n%s", name, o)
+			}
+		}
+	}
+}
+
+// runArgs runs the CLI in-process with args as given (no default
+// kubeconfig) and returns the exit code.
+func runArgs(args []string, out, errOut *bytes.Buffer) int {
+	return run(args, strings.NewReader(""), out, errOut)
+}
