@@ -183,7 +183,7 @@ func TestConfigSchemaAgreesWithParse(t *testing.T) {
 func TestWrittenFleetValidates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fleet")
 	results := []fleet.Result{{Cluster: "kind", Plan: samplePlan(t)}, {Cluster: "down", Err: errors.New("cannot reach the API server")}}
-	ix, err := fleet.WriteDir(dir, results)
+	ix, err := fleet.WriteDir(dir, results, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		code := runArgs(append([]string{"--kubeconfig", kubeconfig}, args...), &out, &errb)
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		outputs = append(outputs, out.String(), errb.String())
 		return out.String(), errb.String(), code
 	}
@@ -211,7 +211,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 	// servers), and a plan file edited after planning, are refused.
 	swapped := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": w2, "w2": cp, "mgmt": mgmt})
 	var sw, swErr bytes.Buffer
-	if code := runArgs(append([]string{"--kubeconfig", swapped}, append(applyArgs, "--dry-run")...), &sw, &swErr); code != ExitUsage || !strings.Contains(swErr.String(), "was made for cluster") {
+	if code := runAdopt(t, "adopt", append([]string{"--kubeconfig", swapped}, append(applyArgs, "--dry-run")...), strings.NewReader(""), &sw, &swErr); code != ExitUsage || !strings.Contains(swErr.String(), "was made for cluster") {
 		t.Errorf("apply of a fleet plan for other clusters: exit %d: %s", code, swErr.String())
 	}
 	w1File := f.Files["w1"]
@@ -239,10 +239,4 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			}
 		}
 	}
-}
-
-// runArgs runs the CLI in-process with args as given (no default
-// kubeconfig) and returns the exit code.
-func runArgs(args []string, out, errOut *bytes.Buffer) int {
-	return run(args, strings.NewReader(""), out, errOut)
 }

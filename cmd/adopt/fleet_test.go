@@ -194,7 +194,7 @@ func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 	kubeconfig := fleetKubeconfigFiles(t, map[string]string{"w1": cp.Kubeconfig, "w3": fp.Kubeconfig})
 	dir := filepath.Join(t.TempDir(), "fleet")
 	var out, errb bytes.Buffer
-	code := run([]string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+	code := runAdopt(t, "adopt", []string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("plan --contexts exited %d: %s %s", code, out.String(), errb.String())
 	}
@@ -272,7 +272,7 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	var leak strings.Builder
 	cli := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		leak.WriteString(out.String() + errb.String())
 		return out.String(), errb.String(), code
 	}
