@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
@@ -240,7 +239,7 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
-	kube, dyn := o.cluster.kube, o.cluster.clients.Dynamic
+	kube := o.cluster.kube
 	if err := o.checkAccess(ctx, kube); err != nil {
 		return err
 	}
@@ -278,20 +277,20 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		}
 		r.Undo(ctx, entries, rep)
 	} else {
-		argo, err := o.connectArgoCD(ctx, kube, dyn)
+		argo, explain, err := o.connectArgoCD(ctx)
 		if err != nil {
 			return err
 		}
-		defer argo.close()
-		rep.ArgoCD = argo.info
-		r.Reader, r.Syncer, r.Kube, r.Version = argo.reader, argo.syncer, kube, argo.version.Version
+		defer argo.Close()
+		rep.ArgoCD = argo.Info
+		r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
 		r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
 		r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
 		if !o.Quiet {
 			r.Progress = o.progress
 		}
 		if err := r.Run(ctx, rep); err != nil {
-			return argo.explain(err)
+			return explain(err)
 		}
 	}
 	if err := printer.Finalize(o.Out, rep, o.Output); err != nil {
@@ -345,56 +344,29 @@ func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Inter
 	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
 }
 
-// argoMode is how finalize reads and syncs Applications: through the
-// Kubernetes API, or through argocd-server.
-type argoMode struct {
-	reader  argoapp.StatusReader
-	syncer  argoapp.Syncer
-	version argoapp.DetectedVersion
-	info    *finalize.ArgoCD
-	close   func()
-	// explain words a read or sync error: the Kubernetes API's in
-	// Kubernetes mode; API mode's errors already say where.
-	explain func(error) error
-}
-
-// connectArgoCD picks the mode, connects, and resolves the Argo CD version
-// (--argocd-version, else argocd-server's version API in API mode, else the
-// application controller's image tag, else the plan's).
-func (o *FinalizeOptions) connectArgoCD(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (argoMode, error) {
-	m := argoMode{close: func() {}, explain: o.cluster.explain}
+// connectArgoCD connects to Argo CD where the Applications live (the hub,
+// or argocd-server in API mode) and says which version it found; its
+// explain words a read or sync error for that place.
+func (o *FinalizeOptions) connectArgoCD(ctx context.Context) (*finalize.ArgoCDConn, func(error) error, error) {
+	on := o.cluster
 	if o.hub != nil {
-		kube, dyn, m.explain = o.hub.kube, o.hub.clients.Dynamic, o.hub.explain
+		on = o.hub
 	}
-	q := argoapp.VersionQuery{Flag: o.ArgoCDVersion, Kube: kube, Namespace: o.ArgoCDNamespace,
-		Recorded: o.plan.Tracking.Version, RecordedSource: o.plan.Tracking.VersionSource, RecordedBy: o.plan.ID}
+	opts := finalize.ArgoCDOptions{Kube: on.kube, Dynamic: on.clients.Dynamic, Namespace: o.ArgoCDNamespace, Version: o.ArgoCDVersion, Plan: o.plan}
 	if o.ArgoCDServer != "" {
-		api, err := argoapp.DialAPI(argoapp.APIOptions{Server: o.ArgoCDServer, Token: o.ArgoCDToken, GRPCWeb: o.GRPCWeb, PlainText: o.Plaintext, Insecure: o.Insecure}, o.ArgoCDNamespace)
-		if err != nil {
-			return m, err
-		}
-		m.reader, m.syncer, m.close = api, api, func() { _ = api.Close() }
-		m.explain = func(err error) error { return err }
-		m.info = &finalize.ArgoCD{Mode: "api", Server: api.Server()}
-		q.API, q.Kube = api, nil
-	} else {
-		k := argoapp.KubeStatus{Client: dyn, Namespace: o.ArgoCDNamespace}
-		m.reader, m.syncer = k, k
-		m.info = &finalize.ArgoCD{Mode: "kubernetes"}
+		opts.API = &argoapp.APIOptions{Server: o.ArgoCDServer, Token: o.ArgoCDToken, GRPCWeb: o.GRPCWeb, PlainText: o.Plaintext, Insecure: o.Insecure}
 	}
-	ver, err := argoapp.ResolveVersion(ctx, q)
+	argo, err := finalize.ConnectArgoCD(ctx, opts)
 	if err != nil {
-		return m, usageErrorf("%v", err)
-	}
-	m.version = ver
-	m.info.VersionSource = ver.Source
-	if ver.Version.Known() {
-		m.info.Version = ver.Version.String()
+		return nil, nil, err
 	}
 	if !o.Quiet {
-		fmt.Fprintln(o.ErrOut, m.info.String())
+		fmt.Fprintln(o.ErrOut, argo.Info.String())
 	}
-	return m, nil
+	if argo.API {
+		return argo, func(err error) error { return err }, nil
+	}
+	return argo, on.explain, nil
 }
 
 func (o *FinalizeOptions) progress(app string, s argoapp.AppState, waiting string) {

@@ -1,0 +1,69 @@
+package finalize
+
+import (
+	"context"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// ArgoCDOptions say how a run reaches Argo CD: through the Kubernetes API
+// of the cluster it runs on (Kube, Dynamic), or through argocd-server when
+// API is set (Argo CD API mode).
+type ArgoCDOptions struct {
+	Kube      kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Namespace string
+	API       *argoapp.APIOptions
+	// Version is --argocd-version; Plan's recorded version is the last
+	// resort.
+	Version string
+	Plan    *plan.Plan
+}
+
+// ArgoCDConn is a connected Argo CD: how Applications are read and
+// synced, its version, and what the report says of it.
+type ArgoCDConn struct {
+	Reader  argoapp.StatusReader
+	Syncer  argoapp.Syncer
+	Version argoapp.DetectedVersion
+	Info    *ArgoCD
+	// API is true in Argo CD API mode, whose errors already say where.
+	API   bool
+	Close func()
+}
+
+// ConnectArgoCD picks the mode, connects, and resolves the Argo CD version
+// (the flag, else argocd-server's version API in API mode, else the
+// application controller's image tag, else the plan's).
+func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
+	c := &ArgoCDConn{Close: func() {}}
+	q := argoapp.VersionQuery{Flag: o.Version, Kube: o.Kube, Namespace: o.Namespace,
+		Recorded: o.Plan.Tracking.Version, RecordedSource: o.Plan.Tracking.VersionSource, RecordedBy: o.Plan.ID}
+	if o.API != nil {
+		api, err := argoapp.DialAPI(*o.API, o.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		c.Reader, c.Syncer, c.API, c.Close = api, api, true, func() { _ = api.Close() }
+		c.Info = &ArgoCD{Mode: "api", Server: api.Server()}
+		q.API, q.Kube = api, nil
+	} else {
+		k := argoapp.KubeStatus{Client: o.Dynamic, Namespace: o.Namespace}
+		c.Reader, c.Syncer = k, k
+		c.Info = &ArgoCD{Mode: "kubernetes"}
+	}
+	ver, err := argoapp.ResolveVersion(ctx, q)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Version, c.Info.VersionSource = ver, ver.Source
+	if ver.Version.Known() {
+		c.Info.Version = ver.Version.String()
+	}
+	return c, nil
+}
