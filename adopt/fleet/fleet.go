@@ -38,6 +38,9 @@ type Cluster struct {
 	// Via is how the cluster is reached: "" by kubeconfig context,
 	// ViaArgoCDCluster through its cluster Secret on the management cluster.
 	Via string
+	// Server is the cluster's API server when known before its scan (a
+	// registration's), recorded for a cluster that is not scanned.
+	Server string
 	// Scan is the pipeline's input for it; a nil Connect error means ready.
 	Scan scan.Options
 	// Err is set when the cluster could not even be connected to.
@@ -48,8 +51,10 @@ type Cluster struct {
 type Result struct {
 	Cluster string
 	Via     string
-	Plan    *plan.Plan
-	Err     error
+	// Server is Cluster.Server, for a cluster not scanned.
+	Server string
+	Plan   *plan.Plan
+	Err    error
 }
 
 // Plan runs the plan pipeline for every cluster, at most parallel at once
@@ -64,7 +69,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, c := range clusters {
-		out[i].Cluster, out[i].Via = c.Name, c.Via
+		out[i].Cluster, out[i].Via, out[i].Server = c.Name, c.Via, c.Server
 		if c.Err != nil {
 			out[i].Err = c.Err
 			continue
@@ -180,7 +185,7 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 	for _, r := range results {
 		e := ClusterEntry{Context: r.Cluster, Via: r.Via}
 		if r.Err != nil {
-			e.NotScanned = oneLine(r.Err.Error())
+			e.Server, e.NotScanned = r.Server, oneLine(r.Err.Error())
 			ix.Clusters = append(ix.Clusters, e)
 			continue
 		}

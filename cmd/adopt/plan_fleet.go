@@ -138,7 +138,7 @@ func (o *PlanOptions) fleetCluster(name string) fleet.Cluster {
 func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 	c, err := connectRegistration(r, o.ConfigFlags)
 	if err != nil {
-		return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Err: err}
+		return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Server: r.Server, Err: err}
 	}
 	return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Scan: o.fleetScan(c)}
 }
