@@ -140,7 +140,7 @@ func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 	if err != nil {
 		return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Server: r.Server, Err: err}
 	}
-	return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Scan: o.fleetScan(c)}
+	return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Server: r.Server, Scan: o.fleetScan(c)}
 }
 
 func (o *PlanOptions) fleetScan(c *cluster) scan.Options {
