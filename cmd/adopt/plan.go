@@ -87,7 +87,15 @@ abort the scan. The plan never writes to the cluster.
 
   # Code scanning (SARIF 2.1.0) and a CI test report (JUnit XML)
   adopt plan --repo . -o sarif > adopt.sarif
-  adopt plan --repo . -o junit --fail-on warning > adopt-junit.xml`,
+  adopt plan --repo . -o junit --fail-on warning > adopt-junit.xml
+
+  # A fleet (docs/fleet.md): workload clusters by kubeconfig context, with Argo CD on mgmt
+  adopt plan --contexts eu-1,eu-2 --argocd-context mgmt --out-dir plans/sprint
+
+  # A fleet of the clusters registered with Argo CD on mgmt whose cluster Secrets
+  # carry env=prod, each reached with its Secret's credentials (in memory only);
+  # a bare --argocd-clusters takes every registered cluster
+  adopt plan --argocd-context mgmt --argocd-clusters=env=prod --out-dir plans/prod`,
 		Args: planArgs,
 		RunE: runOptions(o),
 	}
