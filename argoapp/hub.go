@@ -44,12 +44,7 @@ func RegisteredClusters(ctx context.Context, kube kubernetes.Interface, ns strin
 	out := make([]Cluster, 0, len(list.Items))
 	for i := range list.Items {
 		s := &list.Items[i]
-		c := Cluster{Name: string(s.Data["name"]), Server: string(s.Data["server"]), Labels: map[string]string{}}
-		for k, v := range s.Labels {
-			if k != SecretTypeLabel {
-				c.Labels[k] = v
-			}
-		}
+		c := clusterOf(s)
 		s.Data, s.StringData = nil, nil // the credentials go no further
 		if c.Server != "" {
 			out = append(out, c)

@@ -32,8 +32,15 @@ const (
 
 // Cluster is one workload cluster to plan.
 type Cluster struct {
-	// Name is the kubeconfig context, which names the cluster's plan file.
+	// Name is the kubeconfig context, or with Via ViaArgoCDCluster the
+	// registered name; it names the cluster's plan file.
 	Name string
+	// Via is how the cluster is reached: "" by kubeconfig context,
+	// ViaArgoCDCluster through its cluster Secret on the management cluster.
+	Via string
+	// Server is the cluster's API server when known before its scan (a
+	// registration's), recorded for a cluster that is not scanned.
+	Server string
 	// Scan is the pipeline's input for it; a nil Connect error means ready.
 	Scan scan.Options
 	// Err is set when the cluster could not even be connected to.
@@ -43,8 +50,11 @@ type Cluster struct {
 // Result is one cluster's plan, or why it has none.
 type Result struct {
 	Cluster string
-	Plan    *plan.Plan
-	Err     error
+	Via     string
+	// Server is Cluster.Server, for a cluster not scanned.
+	Server string
+	Plan   *plan.Plan
+	Err    error
 }
 
 // Plan runs the plan pipeline for every cluster, at most parallel at once
@@ -59,7 +69,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, c := range clusters {
-		out[i].Cluster = c.Name
+		out[i].Cluster, out[i].Via, out[i].Server = c.Name, c.Via, c.Server
 		if c.Err != nil {
 			out[i].Err = c.Err
 			continue
@@ -117,10 +127,21 @@ type Index struct {
 	Separate []string `json:"separate,omitempty"`
 }
 
+// ViaArgoCDCluster marks a cluster reached through its cluster Secret on
+// the management cluster, with the Secret's own credentials (plan
+// --argocd-clusters).
+const ViaArgoCDCluster = "argocd-cluster"
+
 // ClusterEntry is one cluster of the fleet.
 type ClusterEntry struct {
+	// Context is the kubeconfig context, or with Via argocd-cluster the
+	// cluster's registered name.
 	Context string `json:"context"`
-	Server  string `json:"server,omitempty"`
+	// Via is how apply and finalize reconnect: absent, by the kubeconfig
+	// context; argocd-cluster, through the management cluster's cluster
+	// Secret registering Context (its server must still be Server).
+	Via    string `json:"via,omitempty" jsonschema:"enum=argocd-cluster"`
+	Server string `json:"server,omitempty"`
 	// Destination is the cluster's name in the management cluster's Argo CD
 	// ("" when Argo CD runs in the cluster itself or it is not registered).
 	Destination string `json:"destination,omitempty"`
@@ -162,9 +183,9 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 	groups := map[string][]member{}
 	var keys []string
 	for _, r := range results {
-		e := ClusterEntry{Context: r.Cluster}
+		e := ClusterEntry{Context: r.Cluster, Via: r.Via}
 		if r.Err != nil {
-			e.NotScanned = oneLine(r.Err.Error())
+			e.Server, e.NotScanned = r.Server, oneLine(r.Err.Error())
 			ix.Clusters = append(ix.Clusters, e)
 			continue
 		}

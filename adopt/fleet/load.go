@@ -81,6 +81,9 @@ func Load(path string) (*Fleet, error) {
 	}
 	f := &Fleet{Dir: filepath.Dir(path), Path: path, Index: &ix, Plans: map[string]*plan.Plan{}, Files: map[string]string{}}
 	for _, c := range ix.Clusters {
+		if c.Via != "" && c.Via != ViaArgoCDCluster {
+			return nil, fmt.Errorf("fleet plan %s, cluster %s: via %q, want %s or none", path, c.Context, c.Via, ViaArgoCDCluster)
+		}
 		if c.Plan == "" {
 			continue
 		}
@@ -115,6 +118,9 @@ func (ix *Index) ID() string {
 	h := sha256.New()
 	for _, c := range ix.Clusters {
 		fmt.Fprintf(h, "cluster %s %s %s\n", c.Context, c.Server, c.PlanID)
+		if c.Via != "" {
+			fmt.Fprintf(h, "via %s\n", c.Via)
+		}
 	}
 	for _, s := range ix.ApplicationSets {
 		fmt.Fprintf(h, "set %s %s %s\n", s.Name, s.Namespace, strings.Join(s.Clusters, ","))

@@ -159,7 +159,7 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		o.scopeNS = *o.ConfigFlags.Namespace
 	}
 	if o.PlanFile != "" && fleet.IsIndex(o.PlanFile) {
-		return o.completeFleet()
+		return o.completeFleet(cmd.Context())
 	}
 	if o.PlanFile != "" {
 		data, err := os.ReadFile(o.PlanFile)

@@ -13,26 +13,30 @@ import (
 )
 
 // completeFleet loads a fleet plan (--plan DIR or its fleet.yaml) and
-// resolves a connection to each of its clusters by the context the index
-// records; no request is made yet.
-func (o *ApplyOptions) completeFleet() error {
+// resolves a connection to each of its clusters the way the index records
+// (a kubeconfig context, or the management cluster's cluster Secret, which
+// is listed now).
+func (o *ApplyOptions) completeFleet(ctx context.Context) error {
 	f, err := fleet.Load(o.PlanFile)
 	if err != nil {
 		return usageErrorf("--plan: %v", err)
 	}
+	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	o.fleet, o.clusters = f, map[string]*cluster{}
+	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
 	for _, name := range f.Contexts() {
-		c, err := connect(contextFlags(o.ConfigFlags, name))
+		c, err := fc.connect(ctx, f, name)
 		if err != nil {
 			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, name, err)
 		}
 		o.clusters[name] = c
 	}
-	if err := o.completeCommit(); err != nil {
-		return err
-	}
-	o.hub, err = o.Hub.connect(o.ConfigFlags)
-	return err
+	return o.completeCommit()
 }
 
 // validateFleet refuses a fleet plan made for other clusters (a context

@@ -25,6 +25,9 @@ import (
 type cluster struct {
 	rest    *rest.Config
 	context string
+	// secret is the cluster Secret (namespace/name) whose credentials rest
+	// holds, for a cluster reached through its Argo CD registration.
+	secret  string
 	clients discover.Clients
 	kube    kubernetes.Interface
 }
@@ -42,7 +45,6 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 		u.User = nil
 		return nil, usageErrorf("the kubeconfig's server URL %s carries credentials (user:password@): remove them, and put a token or client certificate in the kubeconfig's user instead", u)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
 	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
 	ctxName := ""
 	if err == nil {
@@ -51,7 +53,15 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 			ctxName = *flags.Context
 		}
 	}
-	c := &cluster{rest: cfg, context: ctxName}
+	return connectREST(cfg, ctxName, "")
+}
+
+// connectREST makes the clients of cfg, a cluster named context (a
+// kubeconfig context, or a registered cluster's name when secret, the
+// cluster Secret whose credentials cfg holds, is set). It makes no request.
+func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
+	cfg.QPS, cfg.Burst = 50, 100
+	c := &cluster{rest: cfg, context: context, secret: secret}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
@@ -103,6 +113,8 @@ func (c *cluster) explain(err error) error {
 	var ue *url.Error
 	var ne net.Error
 	switch {
+	case apierrors.IsUnauthorized(err) && c.secret != "":
+		return fmt.Errorf("the API server at %s rejected the credentials of cluster Secret %s (401): %v. Refresh them there (Argo CD uses them too), or plan the cluster with --contexts", c.rest.Host, c.secret, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server at %s rejected the credentials (401): %v. Refresh the token in your kubeconfig or pick another --context", c.rest.Host, err)
 	case apierrors.IsForbidden(err):

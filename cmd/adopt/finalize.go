@@ -57,8 +57,10 @@ type FinalizeOptions struct {
 	// envServer is $ARGOCD_SERVER: API mode's fallback when the
 	// Application resources may not be read through the Kubernetes API.
 	envServer string
-	// fleet is a fleet plan (--plan DIR or its fleet.yaml).
-	fleet *fleet.Fleet
+	// fleet is a fleet plan (--plan DIR or its fleet.yaml), its clusters
+	// reached through connector.
+	fleet     *fleet.Fleet
+	connector *fleetConnector
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {

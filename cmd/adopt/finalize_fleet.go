@@ -18,6 +18,7 @@ func (o *FinalizeOptions) completeFleet() error {
 	}
 	o.fleet = f
 	o.hub, err = o.Hub.connect(o.ConfigFlags)
+	o.connector = &fleetConnector{main: o.ConfigFlags, hub: o.hub}
 	return err
 }
 
@@ -25,6 +26,11 @@ func (o *FinalizeOptions) completeFleet() error {
 func (o *FinalizeOptions) validateFleet() error {
 	if len(o.Apps) > 0 || o.JournalFile != "" {
 		return usageErrorf("--app and --journal name one cluster's run: a fleet plan finalizes every generated Application, with one journal per cluster next to its plan")
+	}
+	for _, c := range o.fleet.Index.Clusters {
+		if c.Via == fleet.ViaArgoCDCluster && c.Plan != "" && o.hub == nil {
+			return needsHub(c.Context)
+		}
 	}
 	return nil
 }
@@ -68,7 +74,7 @@ func (o *FinalizeOptions) runFleet(ctx context.Context) error {
 // finalizeCluster is one cluster's finalize, as `finalize --plan
 // <cluster's plan>` with the fleet's flags.
 func (o *FinalizeOptions) finalizeCluster(ctx context.Context, name string) error {
-	c, err := connect(contextFlags(o.ConfigFlags, name))
+	c, err := o.connector.connect(ctx, o.fleet, name)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,8 +34,12 @@ import (
 // Applications; finalize --plan DIR --sync starts their first sync, the
 // real application controller syncs into both workload clusters, and the
 // annotation is removed on both, with one journal per cluster, the objects
-// still there. The cluster Secrets' tokens appear in no output, plan file,
-// journal or commit.
+// still there. On v3.2.6 a third sprint takes the clusters from the
+// management cluster (--argocd-clusters=fleet=sprint) with a kubeconfig
+// that has no workload context: plan, apply and finalize reach both
+// clusters through their cluster Secrets' credentials alone. The cluster
+// Secrets' tokens and CA data appear in no output, plan file, journal or
+// commit.
 func TestFleetOnRealArgoCD(t *testing.T) {
 	for _, v := range []string{"v3.2.6", "v2.14.21"} {
 		t.Run(v, func(t *testing.T) { fleetOnArgoCD(t, v) })
@@ -71,14 +76,23 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			t.Fatal(err)
 		}
 		tokens[name] = tok
+		ca, err := os.ReadFile(filepath.Join(w.Dir, "certs", "apiserver.crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name+" CA"] = base64.StdEncoding.EncodeToString(ca) // the Secret's caData
 	}
 
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2, "mgmt": mgmt})
+	// For --argocd-clusters: no workload context, so only the cluster
+	// Secrets' credentials reach the workload clusters.
+	mgmtOnly := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"mgmt": mgmt})
+	current := kubeconfig
 	var outputs, planDirs []string
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", current}, args...), strings.NewReader(""), &out, &errb)
 		outputs = append(outputs, out.String(), errb.String())
 		return out.String(), errb.String(), code
 	}
@@ -87,9 +101,16 @@ func fleetOnArgoCD(t *testing.T, version string) {
 
 	// sprint adopts ConfigMap usage-hook of a new namespace on both
 	// clusters, with data hook.py = data[0] on workload-1 and data[1] on
-	// workload-2, and returns the fleet plan and apply's arguments.
-	sprint := func(data [2]string) (*fleet.Fleet, []string) {
+	// workload-2, and returns the fleet plan and apply's arguments. With
+	// registered, the clusters are --argocd-clusters=fleet=sprint, reached
+	// by plan, apply and finalize through their cluster Secrets.
+	sprint := func(data [2]string, registered bool) (*fleet.Fleet, []string) {
 		t.Helper()
+		which, contexts := []string{"--contexts", "w1,w2"}, [2]string{"w1", "w2"}
+		if registered {
+			which, contexts, current = []string{"--argocd-clusters=fleet=sprint"}, [2]string{"workload-1", "workload-2"}, mgmtOnly
+			defer func() { current = kubeconfig }()
+		}
 		ns := cp.Namespace(t)
 		if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -106,7 +127,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		}
 		dir := filepath.Join(t.TempDir(), "fleet")
 		planDirs = append(planDirs, dir)
-		out, errOut, code := run("plan", "--contexts", "w1,w2", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", version, "--out-dir", dir, "-q")
+		out, errOut, code := run(append([]string{"plan", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", version, "--out-dir", dir, "-q"}, which...)...)
 		if code != 0 {
 			t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
 		}
@@ -125,7 +146,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			t.Fatalf("apply --plan fleet exited %d: %s %s", code, out, errOut)
 		}
 		branch := "adopt/" + f.Index.ID()
-		setFile := f.Plans["w1"].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
+		setFile := f.Plans[contexts[0]].Settings.AppsDir + "/" + set.Name + ".applicationset.yaml"
 		// One label (fleet=sprint) selects exactly both clusters: a clusters
 		// generator, unless each cluster syncs its own path.
 		perCluster := data[0] != data[1]
@@ -195,7 +216,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		if strings.Count(out, "1 objects: 1 finalized") != 2 {
 			t.Errorf("finalize did not finalize the object on both clusters:\n%s", out)
 		}
-		for i, ctxName := range []string{"w1", "w2"} {
+		for i, ctxName := range contexts {
 			j, err := os.ReadFile(f.Files[ctxName] + ".journal")
 			app := `"app":"` + fleet.GeneratedName(set.Clusters[i], set.Name) + `"`
 			if err != nil || !strings.Contains(string(j), app) || !strings.Contains(string(j), `"result":"finalized"`) {
@@ -204,8 +225,11 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		}
 		return f, applyArgs
 	}
-	f, applyArgs := sprint([2]string{"print(1)", "print(1)"})
-	sprint([2]string{"print('eu')", "print('us')"})
+	f, applyArgs := sprint([2]string{"print(1)", "print(1)"}, false)
+	sprint([2]string{"print('eu')", "print('us')"}, false)
+	if version == "v3.2.6" { // one version is enough for the same flow
+		sprint([2]string{"print(2)", "print(2)"}, true)
+	}
 
 	// A fleet plan for other clusters (the contexts now name each other's
 	// servers), and a plan file edited after planning, are refused.

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -65,4 +68,52 @@ func checkHub(p *plan.Plan, hub *cluster) error {
 		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.rest.Host)
 	}
 	return nil
+}
+
+// fleetConnector reconnects to a fleet plan's clusters the way plan
+// reached them: by kubeconfig context, or (via argocd-cluster) through the
+// management cluster's cluster Secret, listed once per Argo CD namespace,
+// with the Secret's own credentials.
+type fleetConnector struct {
+	main *genericclioptions.ConfigFlags
+	hub  *cluster
+	regs map[string][]argoapp.Registration
+}
+
+// connect resolves the connection to the fleet's cluster name. A
+// registration that is gone or now names another server than the index
+// records is refused.
+func (fc *fleetConnector) connect(ctx context.Context, f *fleet.Fleet, name string) (*cluster, error) {
+	e := f.Index.Entry(name)
+	if e.Via != fleet.ViaArgoCDCluster {
+		return connect(contextFlags(fc.main, name))
+	}
+	if fc.hub == nil {
+		return nil, needsHub(name)
+	}
+	ns := f.Plans[name].Tracking.Namespace
+	if ns == "" {
+		ns = argoapp.DefaultNamespace
+	}
+	if fc.regs == nil {
+		fc.regs = map[string][]argoapp.Registration{}
+	}
+	if _, ok := fc.regs[ns]; !ok {
+		regs, err := argoapp.Registrations(ctx, fc.hub.kube, ns)
+		if err != nil {
+			return nil, fc.hub.explain(err)
+		}
+		fc.regs[ns] = regs
+	}
+	r, err := argoapp.FindRegistration(fc.regs[ns], name, e.Server)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return connectRegistration(r, fc.main)
+}
+
+// needsHub refuses to reach a cluster planned through its registration
+// without the management cluster.
+func needsHub(name string) error {
+	return usageErrorf("cluster %s was planned through its Argo CD registration (via %s): give --argocd-context (the management cluster) to reach it the same way", name, fleet.ViaArgoCDCluster)
 }

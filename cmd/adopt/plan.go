@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,17 +40,20 @@ type PlanOptions struct {
 	Hub             hubFlags
 	Contexts        []string
 	AllContexts     bool
+	ArgoCDClusters  string
 	OutDir          string
 	Parallel        int
 
 	genericiooptions.IOStreams
-	cluster  *cluster
-	hub      *cluster
-	fleet    []fleet.Cluster
-	scopeNS  string
-	progress bool
-	cfg      *config.Config
-	gitSrc   gitindex.Source
+	cluster *cluster
+	hub     *cluster
+	fleet   []fleet.Cluster
+	// registered: the fleet is --argocd-clusters' registrations.
+	registered bool
+	scopeNS    string
+	progress   bool
+	cfg        *config.Config
+	gitSrc     gitindex.Source
 }
 
 func newPlanCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -85,8 +87,16 @@ abort the scan. The plan never writes to the cluster.
 
   # Code scanning (SARIF 2.1.0) and a CI test report (JUnit XML)
   adopt plan --repo . -o sarif > adopt.sarif
-  adopt plan --repo . -o junit --fail-on warning > adopt-junit.xml`,
-		Args: cobra.NoArgs,
+  adopt plan --repo . -o junit --fail-on warning > adopt-junit.xml
+
+  # A fleet (docs/fleet.md): workload clusters by kubeconfig context, with Argo CD on mgmt
+  adopt plan --contexts eu-1,eu-2 --argocd-context mgmt --out-dir plans/sprint
+
+  # A fleet of the clusters registered with Argo CD on mgmt whose cluster Secrets
+  # carry env=prod, each reached with its Secret's credentials (in memory only);
+  # a bare --argocd-clusters takes every registered cluster
+  adopt plan --argocd-context mgmt --argocd-clusters=env=prod --out-dir plans/prod`,
+		Args: planArgs,
 		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
@@ -101,10 +111,7 @@ abort the scan. The plan never writes to the cluster.
 	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory)")
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
-	f.StringSliceVar(&o.Contexts, "contexts", nil, "plan several workload clusters (kubeconfig contexts, comma-separated) into a fleet plan; needs --out-dir")
-	f.BoolVar(&o.AllContexts, "all-contexts", false, "plan every context of the kubeconfig (but --argocd-context's) into a fleet plan; needs --out-dir")
-	f.StringVar(&o.OutDir, "out-dir", "", "with --contexts: write each cluster's plan (<context>.yaml) and the fleet index (fleet.yaml) into this directory")
-	f.IntVar(&o.Parallel, "parallel", 4, "with --contexts: how many clusters to scan at once")
+	o.addFleetFlags(cmd)
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
@@ -144,26 +151,8 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
 		return err
 	}
-	if o.AllContexts {
-		if len(o.Contexts) > 0 {
-			return usageErrorf("--contexts and --all-contexts cannot be used together")
-		}
-		raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			return usageErrorf("cannot read the kubeconfig's contexts: %v", err)
-		}
-		for name := range raw.Contexts {
-			if name != o.Hub.Context {
-				o.Contexts = append(o.Contexts, name)
-			}
-		}
-		sort.Strings(o.Contexts)
-		if len(o.Contexts) == 0 {
-			return usageErrorf("--all-contexts: the kubeconfig has no context besides the management cluster's")
-		}
-	}
-	for _, name := range o.Contexts {
-		o.fleet = append(o.fleet, o.fleetCluster(name))
+	if err := o.completeFleet(cmd); err != nil {
+		return err
 	}
 	o.progress = !o.Quiet && isTerminal(o.ErrOut)
 	return nil
@@ -180,17 +169,8 @@ func (o *PlanOptions) Validate() error {
 	if o.FailOn != "" && o.FailOn != "critical" && o.FailOn != "warning" {
 		return usageErrorf("unknown --fail-on %q: use critical or warning", o.FailOn)
 	}
-	if len(o.Contexts) > 0 && (o.OutDir == "" || o.OutFile != "" || o.Preview) {
-		return usageErrorf("--contexts writes a fleet plan: give --out-dir DIR (not --out), without --preview")
-	}
-	if o.OutDir != "" && len(o.Contexts) == 0 {
-		return usageErrorf("--out-dir goes with --contexts; for one cluster use --out FILE")
-	}
-	if o.Parallel < 1 {
-		return usageErrorf("--parallel must be at least 1")
-	}
-	if len(o.Contexts) > 0 && !oneOf([]string{"table", "json", "yaml"}, o.Output) {
-		return usageErrorf("a fleet plan prints as table, json or yaml, not %s", o.Output)
+	if err := o.validateFleet(); err != nil {
+		return err
 	}
 	if o.Revision != "" && o.Repo == "" {
 		return usageErrorf("--revision needs --repo")
@@ -273,64 +253,4 @@ func (o *PlanOptions) scanOptions() scan.Options {
 
 func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
 	return scan.Plan(ctx, o.scanOptions())
-}
-
-// fleetCluster connects to one context of --contexts; a bad context is
-// that cluster's failure, not the run's.
-func (o *PlanOptions) fleetCluster(name string) fleet.Cluster {
-	c, err := connect(contextFlags(o.ConfigFlags, name))
-	if err != nil {
-		return fleet.Cluster{Name: name, Err: err}
-	}
-	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
-	so.Cluster.Namespace = o.scopeNS
-	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()
-	return fleet.Cluster{Name: name, Scan: so}
-}
-
-// runFleet plans every cluster of --contexts, writes the fleet plan and
-// prints its index; one cluster failing is reported, not fatal.
-func (o *PlanOptions) runFleet(ctx context.Context) error {
-	progress := func(cluster string, err error) {
-		if !o.progress {
-			return
-		}
-		if err != nil {
-			fmt.Fprintf(o.ErrOut, "cluster %s: not scanned: %v\n", cluster, err)
-			return
-		}
-		fmt.Fprintf(o.ErrOut, "cluster %s: planned\n", cluster)
-	}
-	results := fleet.Plan(ctx, o.fleet, o.Parallel, progress)
-	var registered []argoapp.Cluster
-	if o.hub != nil {
-		// Only for label selectors: a management cluster that cannot be
-		// read has already failed every cluster's plan with the reason.
-		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.kube, o.ArgoCDNamespace)
-	}
-	ix, err := fleet.WriteDir(o.OutDir, results, registered)
-	if err != nil {
-		return err
-	}
-	if err := printer.Fleet(o.Out, ix, o.Output); err != nil {
-		return err
-	}
-	var failed []string
-	worst := plan.Severity("")
-	for _, r := range results {
-		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("cluster %s: not scanned: %s", r.Cluster, strings.Join(strings.Fields(r.Err.Error()), " ")))
-			continue
-		}
-		if w := r.Plan.Worst(); w.AtLeast(worst) {
-			worst = w
-		}
-	}
-	if len(failed) == len(results) {
-		return fmt.Errorf("no cluster could be planned: %s", strings.Join(failed, "; "))
-	}
-	if o.FailOn != "" && worst.AtLeast(plan.Severity(o.FailOn)) {
-		return &exitError{code: ExitFindings, err: fmt.Errorf("findings at or above --fail-on %s in the fleet plan %s", o.FailOn, o.OutDir)}
-	}
-	return nil
 }

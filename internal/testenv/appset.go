@@ -44,29 +44,36 @@ func (a *ArgoCD) StartApplicationSetController(ctx context.Context) error {
 }
 
 // RegisterCluster registers workload cluster w with this Argo CD the way
-// `argocd cluster add` does: a ServiceAccount argocd-manager in w's
-// kube-system bound to cluster-admin, a token for it from the TokenRequest
-// API, and a cluster Secret in Argo CD's namespace named cluster-<name>
-// with name, server, labels and config (the bearer token and w's serving
-// CA). It returns the token, for tests that check it never leaks.
+// `argocd cluster add` does (see RegisterClusterOn). It returns the token,
+// for tests that check it never leaks.
 func (a *ArgoCD) RegisterCluster(ctx context.Context, name string, w *ControlPlane, labels map[string]string) (string, error) {
+	return RegisterClusterOn(ctx, a.cp, a.Namespace, name, w, labels)
+}
+
+// RegisterClusterOn registers workload cluster w in namespace ns of
+// management cluster mgmt (which need not run Argo CD) the way `argocd
+// cluster add` does: a ServiceAccount argocd-manager in w's kube-system
+// bound to cluster-admin, a token for it from the TokenRequest API, and a
+// cluster Secret in ns named cluster-<name> with name, server, labels and
+// config (the bearer token and w's serving CA). It returns the token.
+func RegisterClusterOn(ctx context.Context, mgmt *ControlPlane, ns, name string, w *ControlPlane, labels map[string]string) (string, error) {
 	kube := w.Clientset()
-	const sa, ns = "argocd-manager", "kube-system"
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("create ServiceAccount %s/%s on %s: %w", ns, sa, w.Server, err)
+	const sa, saNS = "argocd-manager", "kube-system"
+	if _, err := kube.CoreV1().ServiceAccounts(saNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create ServiceAccount %s/%s on %s: %w", saNS, sa, w.Server, err)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "argocd-manager"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: saNS}},
 	}
 	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("bind %s to cluster-admin on %s: %w", sa, w.Server, err)
 	}
 	expiry := int64(24 * 3600)
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	tr, err := kube.CoreV1().ServiceAccounts(saNS).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("request a token for %s/%s on %s: %w", ns, sa, w.Server, err)
+		return "", fmt.Errorf("request a token for %s/%s on %s: %w", saNS, sa, w.Server, err)
 	}
 	ca, err := os.ReadFile(filepath.Join(w.Dir, "certs", "apiserver.crt"))
 	if err != nil {
@@ -84,11 +91,11 @@ func (a *ArgoCD) RegisterCluster(ctx context.Context, name string, w *ControlPla
 		l[k] = v
 	}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: a.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: ns, Labels: l},
 		StringData: map[string]string{"name": name, "server": w.Server, "config": string(config)},
 	}
-	if _, err := a.cp.Clientset().CoreV1().Secrets(a.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create cluster Secret %s/%s: %w", a.Namespace, s.Name, err)
+	if _, err := mgmt.Clientset().CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create cluster Secret %s/%s: %w", ns, s.Name, err)
 	}
 	return tr.Status.Token, nil
 }
