@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -21,36 +23,45 @@ func Marshal(p *Plan) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// chunk is how many list items are encoded per YAML encoder.
-const chunk = 256
-
-// Encode writes p as YAML. The long lists (objects, skipped) are encoded in
-// chunks: yaml.v3's emitter keeps every event of a document until it ends,
-// so one encoder for a 20,000-object plan would hold gigabytes.
+// Encode writes p as YAML, as yaml.v3 would, one list item at a time:
+// yaml.v3's emitter keeps every event of a document until it ends, so one
+// encoder for a 20,000-object plan would hold gigabytes. Items go through
+// yamlWriter, which writes yaml.v3's bytes without its event machine; an
+// item yamlWriter does not know the shape of goes through yaml.v3.
 func Encode(w io.Writer, p *Plan) error {
 	head := *p
 	// The summary's list counts are what Unmarshal checks a file against,
 	// so they always match the lists written after them.
 	head.Summary.Objects, head.Summary.Skipped, head.Summary.NotScanned = len(p.Objects), len(p.Skipped), len(p.NotScanned)
 	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
-	b, err := encodeYAML(&head)
-	if err != nil {
-		return err
+	yw := newYAMLWriter()
+	var b []byte
+	if err := yw.doc(reflect.ValueOf(&head)); err == nil {
+		b = yw.buf
+	} else if errors.Is(err, errShape) {
+		if b, err = encodeYAML(&head); err != nil {
+			return err
+		}
+	} else {
+		return fmt.Errorf("encode plan: %w", err)
 	}
 	b = bytes.TrimSuffix(b, []byte("objects: []\n"))
 	if _, err := w.Write(b); err != nil {
 		return err
 	}
-	if err := writeList(w, "objects", p.Objects, false); err != nil {
+	if err := writeList(w, yw, "objects", p.Objects, false); err != nil {
 		return err
 	}
-	if err := writeList(w, "skipped", p.Skipped, true); err != nil {
+	if err := writeList(w, yw, "skipped", p.Skipped, true); err != nil {
 		return err
 	}
-	return writeList(w, "notScanned", p.NotScanned, true)
+	return writeList(w, yw, "notScanned", p.NotScanned, true)
 }
 
-func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error {
+// flushAt is how many bytes yamlWriter gathers before writing them out.
+const flushAt = 64 << 10
+
+func writeList[T any](w io.Writer, yw *yamlWriter, key string, items []T, omitEmpty bool) error {
 	if len(items) == 0 {
 		if omitEmpty {
 			return nil
@@ -58,25 +69,27 @@ func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error 
 		_, err := io.WriteString(w, key+": []\n")
 		return err
 	}
-	if _, err := io.WriteString(w, key+":\n"); err != nil {
-		return err
-	}
-	for i := 0; i < len(items); i += chunk {
-		end := i + chunk
-		if end > len(items) {
-			end = len(items)
-		}
-		b, err := encodeYAML(items[i:end])
-		if err != nil {
-			return err
-		}
-		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			if _, err := w.Write(append([]byte("  "), line...)); err != nil {
+	yw.buf = append(yw.buf[:0], key+":\n"...)
+	for i := range items {
+		err := yw.item(reflect.ValueOf(&items[i]), 2)
+		if errors.Is(err, errShape) {
+			var b []byte
+			if b, err = encodeYAML(items[i : i+1]); err != nil {
 				return err
 			}
+			for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+				if len(line) > 0 {
+					yw.buf = append(append(yw.buf, "  "...), line...)
+				}
+			}
+		} else if err != nil {
+			return fmt.Errorf("encode plan: %w", err)
+		}
+		if len(yw.buf) >= flushAt || i == len(items)-1 {
+			if _, err := w.Write(yw.buf); err != nil {
+				return err
+			}
+			yw.buf = yw.buf[:0]
 		}
 	}
 	return nil
