@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"sort"
+	intern "unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/config"
@@ -184,7 +185,7 @@ func skippedObject(o *discover.Object, class, why string) Skipped {
 func newObject(o *discover.Object, v judge.Verdict) Object {
 	po := Object{
 		Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource,
-		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: v.Evidence,
+		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: intern.Make(v.Evidence).Value(),
 		Confidence: v.Confidence, DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
 		StaleTracking: v.StaleTracking,
 	}
@@ -199,7 +200,8 @@ func newObject(o *discover.Object, v judge.Verdict) Object {
 		if m.Subresource != "" {
 			s += ", " + m.Subresource
 		}
-		po.Managers = append(po.Managers, s+")")
+		// Most objects share their managers: one copy of each string.
+		po.Managers = append(po.Managers, intern.Make(s+")").Value())
 	}
 	return po
 }
