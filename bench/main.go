@@ -54,6 +54,9 @@ type Config struct {
 	Apps, ApplyObjects int
 	// Out is where results.json goes ("" for none).
 	Out string
+	// Only, when set, names the rows to run (plan, finalize, apply),
+	// comma-separated, to measure one while working on it.
+	Only string
 	// Log receives progress lines.
 	Log func(format string, a ...any)
 }
@@ -69,6 +72,7 @@ func main() {
 	flag.IntVar(&c.Apps, "apps", 500, "Applications of the apply row")
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -185,8 +189,12 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	}
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, cp: cp, cs: cs, res: r}
-	for _, step := range []func(context.Context) error{b.planRows, b.finalizeRow, b.applyRow} {
-		if err := step(ctx); err != nil {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow}
+	for _, name := range []string{"plan", "finalize", "apply"} {
+		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
+			continue
+		}
+		if err := steps[name](ctx); err != nil {
 			return nil, err
 		}
 	}
