@@ -115,6 +115,8 @@ type Runner struct {
 	// Parallel bounds how many objects are read or patched at once;
 	// 0 means DefaultParallel. Results keep the plan's order.
 	Parallel int
+	// pre holds the tracking check's listed reads.
+	pre prefetch
 }
 
 // DefaultParallel is Runner.Parallel's default (finalize --parallel).
@@ -230,16 +232,23 @@ func CSATrapHint(v argoapp.Version, s argoapp.AppState) string {
 }
 
 // tracked is the last wait condition: every adopted object carries the
-// tracking naming its Application. The objects are read Parallel at a
-// time; the first one in plan order that is not ready is reported. When
-// all are, reads holds them for the patches that follow.
+// tracking naming its Application. The objects come from one list per
+// resource and namespace where that saves GETs (prefetch), the others,
+// and those a list read shows untracked, are read Parallel at a time; the
+// first one in plan order that is not ready is reported. When all are,
+// reads holds them for the patches that follow.
 func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) func(context.Context, argoapp.AppState) (string, error) {
 	return func(ctx context.Context, _ argoapp.AppState) (string, error) {
+		r.pre.fill(ctx, r.Finalizer, r.Selection, targets)
 		waiting := make([]string, len(targets))
 		r.each(len(targets), func(i int) {
 			t := targets[i]
-			u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
 			reads[i] = nil
+			u := r.pre.take(t)
+			var err error
+			if u == nil || r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()) != t.App {
+				u, err = r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
+			}
 			switch {
 			case err != nil:
 				waiting[i] = t.Ref() + " not readable: " + err.Error()
