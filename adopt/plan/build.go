@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"sort"
+	"strings"
 	intern "unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -283,7 +284,9 @@ func objectKey(o Object) string {
 // Object looks an object up by its Ref.
 func (p *Plan) Object(ref string) *Object {
 	for i := range p.Objects {
-		if p.Objects[i].Ref() == ref {
+		// A ref ends with the name: most objects are told apart without
+		// building their ref.
+		if strings.HasSuffix(ref, p.Objects[i].Name) && p.Objects[i].Ref() == ref {
 			return &p.Objects[i]
 		}
 	}

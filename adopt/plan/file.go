@@ -109,13 +109,30 @@ func encodeYAML(v any) ([]byte, error) {
 }
 
 // Unmarshal decodes a plan (YAML or JSON) and checks its apiVersion and kind.
+// The text is parsed once: the top-level keys complete checks come from
+// the same parse as the plan.
 func Unmarshal(data []byte) (*Plan, error) {
 	var p Plan
+	top := map[string]bool{}
 	var err error
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		err = json.Unmarshal(data, &p)
+		var raw map[string]json.RawMessage
+		if err = json.Unmarshal(data, &raw); err == nil {
+			for k := range raw {
+				top[k] = true
+			}
+			err = json.Unmarshal(data, &p)
+		}
 	} else {
-		err = yaml.Unmarshal(data, &p)
+		var doc yaml.Node
+		if err = yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) > 0 {
+			if m := doc.Content[0]; m.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(m.Content); i += 2 {
+					top[m.Content[i].Value] = true
+				}
+			}
+			err = doc.Decode(&p)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("not a readable plan (truncated or not YAML/JSON): %s", strings.Join(strings.Fields(err.Error()), " "))
@@ -126,7 +143,7 @@ func Unmarshal(data []byte) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("not an %s: apiVersion %q, kind %q (this adopt reads %s)", Kind, p.APIVersion, p.Kind, APIVersion)
 	}
-	if err := complete(data, &p); err != nil {
+	if err := complete(top, &p); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -137,14 +154,11 @@ func Unmarshal(data []byte) (*Plan, error) {
 
 // complete refuses a plan file that was cut short. The encoder writes the
 // summary before the lists it counts, so a file cut anywhere after the
-// summary disagrees with it, and one cut before lacks the keys.
-func complete(data []byte, p *Plan) error {
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err != nil { // YAML is a superset of JSON
-		return fmt.Errorf("not a readable plan: %v", err)
-	}
+// summary disagrees with it, and one cut before lacks the keys (top, the
+// document's top-level keys).
+func complete(top map[string]bool, p *Plan) error {
 	for _, k := range []string{"cluster", "tracking", "summary", "applications", "objects"} {
-		if _, ok := top[k]; !ok {
+		if !top[k] {
 			return fmt.Errorf("plan has no %q: the file is truncated or was edited; run adopt plan again", k)
 		}
 	}
