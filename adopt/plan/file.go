@@ -26,8 +26,9 @@ func Marshal(p *Plan) ([]byte, error) {
 // Encode writes p as YAML, as yaml.v3 would, one list item at a time:
 // yaml.v3's emitter keeps every event of a document until it ends, so one
 // encoder for a 20,000-object plan would hold gigabytes. Items go through
-// yamlWriter, which writes yaml.v3's bytes without its event machine; an
-// item yamlWriter does not know the shape of goes through yaml.v3.
+// yamlWriter, which writes yaml.v3's bytes without its event machine, a
+// block of them per core at once (ordered); an item yamlWriter does not
+// know the shape of goes through yaml.v3.
 func Encode(w io.Writer, p *Plan) error {
 	head := *p
 	// The summary's list counts are what Unmarshal checks a file against,
@@ -49,19 +50,16 @@ func Encode(w io.Writer, p *Plan) error {
 	if _, err := w.Write(b); err != nil {
 		return err
 	}
-	if err := writeList(w, yw, "objects", p.Objects, false); err != nil {
+	if err := writeList(w, "objects", p.Objects, false); err != nil {
 		return err
 	}
-	if err := writeList(w, yw, "skipped", p.Skipped, true); err != nil {
+	if err := writeList(w, "skipped", p.Skipped, true); err != nil {
 		return err
 	}
-	return writeList(w, yw, "notScanned", p.NotScanned, true)
+	return writeList(w, "notScanned", p.NotScanned, true)
 }
 
-// flushAt is how many bytes yamlWriter gathers before writing them out.
-const flushAt = 64 << 10
-
-func writeList[T any](w io.Writer, yw *yamlWriter, key string, items []T, omitEmpty bool) error {
+func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error {
 	if len(items) == 0 {
 		if omitEmpty {
 			return nil
@@ -69,30 +67,32 @@ func writeList[T any](w io.Writer, yw *yamlWriter, key string, items []T, omitEm
 		_, err := io.WriteString(w, key+": []\n")
 		return err
 	}
-	yw.buf = append(yw.buf[:0], key+":\n"...)
-	for i := range items {
-		err := yw.item(reflect.ValueOf(&items[i]), 2)
-		if errors.Is(err, errShape) {
-			var b []byte
-			if b, err = encodeYAML(items[i : i+1]); err != nil {
-				return err
-			}
-			for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-				if len(line) > 0 {
-					yw.buf = append(append(yw.buf, "  "...), line...)
-				}
-			}
-		} else if err != nil {
-			return fmt.Errorf("encode plan: %w", err)
-		}
-		if len(yw.buf) >= flushAt || i == len(items)-1 {
-			if _, err := w.Write(yw.buf); err != nil {
-				return err
-			}
-			yw.buf = yw.buf[:0]
-		}
+	if _, err := io.WriteString(w, key+":\n"); err != nil {
+		return err
 	}
-	return nil
+	return ordered(len(items), func(lo, hi int) ([]byte, error) {
+		yw := newYAMLWriter()
+		for i := lo; i < hi; i++ {
+			err := yw.item(reflect.ValueOf(&items[i]), 2)
+			if errors.Is(err, errShape) {
+				var b []byte
+				if b, err = encodeYAML(items[i : i+1]); err != nil {
+					return nil, err
+				}
+				for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+					if len(line) > 0 {
+						yw.buf = append(append(yw.buf, "  "...), line...)
+					}
+				}
+			} else if err != nil {
+				return nil, fmt.Errorf("encode plan: %w", err)
+			}
+		}
+		return yw.buf, nil
+	}, func(b []byte) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 func encodeYAML(v any) ([]byte, error) {

@@ -142,6 +142,14 @@ func TestEncodeIsYAMLv3(t *testing.T) {
 		}
 		plans = append(plans, p)
 	}
+	// Several blocks, encoded at once (ordered), still in order.
+	many := &Plan{APIVersion: APIVersion, Kind: Kind}
+	for i := 0; i < orderBlock+3; i++ {
+		var o Object
+		(&filler{n: i, flat: i%5 != 0}).fill(reflect.ValueOf(&o).Elem(), 1)
+		many.Objects = append(many.Objects, o)
+	}
+	plans = append(plans, many)
 	fast := 0
 	for i, p := range plans {
 		p.Summary.Objects, p.Summary.Skipped, p.Summary.NotScanned = len(p.Objects), len(p.Skipped), len(p.NotScanned)
