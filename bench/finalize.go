@@ -80,7 +80,7 @@ func (b *bench) finalizeRow(ctx context.Context) error {
 		return err
 	}
 	b.c.Log("  adopt finalize")
-	fin, err := measure(fmt.Sprintf("adopt finalize --parallel 8, %d objects (guarded patches, managedFields cleaned)", n), nil, b.c.Adopt,
+	fin, err := measure(fmt.Sprintf("adopt finalize (--parallel 16), %d objects (guarded patches, managedFields cleaned)", n), nil, b.c.Adopt,
 		append(kc, "finalize", "--plan", planFile, "-q", "-o", "json", "--poll-interval", "100ms")...)
 	if err != nil {
 		return err

@@ -55,11 +55,13 @@ type Config struct {
 	// Apps and ApplyObjects size the apply row.
 	Apps, ApplyObjects int
 	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
-	// skips it); OnlyFleet runs that row alone.
+	// skips it).
 	FleetClusters, FleetNamespaces int
-	OnlyFleet                      bool
 	// Out is where results.json goes ("" for none).
 	Out string
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet),
+	// comma-separated, to measure one while working on it.
+	Only string
 	// Log receives progress lines.
 	Log func(format string, a ...any)
 }
@@ -76,8 +78,8 @@ func main() {
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
-	flag.BoolVar(&c.OnlyFleet, "only-fleet", false, "run the fleet row alone")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -195,12 +197,12 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	}
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, cp: cp, cs: cs, res: r}
-	steps := []func(context.Context) error{b.planRows, b.finalizeRow, b.applyRow, b.fleetRow}
-	if c.OnlyFleet {
-		steps = steps[3:]
-	}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet"} {
+		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
+			continue
+		}
+		if err := steps[name](ctx); err != nil {
 			return nil, err
 		}
 	}

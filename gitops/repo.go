@@ -89,7 +89,9 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
 	} else {
 		r.fs = memfs.New()
-		r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co)
+		if r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co); err == nil {
+			err = noDeltas(r.repo)
+		}
 	}
 	if err != nil {
 		return nil, wrap("clone", r.display, err, r.secrets)
@@ -102,6 +104,19 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		r.defaultBranch = head.Target().Short()
 	}
 	return r, nil
+}
+
+// noDeltas makes an in-memory clone push its objects whole (pack.window
+// 0): go-git's delta search was most of the time of a push of 2,500 new
+// files, which are small and new, with little to gain from deltas. An
+// on-disk clone keeps its configuration, which outlives the process.
+func noDeltas(repo *git.Repository) error {
+	cfg, err := repo.Config()
+	if err != nil {
+		return err
+	}
+	cfg.Pack.Window = 0
+	return repo.SetConfig(cfg)
 }
 
 // checkClean refuses a local repository whose working tree has changes.
@@ -249,6 +264,9 @@ type PublishOptions struct {
 	Attempts int
 	// Now stamps the commit; zero means time.Now.
 	Now time.Time
+	// Diff asks for Result.Diff, the unified diff (for a dry run's
+	// report): building it reads every changed file twice.
+	Diff bool
 }
 
 // Result says what Publish did.
@@ -267,7 +285,7 @@ type Result struct {
 	Attempts int
 	// Paths lists the files the commit changed.
 	Paths []string
-	// Diff is the unified diff from Start to Commit.
+	// Diff is the unified diff from Start to Commit (PublishOptions.Diff).
 	Diff string
 }
 
@@ -372,8 +390,7 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 		return res, nil
 	}
 	res.Commit, res.Changed = h.String(), true
-	res.Paths, res.Diff, err = r.diff(start, h)
-	if err != nil {
+	if res.Paths, res.Diff, err = r.diff(start, h, o.Diff); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -385,8 +402,9 @@ func sameTree(repo *git.Repository, a, b plumbing.Hash) bool {
 	return err1 == nil && err2 == nil && ca.TreeHash == cb.TreeHash
 }
 
-// diff is the list of changed paths and the unified diff between commits.
-func (r *Repo) diff(from, to plumbing.Hash) ([]string, string, error) {
+// diff is the list of changed paths between commits and, when patch is
+// set, the unified diff.
+func (r *Repo) diff(from, to plumbing.Hash, patch bool) ([]string, string, error) {
 	a, err := r.repo.CommitObject(from)
 	if err != nil {
 		return nil, "", wrap("read commit of", r.display, err, r.secrets)
@@ -395,21 +413,34 @@ func (r *Repo) diff(from, to plumbing.Hash) ([]string, string, error) {
 	if err != nil {
 		return nil, "", wrap("read commit of", r.display, err, r.secrets)
 	}
-	p, err := a.Patch(b)
+	ta, err := a.Tree()
+	if err != nil {
+		return nil, "", wrap("read tree of", r.display, err, r.secrets)
+	}
+	tb, err := b.Tree()
+	if err != nil {
+		return nil, "", wrap("read tree of", r.display, err, r.secrets)
+	}
+	changes, err := ta.Diff(tb) // as Commit.Patch: renames detected
 	if err != nil {
 		return nil, "", wrap("diff in", r.display, err, r.secrets)
 	}
 	var paths []string
-	for _, fp := range p.FilePatches() {
-		f, t := fp.Files()
-		switch {
-		case t != nil:
-			paths = append(paths, t.Path())
-		case f != nil:
-			paths = append(paths, f.Path())
+	for _, c := range changes {
+		if c.To.Name != "" {
+			paths = append(paths, c.To.Name)
+		} else {
+			paths = append(paths, c.From.Name)
 		}
 	}
 	sort.Strings(paths)
+	if !patch {
+		return paths, "", nil
+	}
+	p, err := changes.Patch()
+	if err != nil {
+		return nil, "", wrap("diff in", r.display, err, r.secrets)
+	}
 	return paths, p.String(), nil
 }
 

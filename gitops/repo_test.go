@@ -112,7 +112,7 @@ func TestPublishOverSmartHTTP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := map[string]string{"argocd/apps/adopt-demo.yaml": "kind: Application\n", "adopted/demo/configmap-a.yaml": "kind: ConfigMap\n"}
 			c := Change{Branch: "adopt/p1", Build: files(want, "adopt: demo\n\nbody"), Author: author}
-			res := publish(t, tc.url, tc.auth, c, PublishOptions{})
+			res := publish(t, tc.url, tc.auth, c, PublishOptions{Diff: true})
 			if !res.Changed || !res.Pushed || !res.NewBranch || res.Attempts != 1 {
 				t.Fatalf("first run: %+v", res)
 			}
@@ -277,9 +277,14 @@ func TestLocalWorkingTree(t *testing.T) {
 func TestNoPushIsADryRun(t *testing.T) {
 	g := startServer(t, "", "")
 	url := seed(t, g, "dry")
-	res := publish(t, url, Auth{}, Change{Branch: "adopt/p4", Build: files(map[string]string{"a.yaml": "a: 1\n"}, "m"), Author: author}, PublishOptions{NoPush: true})
+	res := publish(t, url, Auth{}, Change{Branch: "adopt/p4", Build: files(map[string]string{"a.yaml": "a: 1\n"}, "m"), Author: author}, PublishOptions{NoPush: true, Diff: true})
 	if !res.Changed || res.Pushed || !strings.Contains(res.Diff, "+++ b/a.yaml") || !strings.Contains(res.Diff, "+a: 1") {
 		t.Fatalf("%+v", res)
+	}
+	// Without Diff, the changed paths only.
+	plain := publish(t, url, Auth{}, Change{Branch: "adopt/p5", Build: files(map[string]string{"a.yaml": "a: 1\n", "b/c.yaml": "c\n"}, "m"), Author: author}, PublishOptions{NoPush: true})
+	if !plain.Changed || plain.Diff != "" || strings.Join(plain.Paths, ",") != "a.yaml,b/c.yaml" {
+		t.Fatalf("without Diff: %+v", plain)
 	}
 	r, _ := git.PlainOpen(g.BarePath("dry"))
 	if _, err := r.Reference(plumbing.NewBranchReferenceName("adopt/p4"), true); err == nil {

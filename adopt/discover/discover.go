@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -376,7 +377,7 @@ func mapBytes(v any, encoded bool) int {
 
 func fromMeta(t Type, m *metav1.ObjectMeta, dataBytes int) Object {
 	o := Object{
-		Type: t, Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion,
+		Type: t, Namespace: unique.Make(m.Namespace).Value(), Name: m.Name, ResourceVersion: m.ResourceVersion,
 		Labels: m.Labels, Budget: budget.MeasureBudget(m.Annotations), DataBytes: dataBytes,
 	}
 	for k, v := range m.Annotations {
@@ -396,7 +397,7 @@ func fromMeta(t Type, m *metav1.ObjectMeta, dataBytes int) Object {
 		o.Owners = append(o.Owners, r.Kind+"/"+r.Name)
 	}
 	for _, f := range m.ManagedFields {
-		o.Managers = append(o.Managers, Manager{Manager: f.Manager, Operation: string(f.Operation), Subresource: f.Subresource})
+		o.Managers = append(o.Managers, Manager{Manager: unique.Make(f.Manager).Value(), Operation: string(f.Operation), Subresource: f.Subresource})
 	}
 	return o
 }

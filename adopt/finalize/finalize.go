@@ -164,12 +164,12 @@ func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured
 		if err != nil {
 			return err
 		}
-		if err := f.record(t, live, s, "pending"); err != nil {
+		if err := f.record(t, live, s, resultPending); err != nil {
 			return &refusal{msg: fmt.Sprintf("%s: cannot write the journal, nothing changed: %v. Fix --journal and re-run", t.Ref(), err)}
 		}
 		out, err := c.Patch(ctx, t.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: f.fieldManager()})
 		if err != nil {
-			_ = f.record(t, live, s, "not-applied")
+			_ = f.record(t, live, s, resultNotApplied)
 			if testFailed(err) {
 				refusedAt = s.rv
 			}
@@ -279,11 +279,17 @@ func (f *Finalizer) fieldManager() string {
 	return f.FieldManager
 }
 
+// record journals a patch's intent (pending) durably, before the patch is
+// sent, and its outcome without waiting for an fsync (Journal.Settle).
 func (f *Finalizer) record(t Target, live *unstructured.Unstructured, s step, result string) error {
 	if f.Journal == nil {
 		return nil
 	}
-	return f.Journal.Record(NewEntry(t, live.GetResourceVersion(), s.annotation, s.hasAnnotation, result, s.own))
+	e := NewEntry(t, live.GetResourceVersion(), s.annotation, s.hasAnnotation, result, s.own)
+	if result == resultPending {
+		return f.Journal.Record(e)
+	}
+	return f.Journal.Settle(e)
 }
 
 // retriable is a conflict: a 409, or a JSON-patch test that failed because

@@ -172,7 +172,17 @@ func OpenJournal(path string) (*Journal, error) {
 
 // Record appends e and syncs it. A write that fails half-way is rolled
 // back, so that the journal never holds a broken line before whole ones.
-func (j *Journal) Record(e Entry) error {
+func (j *Journal) Record(e Entry) error { return j.write(e, true) }
+
+// Settle appends e, the outcome of a patch whose pending entry Record
+// made durable before the patch was sent, without waiting for its own
+// fsync: the next Record's fsync, or Close's, covers it. Undo never needs
+// it: a pending entry nothing settles counts as a removal, and restoring
+// is guarded (it never overwrites a present annotation), so an outcome
+// lost in a crash costs at most a restore that finds nothing to do.
+func (j *Journal) Settle(e Entry) error { return j.write(e, false) }
+
+func (j *Journal) write(e Entry, durable bool) error {
 	if e.Run == "" {
 		e.Run = j.run
 	}
@@ -196,6 +206,9 @@ func (j *Journal) Record(e Entry) error {
 	}
 	j.size += int64(len(b)) + 1
 	mine := j.size
+	if !durable {
+		return nil
+	}
 	j.mu.Unlock()
 	// The entry is durable once a sync that started after it was written
 	// has finished: whichever Record syncs first covers every line written
@@ -228,7 +241,13 @@ func (j *Journal) Close() error {
 	held.Lock()
 	delete(held.locks, j)
 	held.Unlock()
-	err := j.f.Close()
+	var err error
+	if j.synced < j.size && j.broken == nil {
+		err = j.f.Sync() // the settled outcomes
+	}
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
 	// Removed while still locked: an opener that opened the old file
 	// notices (flockFile checks the path still names what it locked).
 	_ = os.Remove(j.path + ".lock")

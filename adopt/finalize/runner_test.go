@@ -30,13 +30,28 @@ func (synced) Application(_ context.Context, name string) (argoapp.AppState, err
 }
 
 // countingClient counts patches per object and checks each is guarded,
-// and how many run at once.
+// and how many run at once; it counts GETs and lists too.
 type countingClient struct {
 	finalize.Client
 	mu               sync.Mutex
 	patches          map[string]int
 	unguarded        []string
 	inFlight, maxNow int
+	gets, lists      int
+}
+
+func (c *countingClient) Get(ctx context.Context, n string, o metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Client.Get(ctx, n, o, sub...)
+}
+
+func (c *countingClient) List(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.Client.(finalize.Lister).List(ctx, o)
 }
 
 func (c *countingClient) Patch(ctx context.Context, n string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
@@ -64,9 +79,10 @@ func (c *countingClient) Patch(ctx context.Context, n string, pt types.PatchType
 // TestRunnerParallel finalizes 3 Applications of 20 ConfigMaps each, 8 at
 // a time, against a real API server: every object is patched exactly
 // once, each patch tests the resourceVersion and the annotation's value,
-// patches do overlap but never more than 8, the report lists the objects
-// in the plan's order whatever order they finished in, and the journal
-// (written concurrently) lets undo restore every annotation byte for byte.
+// patches do overlap but never more than 8, the tracking check read each
+// namespace with one list and no GET, the report lists the objects in the
+// plan's order whatever order they finished in, and the journal (written
+// concurrently) lets undo restore every annotation byte for byte.
 func TestRunnerParallel(t *testing.T) {
 	ctx := context.Background()
 	cfg := cp.RESTConfig()
@@ -147,6 +163,9 @@ func TestRunnerParallel(t *testing.T) {
 		}
 		if len(c.patches) != 20 {
 			t.Errorf("%s: %d objects patched, want 20", ns, len(c.patches))
+		}
+		if c.lists != 1 || c.gets != 0 {
+			t.Errorf("%s: the tracking check listed %d times and sent %d GETs, want one list and no GET", ns, c.lists, c.gets)
 		}
 		for n, k := range c.patches {
 			if k != 1 {

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"sort"
+	"strings"
+	intern "unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/config"
@@ -184,7 +186,7 @@ func skippedObject(o *discover.Object, class, why string) Skipped {
 func newObject(o *discover.Object, v judge.Verdict) Object {
 	po := Object{
 		Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource,
-		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: v.Evidence,
+		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: intern.Make(v.Evidence).Value(),
 		Confidence: v.Confidence, DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
 		StaleTracking: v.StaleTracking,
 	}
@@ -199,7 +201,8 @@ func newObject(o *discover.Object, v judge.Verdict) Object {
 		if m.Subresource != "" {
 			s += ", " + m.Subresource
 		}
-		po.Managers = append(po.Managers, s+")")
+		// Most objects share their managers: one copy of each string.
+		po.Managers = append(po.Managers, intern.Make(s+")").Value())
 	}
 	return po
 }
@@ -281,7 +284,9 @@ func objectKey(o Object) string {
 // Object looks an object up by its Ref.
 func (p *Plan) Object(ref string) *Object {
 	for i := range p.Objects {
-		if p.Objects[i].Ref() == ref {
+		// A ref ends with the name: most objects are told apart without
+		// building their ref.
+		if strings.HasSuffix(ref, p.Objects[i].Name) && p.Objects[i].Ref() == ref {
 			return &p.Objects[i]
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -21,21 +23,28 @@ func Marshal(p *Plan) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// chunk is how many list items are encoded per YAML encoder.
-const chunk = 256
-
-// Encode writes p as YAML. The long lists (objects, skipped) are encoded in
-// chunks: yaml.v3's emitter keeps every event of a document until it ends,
-// so one encoder for a 20,000-object plan would hold gigabytes.
+// Encode writes p as YAML, as yaml.v3 would, one list item at a time:
+// yaml.v3's emitter keeps every event of a document until it ends, so one
+// encoder for a 20,000-object plan would hold gigabytes. Items go through
+// yamlWriter, which writes yaml.v3's bytes without its event machine, a
+// block of them per core at once (ordered); an item yamlWriter does not
+// know the shape of goes through yaml.v3.
 func Encode(w io.Writer, p *Plan) error {
 	head := *p
 	// The summary's list counts are what Unmarshal checks a file against,
 	// so they always match the lists written after them.
 	head.Summary.Objects, head.Summary.Skipped, head.Summary.NotScanned = len(p.Objects), len(p.Skipped), len(p.NotScanned)
 	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
-	b, err := encodeYAML(&head)
-	if err != nil {
-		return err
+	yw := newYAMLWriter()
+	var b []byte
+	if err := yw.doc(reflect.ValueOf(&head)); err == nil {
+		b = yw.buf
+	} else if errors.Is(err, errShape) {
+		if b, err = encodeYAML(&head); err != nil {
+			return err
+		}
+	} else {
+		return fmt.Errorf("encode plan: %w", err)
 	}
 	b = bytes.TrimSuffix(b, []byte("objects: []\n"))
 	if _, err := w.Write(b); err != nil {
@@ -61,25 +70,29 @@ func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error 
 	if _, err := io.WriteString(w, key+":\n"); err != nil {
 		return err
 	}
-	for i := 0; i < len(items); i += chunk {
-		end := i + chunk
-		if end > len(items) {
-			end = len(items)
-		}
-		b, err := encodeYAML(items[i:end])
-		if err != nil {
-			return err
-		}
-		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(line) == 0 {
-				continue
+	return ordered(len(items), func(lo, hi int) ([]byte, error) {
+		yw := newYAMLWriter()
+		for i := lo; i < hi; i++ {
+			err := yw.item(reflect.ValueOf(&items[i]), 2)
+			if errors.Is(err, errShape) {
+				var b []byte
+				if b, err = encodeYAML(items[i : i+1]); err != nil {
+					return nil, err
+				}
+				for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+					if len(line) > 0 {
+						yw.buf = append(append(yw.buf, "  "...), line...)
+					}
+				}
+			} else if err != nil {
+				return nil, fmt.Errorf("encode plan: %w", err)
 			}
-			if _, err := w.Write(append([]byte("  "), line...)); err != nil {
-				return err
-			}
 		}
-	}
-	return nil
+		return yw.buf, nil
+	}, func(b []byte) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 func encodeYAML(v any) ([]byte, error) {
@@ -96,13 +109,30 @@ func encodeYAML(v any) ([]byte, error) {
 }
 
 // Unmarshal decodes a plan (YAML or JSON) and checks its apiVersion and kind.
+// The text is parsed once: the top-level keys complete checks come from
+// the same parse as the plan.
 func Unmarshal(data []byte) (*Plan, error) {
 	var p Plan
+	top := map[string]bool{}
 	var err error
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		err = json.Unmarshal(data, &p)
+		var raw map[string]json.RawMessage
+		if err = json.Unmarshal(data, &raw); err == nil {
+			for k := range raw {
+				top[k] = true
+			}
+			err = json.Unmarshal(data, &p)
+		}
 	} else {
-		err = yaml.Unmarshal(data, &p)
+		var doc yaml.Node
+		if err = yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) > 0 {
+			if m := doc.Content[0]; m.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(m.Content); i += 2 {
+					top[m.Content[i].Value] = true
+				}
+			}
+			err = doc.Decode(&p)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("not a readable plan (truncated or not YAML/JSON): %s", strings.Join(strings.Fields(err.Error()), " "))
@@ -113,7 +143,7 @@ func Unmarshal(data []byte) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("not an %s: apiVersion %q, kind %q (this adopt reads %s)", Kind, p.APIVersion, p.Kind, APIVersion)
 	}
-	if err := complete(data, &p); err != nil {
+	if err := complete(top, &p); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -124,14 +154,11 @@ func Unmarshal(data []byte) (*Plan, error) {
 
 // complete refuses a plan file that was cut short. The encoder writes the
 // summary before the lists it counts, so a file cut anywhere after the
-// summary disagrees with it, and one cut before lacks the keys.
-func complete(data []byte, p *Plan) error {
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err != nil { // YAML is a superset of JSON
-		return fmt.Errorf("not a readable plan: %v", err)
-	}
+// summary disagrees with it, and one cut before lacks the keys (top, the
+// document's top-level keys).
+func complete(top map[string]bool, p *Plan) error {
 	for _, k := range []string{"cluster", "tracking", "summary", "applications", "objects"} {
-		if _, ok := top[k]; !ok {
+		if !top[k] {
 			return fmt.Errorf("plan has no %q: the file is truncated or was edited; run adopt plan again", k)
 		}
 	}

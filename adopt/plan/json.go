@@ -28,18 +28,6 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 	}
 	b = b[:len(b)-len(tail)]
 	var ind bytes.Buffer
-	put := func(raw []byte, prefix string) error {
-		if !indent {
-			_, err := bw.Write(raw)
-			return err
-		}
-		ind.Reset()
-		if err := json.Indent(&ind, raw, prefix, "  "); err != nil {
-			return err
-		}
-		_, err := bw.Write(ind.Bytes())
-		return err
-	}
 	// The head without its closing brace; indented, its last line is the
 	// comma after the field before objects.
 	if indent {
@@ -80,25 +68,39 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			}
 			bw.WriteString(sep + `"` + key + `":[`)
 		}
-		for i := 0; i < n; i++ {
-			raw, err := json.Marshal(item(i))
-			if err != nil {
-				return fmt.Errorf("encode plan: %w", err)
+		err := ordered(n, func(lo, hi int) ([]byte, error) {
+			var b, ind bytes.Buffer
+			for i := lo; i < hi; i++ {
+				raw, err := json.Marshal(item(i))
+				if err != nil {
+					return nil, fmt.Errorf("encode plan: %w", err)
+				}
+				if i > 0 {
+					b.WriteString(",")
+				}
+				if !indent {
+					b.Write(raw)
+					continue
+				}
+				b.WriteString("\n    ")
+				ind.Reset()
+				if err := json.Indent(&ind, raw, "    ", "  "); err != nil {
+					return nil, err
+				}
+				b.Write(ind.Bytes())
 			}
-			if i > 0 {
-				bw.WriteString(",")
-			}
-			if indent {
-				bw.WriteString("\n    ")
-			}
-			if err := put(raw, "    "); err != nil {
-				return err
-			}
+			return b.Bytes(), nil
+		}, func(b []byte) error {
+			_, err := bw.Write(b)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if indent {
 			bw.WriteString("\n  ")
 		}
-		_, err := bw.WriteString("]")
+		_, err = bw.WriteString("]")
 		return err
 	}
 	if p.Objects == nil {

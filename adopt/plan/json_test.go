@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -10,7 +11,7 @@ import (
 
 // TestWriteJSONIsEncodingJSON checks that the streaming encoder writes the
 // same bytes as json.Encoder, compact and indented, for empty, nil and
-// filled lists.
+// filled lists, and lists of several blocks encoded at once.
 func TestWriteJSONIsEncodingJSON(t *testing.T) {
 	full := &Plan{APIVersion: APIVersion, Kind: Kind, ID: "plan-x", Cluster: Cluster{Server: "https://127.0.0.1:6443"},
 		Applications: []Application{{Name: "a", Objects: []string{"/ConfigMap ns/a"}}},
@@ -19,8 +20,13 @@ func TestWriteJSONIsEncodingJSON(t *testing.T) {
 		Skipped:    []Skipped{{Kind: "Pod", Name: "p", Reason: "owned"}},
 		NotScanned: []NotScanned{{Type: "widgets.example.com", Reason: "forbidden"}},
 		Findings:   []Finding{{Code: "x", Message: "m"}}}
+	many := &Plan{APIVersion: APIVersion, Kind: Kind, Objects: make([]Object, 3*orderBlock+5)}
+	for i := range many.Objects {
+		many.Objects[i] = Object{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmtName(i)}
+	}
 	for name, p := range map[string]*Plan{
 		"full":        full,
+		"many blocks": many,
 		"nil objects": {APIVersion: APIVersion, Kind: Kind},
 		"no objects":  {APIVersion: APIVersion, Kind: Kind, Objects: []Object{}, Skipped: []Skipped{{Kind: "Pod", Name: "p", Reason: "r"}}},
 		"only notScanned": {APIVersion: APIVersion, Kind: Kind, Objects: []Object{{Name: "o", Kind: "K", Version: "v1"}},
@@ -44,3 +50,5 @@ func TestWriteJSONIsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func fmtName(i int) string { return "cm-" + strconv.Itoa(i) }

@@ -322,7 +322,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	a.Target(o.repoURL(repo), base)
 	build := func(r *gitops.Repo) (gitops.Content, error) { return a.Build(r) }
 	res, err := repo.Publish(ctx, gitops.Change{Branch: branch, Base: base, Build: build, Author: o.author},
-		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force})
+		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun})
 	if err != nil {
 		return contractOr(err)
 	}

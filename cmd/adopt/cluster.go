@@ -90,8 +90,8 @@ func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericc
 }
 
 // dynamicFor is a dynamic client for parallel requests at once: client-go's
-// token bucket allows 100 requests a second per parallel request (800 at
-// finalize's default 8; at least the default 50), with a burst of twice
+// token bucket allows 100 requests a second per parallel request (1,600 at
+// finalize's default 16; at least the default 50), with a burst of twice
 // that, so the bound is what is in flight, and the API server's priority
 // and fairness (429 with Retry-After, which client-go waits out and
 // retries, up to 10 times) what slows it.
