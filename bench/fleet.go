@@ -8,11 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // fleetRow is row 6: FleetClusters real control planes (each its own
@@ -31,17 +28,11 @@ func (b *bench) fleetRow(ctx context.Context) error {
 	kubeconfigs := map[string]string{}
 	var contexts []string
 	for i := 1; i <= c.FleetClusters; i++ {
-		cp, err := testenv.Start(ctx, testenv.Options{})
+		cp, cs, err := startSeedable(ctx)
 		if err != nil {
 			return err
 		}
 		defer cp.Stop()
-		cfg := cp.RESTConfig()
-		cfg.QPS, cfg.Burst = 1000, 2000
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
 		start := time.Now()
 		if _, err := seedNamespaces(ctx, cs, 0, c.FleetNamespaces, c.PerType, c.BigEvery, 1); err != nil {
 			return fmt.Errorf("seed fleet cluster %d: %w", i, err)

@@ -184,17 +184,11 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		return nil, err
 	}
 	c.Adopt = bin
-	cp, err := testenv.Start(ctx, testenv.Options{})
+	cp, cs, err := startSeedable(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cp.Stop()
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, cp: cp, cs: cs, res: r}
 	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow}
@@ -300,17 +294,11 @@ func ratio(what string, v float64, goal string, met bool) Ratio {
 // holdSeeded seeds the plan row and waits for a signal.
 func holdSeeded(c Config) error {
 	ctx := context.Background()
-	cp, err := testenv.Start(ctx, testenv.Options{})
+	cp, cs, err := startSeedable(ctx)
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	if _, err := seedNamespaces(ctx, cs, 0, c.Namespaces, c.PerType, c.BigEvery, 1); err != nil {
 		return err
 	}
@@ -319,4 +307,21 @@ func holdSeeded(c Config) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
 	return nil
+}
+
+// startSeedable starts a control plane and a client fast enough to seed
+// it (1,000 requests a second, bursts of 2,000).
+func startSeedable(ctx context.Context) (*testenv.ControlPlane, *kubernetes.Clientset, error) {
+	cp, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		cp.Stop()
+		return nil, nil, err
+	}
+	return cp, cs, nil
 }

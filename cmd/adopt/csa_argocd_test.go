@@ -40,11 +40,7 @@ import (
 func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("the local control plane did not start: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	c := startControlPlane(ctx, t)
 	a, err := testenv.StartArgoCD(ctx, c, "v3.2.6")
 	if err != nil {
 		t.Fatal(err)

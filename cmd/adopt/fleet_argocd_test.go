@@ -49,15 +49,7 @@ func TestFleetOnRealArgoCD(t *testing.T) {
 func fleetOnArgoCD(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	start := func() *testenv.ControlPlane {
-		c, err := testenv.Start(ctx, testenv.Options{})
-		if err != nil {
-			t.Fatalf("a control plane did not start: %v", err)
-		}
-		t.Cleanup(c.Stop)
-		return c
-	}
-	mgmt, w2 := start(), start()
+	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)
 	a, err := testenv.StartArgoCD(ctx, mgmt, version)
 	if err != nil {
 		t.Fatal(err) // never a skip

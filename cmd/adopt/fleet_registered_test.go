@@ -36,15 +36,7 @@ import (
 func TestFleetArgoCDClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	start := func() *testenv.ControlPlane {
-		c, err := testenv.Start(ctx, testenv.Options{})
-		if err != nil {
-			t.Fatalf("a control plane did not start: %v", err)
-		}
-		t.Cleanup(c.Stop)
-		return c
-	}
-	mgmt, w2 := start(), start()
+	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)
 	installApplicationCRDOn(t, mgmt)
 	canaries := []string{"bad-CANARY-token", "exec-CANARY-env", "other-CANARY-token"}
 	for name, w := range map[string]*testenv.ControlPlane{"workload-1": cp, "workload-2": w2} {
@@ -75,16 +67,7 @@ func TestFleetArgoCDClusters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns := cp.Namespace(t)
-	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
-	for _, w := range []*testenv.ControlPlane{cp, w2} {
-		if out, err := w.Kubectl(ctx, hook, "apply", "-n", ns, "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	ns := handApplyHook(ctx, t, w2)
 
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"mgmt": mgmt}) // no workload context
 	var leak strings.Builder

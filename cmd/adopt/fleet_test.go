@@ -65,25 +65,10 @@ func fleetKubeconfigFiles(t *testing.T, files map[string]string) string {
 func TestFleetPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	start := func() *testenv.ControlPlane {
-		c, err := testenv.Start(ctx, testenv.Options{})
-		if err != nil {
-			t.Fatalf("a control plane did not start: %v", err)
-		}
-		t.Cleanup(c.Stop)
-		return c
-	}
-	mgmt, w2 := start(), start()
+	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)
 	installApplicationCRDOn(t, mgmt)
 	tokens := map[string]string{"workload-1": "fleet-CANARY-token-w1", "workload-2": "fleet-CANARY-token-w2"}
-	for name, server := range map[string]string{"workload-1": cp.Server, "workload-2": w2.Server} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: argoNS,
-			Labels: map[string]string{argoapp.SecretTypeLabel: argoapp.SecretTypeCluster}},
-			StringData: map[string]string{"name": name, "server": server, "config": `{"bearerToken":"` + tokens[name] + `"}`}}
-		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": cp.Server, "workload-2": w2.Server}, tokens)
 	shared, only := cp.Namespace(t), cp.Namespace(t)
 	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -169,11 +154,7 @@ func TestFleetPlan(t *testing.T) {
 func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	w3, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("a control plane did not start: %v", err)
-	}
-	t.Cleanup(w3.Stop)
+	w3 := startControlPlane(ctx, t)
 	ns := cp.Namespace(t)
 	if _, err := w3.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -228,36 +209,12 @@ func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 func TestFleetApplyOpenPR(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	mgmt, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("a control plane did not start: %v", err)
-	}
-	t.Cleanup(mgmt.Stop)
-	w2, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("a control plane did not start: %v", err)
-	}
-	t.Cleanup(w2.Stop)
+	mgmt := startControlPlane(ctx, t)
+	w2 := startControlPlane(ctx, t)
 	installApplicationCRDOn(t, mgmt)
 	tokens := map[string]string{"workload-1": "pr-CANARY-token-w1", "workload-2": "pr-CANARY-token-w2"}
-	for name, server := range map[string]string{"workload-1": cp.Server, "workload-2": w2.Server} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: argoNS,
-			Labels: map[string]string{argoapp.SecretTypeLabel: argoapp.SecretTypeCluster}},
-			StringData: map[string]string{"name": name, "server": server, "config": `{"bearerToken":"` + tokens[name] + `"}`}}
-		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ns := cp.Namespace(t)
-	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
-	for _, w := range []*testenv.ControlPlane{cp, w2} {
-		if out, err := w.Kubectl(ctx, hook, "apply", "-n", ns, "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
+	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": cp.Server, "workload-2": w2.Server}, tokens)
+	ns := handApplyHook(ctx, t, w2)
 	g, err := testenv.StartGitea(ctx)
 	if err != nil {
 		t.Fatalf("the real Gitea did not start: %v", err)
@@ -310,4 +267,35 @@ func TestFleetApplyOpenPR(t *testing.T) {
 			t.Fatalf("a token leaked into the output or the pull request")
 		}
 	}
+}
+
+// registerWorkloads registers each named server with mgmt's Argo CD as a
+// cluster Secret whose config holds only a bearer token (tokens by name).
+func registerWorkloads(ctx context.Context, t *testing.T, mgmt *testenv.ControlPlane, servers, tokens map[string]string) {
+	t.Helper()
+	for name, server := range servers {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: argoNS,
+			Labels: map[string]string{argoapp.SecretTypeLabel: argoapp.SecretTypeCluster}},
+			StringData: map[string]string{"name": name, "server": server, "config": `{"bearerToken":"` + tokens[name] + `"}`}}
+		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// handApplyHook kubectl-applies the usage-hook ConfigMap into a new
+// namespace of the shared control plane and of w2, and returns it.
+func handApplyHook(ctx context.Context, t *testing.T, w2 *testenv.ControlPlane) string {
+	t.Helper()
+	ns := cp.Namespace(t)
+	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
+	for _, w := range []*testenv.ControlPlane{cp, w2} {
+		if out, err := w.Kubectl(ctx, hook, "apply", "-n", ns, "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	return ns
 }

@@ -45,11 +45,7 @@ func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, "v3.2.6") }
 func helmE2E(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("the local control plane did not start: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	c := startControlPlane(ctx, t)
 	a, err := testenv.StartArgoCD(ctx, c, version)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
-	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // hubApp creates an Application on the management cluster with a
@@ -49,11 +48,7 @@ func TestHubAndSpoke(t *testing.T) {
 	const token = "hub-CANARY-bearer-9931"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	mgmt, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("the management control plane did not start: %v", err)
-	}
-	t.Cleanup(mgmt.Stop)
+	mgmt := startControlPlane(ctx, t)
 	installApplicationCRDOn(t, mgmt)
 	mdyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
 	if err != nil {

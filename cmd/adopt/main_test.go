@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -38,4 +39,16 @@ func gitRepo(t *testing.T, name string, files map[string]string) (*testenv.GitSe
 		t.Fatal(err)
 	}
 	return g, url
+}
+
+// startControlPlane starts one more real kube-apiserver and etcd for t,
+// stopped when t ends.
+func startControlPlane(ctx context.Context, t testing.TB) *testenv.ControlPlane {
+	t.Helper()
+	c, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("a control plane did not start: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
 }
