@@ -288,17 +288,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	_, argoNS := apply.Settings(p)
-	argo := o.cluster
-	if o.hub != nil {
-		argo = o.hub
-	}
-	version, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
-		Flag: o.ArgoCDVersion, Kube: argo.kube, Namespace: argoNS,
-		Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
-	})
+	version, err := o.argoVersion(ctx, p, o.cluster)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return err
 	}
 	if w := apply.VersionMismatch(p, version); w != "" {
 		fmt.Fprintln(o.ErrOut, "warning: "+w)
@@ -336,6 +328,24 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	in := a.Summary().PRInput(apply.PRInput{RepoURL: repo.URL(), Head: branch, Base: base, Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates})
 	_, err = o.pr.Open(ctx, in, o.auth.Token, o.tokenFrom, o.Out)
 	return err
+}
+
+// argoVersion resolves the Argo CD version the Applications of p will run
+// on: --argocd-version, else the application controller's on the hub (or
+// on c), else the plan's.
+func (o *ApplyOptions) argoVersion(ctx context.Context, p *plan.Plan, c *cluster) (argoapp.DetectedVersion, error) {
+	_, argoNS := apply.Settings(p)
+	if o.hub != nil {
+		c = o.hub
+	}
+	v, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
+		Flag: o.ArgoCDVersion, Kube: c.kube, Namespace: argoNS,
+		Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
+	})
+	if err != nil {
+		return v, usageErrorf("%v", err)
+	}
+	return v, nil
 }
 
 // export makes the Applier of plan p and exports its objects from c.

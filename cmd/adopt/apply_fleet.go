@@ -74,17 +74,9 @@ func (o *ApplyOptions) runFleet(ctx context.Context) error {
 	for i, name := range o.fleet.Contexts() {
 		p, c := o.fleet.Plans[name], o.clusters[name]
 		if i == 0 {
-			_, argoNS := apply.Settings(p)
-			argo := c
-			if o.hub != nil {
-				argo = o.hub
-			}
-			v, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
-				Flag: o.ArgoCDVersion, Kube: argo.kube, Namespace: argoNS,
-				Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
-			})
+			v, err := o.argoVersion(ctx, p, c)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return err
 			}
 			version = v
 		}
