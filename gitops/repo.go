@@ -504,6 +504,25 @@ func (r *Repo) fetch(ctx context.Context) error {
 	return wrap("fetch", r.display, err, r.secrets)
 }
 
+// ChooseAuthor is the commit author: flag ("Name <email>") when given,
+// else user.name and user.email from git config (repo's own when repo is
+// a local path, then the global one), else adopt <adopt@localhost>. note
+// says where it came from when that was not the flag.
+func ChooseAuthor(flag, repo string) (a Signature, note string, err error) {
+	if flag != "" {
+		a, err := ParseAuthor(flag)
+		return a, "", err
+	}
+	dir := ""
+	if l, err := ParseLocation(repo); err == nil && l.Scheme == SchemeLocal {
+		dir = l.Path
+	}
+	if a, ok := ConfiguredAuthor(dir); ok {
+		return a, "from git config", nil
+	}
+	return Signature{Name: "adopt", Email: "adopt@localhost"}, "no --author and no git config user.name/user.email; using adopt <adopt@localhost>", nil
+}
+
 // ParseAuthor reads "Name <email>".
 func ParseAuthor(s string) (Signature, error) {
 	name, rest, ok := strings.Cut(s, "<")

@@ -195,32 +195,14 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 // templates.
 func (o *ApplyOptions) completeCommit() error {
 	o.auth, o.tokenFrom = o.Git.Complete(nil)
-	if o.Author != "" {
-		a, err := gitops.ParseAuthor(o.Author)
-		if err != nil {
-			return usageErrorf("--author: %v", err)
-		}
-		o.author = a
-	} else if a, ok := gitops.ConfiguredAuthor(localDir(o.Repo)); ok {
-		o.author, o.authorNote = a, "from git config"
-	} else {
-		o.author = gitops.Signature{Name: "adopt", Email: "adopt@localhost"}
-		o.authorNote = "no --author and no git config user.name/user.email; using adopt <adopt@localhost>"
+	var err error
+	if o.author, o.authorNote, err = gitops.ChooseAuthor(o.Author, o.Repo); err != nil {
+		return usageErrorf("--author: %v", err)
 	}
-	tpl, err := templates.New(o.Templates)
-	if err != nil {
+	if o.tpl, err = templates.New(o.Templates); err != nil {
 		return usageErrorf("%v", err)
 	}
-	o.tpl = tpl
 	return nil
-}
-
-// localDir is repo when it is a local path, else "".
-func localDir(repo string) string {
-	if l, err := gitops.ParseLocation(repo); err == nil && l.Scheme == gitops.SchemeLocal {
-		return l.Path
-	}
-	return ""
 }
 
 // Validate rejects bad input with one sentence, including flags that
