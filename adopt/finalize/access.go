@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,4 +95,50 @@ func OnlyApplications(missing []Access) bool {
 		}
 	}
 	return len(missing) > 0
+}
+
+// AccessQuery is what a run will do, and where: the objects are read and
+// patched on Workload; the Applications are read (and synced) on Hub, or
+// on Workload when Hub is nil, or through argocd-server when API is set.
+// ExplainWorkload and ExplainHub word an error of that cluster.
+type AccessQuery struct {
+	Workload, Hub               kubernetes.Interface
+	ExplainWorkload, ExplainHub func(error) error
+	Targets                     []Target
+	Namespace                   string
+	DryRun, Undo, API, Sync     bool
+}
+
+// MissingAccess asks each cluster's SelfSubjectAccessReview about what q
+// will do there and returns what is denied: the hub's first, then the
+// workload's, each sorted.
+func MissingAccess(ctx context.Context, q AccessQuery) ([]Access, error) {
+	needs := RunNeeds(q.Targets, q.Namespace, q.DryRun, q.Undo, q.API, q.Sync)
+	var missing []Access
+	if q.Hub != nil {
+		onHub, err := Missing(ctx, q.Hub, RunNeeds(nil, q.Namespace, q.DryRun, q.Undo, q.API, q.Sync))
+		if err != nil {
+			return nil, q.ExplainHub(err)
+		}
+		missing, needs = onHub, Needs(q.Targets, q.DryRun)
+	}
+	here, err := Missing(ctx, q.Workload, needs)
+	if err != nil {
+		return nil, q.ExplainWorkload(err)
+	}
+	return append(missing, here...), nil
+}
+
+// DeniedError says which permissions are missing, that nothing changed,
+// and what to do.
+func DeniedError(missing []Access) error {
+	m := make([]string, len(missing))
+	for i, a := range missing {
+		m[i] = a.String()
+	}
+	hint := ""
+	if OnlyApplications(missing) {
+		hint = ", or use Argo CD API mode (--argocd-server and --argocd-token)"
+	}
+	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
 }

@@ -307,22 +307,15 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 // checkAccess asks SelfSubjectAccessReview for everything the run will do,
 // before it does anything.
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
-	needs := finalize.RunNeeds(o.sel.All(), o.ArgoCDNamespace, o.DryRun, o.Undo, o.ArgoCDServer != "", o.Sync)
-	var missing []finalize.Access
+	q := finalize.AccessQuery{Workload: kube, ExplainWorkload: o.cluster.explain, Targets: o.sel.All(), Namespace: o.ArgoCDNamespace,
+		DryRun: o.DryRun, Undo: o.Undo, API: o.ArgoCDServer != "", Sync: o.Sync}
 	if o.hub != nil {
-		// The objects are patched here; the Applications live on the hub.
-		appNeeds := finalize.RunNeeds(nil, o.ArgoCDNamespace, o.DryRun, o.Undo, o.ArgoCDServer != "", o.Sync)
-		onHub, err := finalize.Missing(ctx, o.hub.kube, appNeeds)
-		if err != nil {
-			return o.hub.explain(err)
-		}
-		missing, needs = onHub, finalize.Needs(o.sel.All(), o.DryRun)
+		q.Hub, q.ExplainHub = o.hub.kube, o.hub.explain
 	}
-	here, err := finalize.Missing(ctx, kube, needs)
+	missing, err := finalize.MissingAccess(ctx, q)
 	if err != nil {
-		return o.cluster.explain(err)
+		return err
 	}
-	missing = append(missing, here...)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -335,15 +328,7 @@ func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Inter
 		}
 		return nil
 	}
-	var m []string
-	for _, a := range missing {
-		m = append(m, a.String())
-	}
-	hint := ""
-	if finalize.OnlyApplications(missing) {
-		hint = ", or use Argo CD API mode (--argocd-server and --argocd-token)"
-	}
-	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
+	return finalize.DeniedError(missing)
 }
 
 // connectArgoCD connects to Argo CD where the Applications live (the hub,
