@@ -23,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -36,6 +37,18 @@ import (
 // Fetcher reads one live object (export.Fetch with the cluster's dynamic
 // client).
 type Fetcher func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+
+// Live reads objects from a cluster's dynamic client: one at a time
+// (export.Fetch), or a namespace of one resource at once (export.List).
+func Live(dyn dynamic.Interface) (Fetcher, Lister) {
+	fetch := func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+		return export.Fetch(ctx, dyn, gvr, ns, name)
+	}
+	list := func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
+		return export.List(ctx, dyn, gvr, ns, fn)
+	}
+	return fetch, list
+}
 
 // Options are the choices apply makes that the plan does not record: how
 // the commit is written, not what the Applications say.

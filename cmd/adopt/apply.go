@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -332,16 +330,10 @@ func (o *ApplyOptions) argoVersion(ctx context.Context, p *plan.Plan, c *cluster
 
 // export makes the Applier of plan p and exports its objects from c.
 func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, version argoapp.DetectedVersion) (*apply.Applier, error) {
-	dyn := c.clients.Dynamic
+	fetch, list := apply.Live(c.clients.Dynamic)
 	a, err := apply.New(apply.Options{
 		Plan: p, Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
-		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl,
-		Fetch: func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-			return export.Fetch(ctx, dyn, gvr, ns, name)
-		},
-		List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
-			return export.List(ctx, dyn, gvr, ns, fn)
-		},
+		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl, Fetch: fetch, List: list,
 	})
 	if err != nil {
 		return nil, contractOr(err)
