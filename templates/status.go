@@ -3,7 +3,6 @@ package templates
 import (
 	"fmt"
 	htmltemplate "html/template"
-	"os"
 )
 
 // StatusReport is the HTML report of `adopt status --html`, an
@@ -13,16 +12,9 @@ const StatusReport = "status.html.tmpl"
 // LoadHTML parses the named HTML template, from Dir when it holds the file,
 // else the embedded default, with funcs added to the helpers.
 func (s *Set) LoadHTML(name string, funcs htmltemplate.FuncMap) (*htmltemplate.Template, error) {
-	var text []byte
-	var err error
-	src := s.Source(name)
-	if src == "embedded" {
-		text, err = embedded.ReadFile(name)
-	} else {
-		text, err = os.ReadFile(src)
-	}
+	text, src, err := s.read(name)
 	if err != nil {
-		return nil, fmt.Errorf("read template %s (%s): %w", name, src, err)
+		return nil, err
 	}
 	t, err := htmltemplate.New(name).Option("missingkey=error").Funcs(htmltemplate.FuncMap(Funcs())).Funcs(funcs).Parse(string(text))
 	if err != nil {

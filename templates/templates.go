@@ -53,8 +53,9 @@ func (s *Set) Source(name string) string {
 	return "embedded"
 }
 
-// Load parses the named template with the helper functions.
-func (s *Set) Load(name string) (*template.Template, error) {
+// read returns the named template's text and where it came from: Dir's
+// file when it has one, else "embedded".
+func (s *Set) read(name string) ([]byte, string, error) {
 	var text []byte
 	var err error
 	src := s.Source(name)
@@ -64,7 +65,16 @@ func (s *Set) Load(name string) (*template.Template, error) {
 		text, err = os.ReadFile(src)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read template %s (%s): %w", name, src, err)
+		return nil, src, fmt.Errorf("read template %s (%s): %w", name, src, err)
+	}
+	return text, src, nil
+}
+
+// Load parses the named template with the helper functions.
+func (s *Set) Load(name string) (*template.Template, error) {
+	text, src, err := s.read(name)
+	if err != nil {
+		return nil, err
 	}
 	t, err := template.New(name).Option("missingkey=error").Funcs(Funcs()).Parse(string(text))
 	if err != nil {
