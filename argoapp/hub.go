@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,21 +38,31 @@ type Cluster struct {
 // RegisteredClusters lists the cluster Secrets in Argo CD's namespace ns,
 // keeping only name, server and labels, sorted by name.
 func RegisteredClusters(ctx context.Context, kube kubernetes.Interface, ns string) ([]Cluster, error) {
-	list, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: SecretTypeLabel + "=" + SecretTypeCluster})
+	out := []Cluster{}
+	err := eachClusterSecret(ctx, kube, ns, func(c Cluster, _ *corev1.Secret) { out = append(out, c) })
 	if err != nil {
-		return nil, fmt.Errorf("list Argo CD's cluster Secrets in namespace %s: %w", ns, err)
-	}
-	out := make([]Cluster, 0, len(list.Items))
-	for i := range list.Items {
-		s := &list.Items[i]
-		c := clusterOf(s)
-		s.Data, s.StringData = nil, nil // the credentials go no further
-		if c.Server != "" {
-			out = append(out, c)
-		}
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// eachClusterSecret lists the cluster Secrets in Argo CD's namespace ns
+// and hands fn each one that names a server, with its name, server and
+// labels; the Secret's data goes no further than fn.
+func eachClusterSecret(ctx context.Context, kube kubernetes.Interface, ns string, fn func(Cluster, *corev1.Secret)) error {
+	list, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: SecretTypeLabel + "=" + SecretTypeCluster})
+	if err != nil {
+		return fmt.Errorf("list Argo CD's cluster Secrets in namespace %s: %w", ns, err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if c := clusterOf(s); c.Server != "" {
+			fn(c, s)
+		}
+		s.Data, s.StringData = nil, nil // the credentials go no further
+	}
+	return nil
 }
 
 // FindCluster returns the registered cluster whose server is server.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,19 +45,14 @@ func (r Registration) RESTConfig() *rest.Config {
 // the connection each describes, sorted by name. It reads the credentials
 // (`config`), so the caller's role needs get/list on those Secrets.
 func Registrations(ctx context.Context, kube kubernetes.Interface, ns string) ([]Registration, error) {
-	list, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: SecretTypeLabel + "=" + SecretTypeCluster})
+	out := []Registration{}
+	err := eachClusterSecret(ctx, kube, ns, func(c Cluster, s *corev1.Secret) {
+		r := Registration{Cluster: c, Secret: s.Namespace + "/" + s.Name}
+		r.config, r.Unusable = restConfig(r.Server, s.Data["config"])
+		out = append(out, r)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list Argo CD's cluster Secrets in namespace %s: %w", ns, err)
-	}
-	out := make([]Registration, 0, len(list.Items))
-	for i := range list.Items {
-		s := &list.Items[i]
-		r := Registration{Cluster: clusterOf(s), Secret: s.Namespace + "/" + s.Name}
-		if r.Server != "" {
-			r.config, r.Unusable = restConfig(r.Server, s.Data["config"])
-			out = append(out, r)
-		}
-		s.Data, s.StringData = nil, nil // the credentials go no further
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -114,7 +108,7 @@ func Select(regs []Registration, selector string) ([]Registration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("label selector %q: %w", selector, err)
 	}
-	var out []Registration
+	out := []Registration{}
 	for _, r := range regs {
 		if sel.Matches(labels.Set(r.Labels)) {
 			out = append(out, r)
