@@ -33,6 +33,7 @@ const (
 type prefetch struct {
 	mu     sync.Mutex
 	listed map[string]bool                       // by resource and namespace
+	want   map[string]map[string]bool            // the selection's names, by resource and namespace
 	objs   map[string]*unstructured.Unstructured // by resource, namespace and name
 }
 
@@ -46,7 +47,14 @@ func (p *prefetch) fill(ctx context.Context, f *Finalizer, sel Selection, target
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.listed == nil {
-		p.listed, p.objs = map[string]bool{}, map[string]*unstructured.Unstructured{}
+		p.listed, p.want, p.objs = map[string]bool{}, map[string]map[string]bool{}, map[string]*unstructured.Unstructured{}
+		for _, t := range sel.All() {
+			k := listKey(t)
+			if p.want[k] == nil {
+				p.want[k] = map[string]bool{}
+			}
+			p.want[k][t.Name] = true
+		}
 	}
 	count := map[string]int{}
 	first := map[string]Target{}
@@ -66,12 +74,7 @@ func (p *prefetch) fill(ctx context.Context, f *Finalizer, sel Selection, target
 		if !ok {
 			continue
 		}
-		want := map[string]bool{}
-		for _, t := range sel.All() {
-			if listKey(t) == k {
-				want[t.Name] = true
-			}
-		}
+		want := p.want[k]
 		opts := metav1.ListOptions{Limit: listPageSize}
 		for {
 			page, err := l.List(ctx, opts)
