@@ -19,7 +19,7 @@ func main() {
 // profiled runs fn under the profilers the environment asks for, for the
 // bench and for whoever tunes adopt: ADOPT_CPUPROFILE names a file for a
 // CPU profile of the whole run, ADOPT_MEMPROFILE one for the heap profile
-// taken as the run ends (go tool pprof reads both). Unset, it only runs fn.
+// at the run's peak (go tool pprof reads both). Unset, it only runs fn.
 func profiled(fn func() int) int {
 	if path := os.Getenv("ADOPT_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
