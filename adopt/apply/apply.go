@@ -343,6 +343,7 @@ func (a *Applier) build(t Tree, files map[string][]byte, skip map[string]bool) (
 	}
 	p := a.o.Plan
 	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
+	t = &listedTree{Tree: t}
 	for _, app := range p.Applications {
 		if skip[app.Name] {
 			continue

@@ -75,6 +75,7 @@ func (f *Fleet) Target(repoURL, revision string) {
 // Build computes the commit: it is the gitops.Change's Build. Two clusters
 // writing one file differently is refused: one commit cannot hold both.
 func (f *Fleet) Build(t Tree) (gitops.Content, error) {
+	t = &listedTree{Tree: t}
 	files := map[string][]byte{}
 	owner := map[string]string{}
 	put := func(who string, m map[string][]byte) error {

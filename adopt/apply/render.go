@@ -186,24 +186,54 @@ func project(p *plan.Plan, app plan.Application) string {
 // written now.
 func otherManifests(t Tree, dir string, adopted, excluded []string, files map[string][]byte) (bool, error) {
 	known := map[string]bool{}
-	for _, n := range append(append([]string{}, adopted...), excluded...) {
+	for _, n := range adopted {
 		known[n] = true
 	}
-	all, err := t.Files()
+	for _, n := range excluded {
+		known[n] = true
+	}
+	other := func(f string) bool {
+		base, ok := strings.CutPrefix(f, dir+"/")
+		if !ok || strings.Contains(base, "/") || known[base] {
+			return false
+		}
+		switch strings.ToLower(path.Ext(base)) {
+		case ".yaml", ".yml", ".json":
+			return true
+		}
+		return false
+	}
+	inRepo, err := t.Files()
 	if err != nil {
 		return false, err
 	}
-	for f := range files {
-		all = append(all, f)
-	}
-	for _, f := range all {
-		if path.Dir(f) != dir || known[path.Base(f)] {
-			continue
+	for _, f := range inRepo {
+		if other(f) {
+			return true, nil
 		}
-		switch strings.ToLower(path.Ext(f)) {
-		case ".yaml", ".yml", ".json":
+	}
+	for f := range files {
+		if other(f) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// listedTree lists a Tree's files once: a build renders every Application
+// against the same tree, and listing a large repository for each of them
+// was most of a 500-Application build.
+type listedTree struct {
+	Tree
+	files []string
+	err   error
+	done  bool
+}
+
+func (l *listedTree) Files() ([]string, error) {
+	if !l.done {
+		l.files, l.err = l.Tree.Files()
+		l.done = true
+	}
+	return l.files, l.err
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -202,29 +200,10 @@ func oneOf(list []string, v string) bool {
 	return false
 }
 
-// planMemoryLimit is plan's soft memory limit, unless GOMEMLIMIT sets
-// one: the Go runtime collects more often near it instead of letting the
-// heap grow to twice what is live, which keeps a 100,000-object plan
-// under 300 MB. It is soft: a larger cluster's plan still fits, with
-// more time spent collecting. Under the limit, unless GOGC is set, the
-// heap may grow to five times what is live (planGCPercent) before a
-// collection: a 20,000-object plan then collects a few times rather than
-// ninety.
-const (
-	planMemoryLimit = 176 << 20
-	planGCPercent   = 400
-)
-
 // Run scans the cluster, prints the plan and applies --fail-on.
 func (o *PlanOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(planMemoryLimit))
-		if os.Getenv("GOGC") == "" {
-			defer debug.SetGCPercent(debug.SetGCPercent(planGCPercent))
-		}
 	}
 	if len(o.fleet) > 0 {
 		return o.runFleet(ctx)

@@ -165,9 +165,11 @@ type options interface {
 	Run(context.Context) error
 }
 
-// runOptions is the RunE of every verb: Complete, Validate, Run.
+// runOptions is the RunE of every verb: Complete, Validate, Run, with
+// the collector tuned (tuneGC).
 func runOptions(o options) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
+		defer tuneGC()()
 		if err := o.Complete(cmd); err != nil {
 			return err
 		}
