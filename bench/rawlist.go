@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -19,14 +20,14 @@ import (
 
 // rawList is the raw baseline: the requests adopt plan's collector makes
 // (the same types, metadata-only lists except ConfigMap and Secret bodies,
-// the same page sizes, 4 types at once, the same client rate limit),
+// the same page sizes (bodies paged by bytes), 4 types at once, the same client rate limit),
 // decoded by client-go and dropped, with no processing.
 func rawList(kubeconfig string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 50, 100 // as cmd/adopt sets them
+	cfg.QPS, cfg.Burst = 50, 300 // as cmd/adopt sets them
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
@@ -59,16 +60,16 @@ func rawList(kubeconfig string) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			body := t.Group == "" && (t.Kind == "ConfigMap" || t.Kind == "Secret")
-			p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				if body {
-					return dyn.Resource(t.GVR()).List(ctx, o)
-				}
+			fn := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return mc.Resource(t.GVR()).List(ctx, o)
-			})
-			p.PageSize = 500
-			if body {
-				p.PageSize = 50
 			}
+			if body {
+				fn = discover.BodyPages(func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+					return dyn.Resource(t.GVR()).List(ctx, o)
+				}, 500)
+			}
+			p := pager.New(fn)
+			p.PageSize = 500
 			n := 0
 			err := p.EachListItem(ctx, metav1.ListOptions{}, func(runtime.Object) error { n++; return nil })
 			mu.Lock()

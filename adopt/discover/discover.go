@@ -36,8 +36,19 @@ import (
 // with annotation size. last-applied-configuration is always dropped.
 const MaxKeptAnnotationValue = 4096
 
-// bodyPageSize bounds the page size of the types listed with full bodies.
-const bodyPageSize = 50
+// A type listed with full bodies (ConfigMaps, Secrets) is paged by bytes,
+// not by a fixed count: its first page holds bodyPageFirst objects, and
+// each next page as many as fit in bodyPageBytes at the size of the
+// objects in the page before it, between bodyPageMin and the list's page
+// size. Small ConfigMaps then come 500 to a request, so a large estate
+// is not a thousand requests held back by the client's rate limit, and a
+// page of ConfigMaps near the annotation cap (about 512 KB each) holds 10,
+// so memory does not follow body size.
+const (
+	bodyPageFirst = 50
+	bodyPageMin   = 10
+	bodyPageBytes = 4 << 20
+)
 
 // Type is one listable resource type.
 type Type struct {
@@ -277,25 +288,21 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 		ns = ""
 	}
 	var fn pager.ListPageFunc
+	pageSize := o.PageSize
+	if pageSize == 0 {
+		pageSize = 500
+	}
 	if withData(t) {
-		fn = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		fn = BodyPages(func(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 			return c.Dynamic.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
-		}
+		}, pageSize)
 	} else {
 		fn = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.Metadata.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
 		}
 	}
 	p := pager.New(fn)
-	p.PageSize = o.PageSize
-	if p.PageSize == 0 {
-		p.PageSize = 500
-	}
-	// Bodies can be large (ConfigMaps near the annotation cap weigh 500 KB):
-	// smaller pages keep memory flat.
-	if withData(t) && p.PageSize > bodyPageSize {
-		p.PageSize = bodyPageSize
-	}
+	p.PageSize = pageSize
 	// Transient server faults and an expired continue token (410) restart
 	// the type from scratch, with client-go's backoff, so a result is whole
 	// or absent: never a silent part.
@@ -338,6 +345,42 @@ func Transient(err error) bool {
 		return c == 500 || c == 502 || c == 503 || c == 504
 	}
 	return false
+}
+
+// BodyPages pages list by bytes (bodyPageBytes), with at most most objects
+// a page. The pager calls it one page after another; a full list (the
+// pager's fallback after an expired continue token, limit 0) is left as
+// asked.
+func BodyPages(list func(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error), most int64) pager.ListPageFunc {
+	limit := min(int64(bodyPageFirst), most)
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		if opts.Limit > 0 {
+			opts.Limit = limit
+		}
+		l, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if n := int64(len(l.Items)); n > 0 {
+			var b int64
+			for i := range l.Items {
+				b += bodyBytes(l.Items[i].Object)
+			}
+			limit = min(max(bodyPageBytes*n/b, bodyPageMin), most)
+		}
+		return l, nil
+	}
+}
+
+// bodyBytes estimates an object's size in a list: its data, binaryData
+// and annotations as stored, its managedFields at a kilobyte, and a
+// kilobyte for the rest.
+func bodyBytes(o map[string]any) int64 {
+	n := 2048 + mapBytes(o["data"], false) + mapBytes(o["binaryData"], false)
+	if meta, ok := o["metadata"].(map[string]any); ok {
+		n += mapBytes(meta["annotations"], false)
+	}
+	return int64(n)
 }
 
 func fromUnstructured(t Type, u *unstructured.Unstructured) Object {

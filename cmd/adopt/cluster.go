@@ -60,7 +60,9 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 // kubeconfig context, or a registered cluster's name when secret, the
 // cluster Secret whose credentials cfg holds, is set). It makes no request.
 func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
-	cfg.QPS, cfg.Burst = 50, 100
+	// kubectl's rate for discovery: 50 requests a second, bursts of 300,
+	// which a plan's lists of a 100,000-object cluster fit in.
+	cfg.QPS, cfg.Burst = 50, 300
 	c := &cluster{rest: cfg, context: context, secret: secret}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
