@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,14 +75,15 @@ func manyPlan(objects, apps int) *Plan {
 	return Build(Inputs{Result: res, Tracking: tr, Cluster: Cluster{Server: "https://127.0.0.1:6443", Context: "kind"}})
 }
 
-// filledPlans are plans whose every field is set from awkward's strings:
-// with flat, UTF-8 ones without maps or strings on several lines.
-func filledPlans(n int, flat bool) []*Plan {
+// filledPlans are n plans of objects objects whose every field is set
+// from awkward's strings: with flat, UTF-8 ones without maps or strings
+// on several lines.
+func filledPlans(n, objects int, flat bool) []*Plan {
 	var plans []*Plan
 	for seed := 0; seed < n; seed++ {
 		p := &Plan{}
 		(&filler{n: seed, flat: flat}).fill(reflect.ValueOf(p).Elem(), 0)
-		for i := 0; i < 10; i++ {
+		for i := 0; i < objects; i++ {
 			var o Object
 			(&filler{n: seed*31 + i, flat: flat}).fill(reflect.ValueOf(&o).Elem(), 1)
 			p.Objects = append(p.Objects, o)
@@ -136,8 +138,15 @@ func TestCanonicalIsYAMLv3(t *testing.T) {
 	if accepted < 20 {
 		t.Fatalf("only %d of the edges accepted", accepted)
 	}
-	plans := append([]*Plan{samplePlan(), manyPlan(200, 50)}, filledPlans(40, true)...)
-	for i, p := range append(plans, filledPlans(20, false)...) {
+	real, err := os.ReadFile("testdata/plan-preview.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checkCanonical(t, real) {
+		t.Error("testdata/plan-preview.yaml (adopt plan --preview --repo) not accepted")
+	}
+	plans := append([]*Plan{samplePlan(), manyPlan(200, 50)}, filledPlans(40, 10, true)...)
+	for i, p := range append(plans, filledPlans(20, 10, false)...) {
 		data, err := Marshal(p)
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +161,8 @@ func TestCanonicalIsYAMLv3(t *testing.T) {
 // into the same tree, and Unmarshal's result and error do not depend on
 // the fast path.
 func FuzzCanonicalIsYAMLv3(f *testing.F) {
-	for _, p := range append([]*Plan{samplePlan(), manyPlan(3, 2)}, filledPlans(3, true)...) {
+	// Small seeds: each new input is minimized, in time per byte.
+	for _, p := range append([]*Plan{samplePlan(), manyPlan(2, 1)}, filledPlans(2, 1, true)...) {
 		data, err := Marshal(p)
 		if err != nil {
 			f.Fatal(err)
