@@ -16,10 +16,12 @@ import (
 // It knows a strict subset of YAML: block mappings and sequences indented
 // by 2 (a sequence's dashes two columns right of its key, a mapping in a
 // sequence item starting after its "- "), keys and values on one line,
-// plain, single- and double-quoted scalars, and the flow empties [] and {}.
+// plain, single- and double-quoted scalars, literal block scalars (strings
+// on several lines), and the flow empties [] and {}.
 // Anything else, which is every input Encode does not write (comments,
-// anchors, tags, flow collections, block scalars, document markers, tabs,
-// blank lines, other indentations, keys yaml.v3 would treat specially, a
+// anchors, tags, flow collections, folded or kept block scalars,
+// document markers, tabs, blank lines outside block scalars, other
+// indentations, keys yaml.v3 would treat specially, a
 // missing final newline), makes it report ok false without a tree, and
 // Unmarshal reads the file with yaml.v3 as before. yaml.v3 stays the
 // reference: FuzzCanonicalIsYAMLv3 checks that every text accepted here
@@ -40,21 +42,20 @@ func parseCanonical(data []byte) (doc *yaml.Node, ok bool) {
 }
 
 // canonicalText reports text that is not empty, ends its last line, and
-// has no tab, carriage return, control character, blank line, trailing
-// space, invalid UTF-8, or character that yaml.v3 reads as a line break
-// (U+0085, U+2028, U+2029) or a byte order mark, or refuses.
+// has no tab, carriage return, control character, invalid UTF-8, or
+// character that yaml.v3 reads as a line break (U+0085, U+2028, U+2029)
+// or a byte order mark, or refuses. (Blank lines and trailing spaces are
+// refused where they matter.)
 func canonicalText(b []byte) bool {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return false
 	}
-	prev := byte('\n')
 	for i := 0; i < len(b); {
 		c := b[i]
 		if c < utf8.RuneSelf {
-			if c < 0x20 && c != '\n' || c == 0x7f || c == '\n' && (prev == '\n' || prev == ' ') {
+			if c < 0x20 && c != '\n' || c == 0x7f {
 				return false
 			}
-			prev = c
 			i++
 			continue
 		}
@@ -62,7 +63,6 @@ func canonicalText(b []byte) bool {
 		if r == utf8.RuneError && n == 1 || r < 0xa0 || r == 0x2028 || r == 0x2029 || r >= 0xd800 && r < 0xe000 || r == 0xfeff || r > 0xfffd && r < 0x10000 {
 			return false
 		}
-		prev = c
 		i += n
 	}
 	return true
@@ -103,7 +103,7 @@ func (c *canonical) load(off int) {
 	}
 	c.end = off + strings.IndexByte(c.s[off:], '\n')
 	i := off
-	for c.s[i] == ' ' {
+	for c.s[i] == ' ' { // a blank line's content is empty: nothing reads it but literal
 		i++
 	}
 	c.ind = i - off
@@ -183,6 +183,9 @@ func (c *canonical) item(at int) (*yaml.Node, bool) {
 	if strings.HasPrefix(c.s[p:c.end], "- ") {
 		return c.block(at)
 	}
+	if strings.HasPrefix(c.s[p:c.end], "|") {
+		return c.literal(p, at-2)
+	}
 	v, q, ok := c.scalar(p)
 	switch {
 	case !ok:
@@ -217,6 +220,8 @@ func (c *canonical) mapping(at int, key *yaml.Node, q int) (*yaml.Node, bool) {
 				return nil, false
 			}
 			val, ok = c.block(at + 2)
+		} else if c.s[q+2] == '|' {
+			val, ok = c.literal(q+2, at)
 		} else {
 			var r int
 			val, r, ok = c.scalar(q + 2)
@@ -306,6 +311,66 @@ func (c *canonical) scalar(p int) (n *yaml.Node, q int, ok bool) {
 		c.tags[v] = tag
 	}
 	return c.node(yaml.ScalarNode, tag, v, 0, line, col), q, true
+}
+
+// literal reads the literal block scalar whose header ("|", "|-", "|2"
+// or "|2-": clipped or stripped, the indentation given or not) is at byte
+// p of the current line, in a block indented by parent: yaml.v3 writes its
+// lines indented by parent+2 and its blank lines empty (Encode indents
+// them, as it indents an item's lines), and gives the indentation when the
+// first line starts with a space or is blank.
+func (c *canonical) literal(p, parent int) (*yaml.Node, bool) {
+	header := c.s[p:c.end]
+	strip := strings.HasSuffix(header, "-")
+	given := strings.HasPrefix(header, "|2")
+	if len(header) != 1+btoi(strip)+btoi(given) {
+		return nil, false
+	}
+	n := c.node(yaml.ScalarNode, "!!str", "", yaml.LiteralStyle, c.line, c.column(p))
+	ind := parent + 2
+	c.next()
+	if !given && c.ind != ind {
+		return nil, false
+	}
+	var v []byte
+	lines, blank := 0, 0
+	for ; c.start < len(c.s); c.next() {
+		if c.start+c.ind == c.end {
+			// A blank line, as yaml.v3 writes it or as Encode indents
+			// one; a space past the indentation would be content.
+			if c.ind >= ind {
+				return nil, false
+			}
+			blank++
+			continue
+		}
+		if c.ind < ind {
+			break
+		}
+		if lines > 0 {
+			v = append(v, '\n')
+		}
+		for ; blank > 0; blank-- {
+			v = append(v, '\n')
+		}
+		v = append(v, c.s[c.start+ind:c.end]...)
+		lines++
+	}
+	if lines == 0 || blank > 0 {
+		return nil, false // blank lines kept at the end: "|+"
+	}
+	if !strip {
+		v = append(v, '\n')
+	}
+	n.Value = string(v)
+	return n, true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // column is yaml.v3's column of byte p of the current line: characters,

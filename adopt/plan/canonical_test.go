@@ -76,8 +76,8 @@ func manyPlan(objects, apps int) *Plan {
 }
 
 // filledPlans are n plans of objects objects whose every field is set
-// from awkward's strings: with flat, UTF-8 ones without maps or strings
-// on several lines.
+// from awkward's UTF-8 strings; with flat, without maps or strings on
+// several lines.
 func filledPlans(n, objects int, flat bool) []*Plan {
 	var plans []*Plan
 	for seed := 0; seed < n; seed++ {
@@ -89,19 +89,36 @@ func filledPlans(n, objects int, flat bool) []*Plan {
 			p.Objects = append(p.Objects, o)
 		}
 		p.APIVersion, p.Kind = APIVersion, Kind
-		if flat {
-			// Strings that are not UTF-8 (which no Kubernetes name or
-			// message is) are written as !!binary: JSON replaces them.
-			b, err := json.Marshal(p)
-			if err != nil {
-				panic(err)
-			}
-			p = &Plan{}
-			if err := json.Unmarshal(b, p); err != nil {
-				panic(err)
-			}
+		// Strings that are not UTF-8 (which no Kubernetes name or message
+		// is) are written as !!binary: JSON replaces them.
+		b, err := json.Marshal(p)
+		if err != nil {
+			panic(err)
+		}
+		p = &Plan{}
+		if err := json.Unmarshal(b, p); err != nil {
+			panic(err)
 		}
 		plans = append(plans, p)
+	}
+	return plans
+}
+
+// multiline are strings yaml.v3 writes as literal block scalars.
+var multiline = []string{"multi\nline", "trailing\n", "\nleading", "a\n\nb\n", "  lead\nq", "k: v\n# no comment\n- item\n  more", "ünï\ncödé"}
+
+// multilinePlans are flat filled plans with strings on several lines in a
+// mapping, a sequence and a mapping in a sequence of each object.
+func multilinePlans(n int) []*Plan {
+	plans := filledPlans(n, 4, true)
+	for i, p := range plans {
+		for j := range p.Objects {
+			o := &p.Objects[j]
+			s := func(k int) string { return multiline[(i+j+k)%len(multiline)] }
+			o.Evidence = s(0)
+			o.Managers = append(o.Managers, s(1))
+			o.Findings = append(o.Findings, Finding{Code: "c", Message: s(2)})
+		}
 	}
 	return plans
 }
@@ -121,6 +138,10 @@ var canonicalEdges = []string{
 	"é: 'x'\n", "a: \u00a0b\n", "a: b\u2028c\n", "a: b\u0085\n", "\ufeffa: b\n", "a: \ufeff\n", "a: \xff\n", "a: \x01\n", "a: \"\x7f\"\n",
 	"a: b c  d\n", "a: b ,[]{}\n", "a: b'c\"d\n", "a: ?b\n", "a: :b\n", "a: ,b\n", "a:\n  b: c\n  -d: e\n", strings.Repeat("k", 129) + ": v\n",
 	strings.Repeat("k", 128) + ": v\n", "apiVersion: adopt.dev/v1alpha1\nkind: AdoptionPlan\n", "a: b\n\tc: d\n", "a: 'b'c\n", "a: \"\"\n",
+	"a: |-\n  b\n\n  c\nd: e\n", "a: |2\n\n    b\n", "a: |+\n  b\n\n", "a: |\n  b\n\nc: d\n", "a: |\n   b\n", "a: |\n b\n", "a: |-2\n  b\n",
+	"a: |3\n   b\n", "a: | \n  b\n", "a: |\n", "- |\n  b\n", "a:\n  - |\n    b\n   c\n", "a:\n  - b: |-\n      c\n    d: e\n", "a: >\n  b\n",
+	"a: |\n  b\n  # c\n  --- d\n", "a: |\n  b\n\n\n", "a: |2-\n     b\n  c\n", "a: |\n  b\n \n  c\n", "a: |\n  b\n  \n  c\n", "a: |\n  b\n   \n",
+	"a: |\n  b  \n", "a:\n  b: |\n    c\n  \n    d\n", "a: b \n", "a: \n", "a:  \n", "- \n", "a:\n  - b\n  \n", "a: |2-\n  \n  b\n", "a: |\n  b\n \n",
 }
 
 // TestCanonicalIsYAMLv3 checks parseCanonical against yaml.v3 on the
@@ -145,7 +166,7 @@ func TestCanonicalIsYAMLv3(t *testing.T) {
 	if !checkCanonical(t, real) {
 		t.Error("testdata/plan-preview.yaml (adopt plan --preview --repo) not accepted")
 	}
-	plans := append([]*Plan{samplePlan(), manyPlan(200, 50)}, filledPlans(40, 10, true)...)
+	plans := append(append([]*Plan{samplePlan(), manyPlan(200, 50)}, filledPlans(40, 10, true)...), multilinePlans(20)...)
 	for i, p := range append(plans, filledPlans(20, 10, false)...) {
 		data, err := Marshal(p)
 		if err != nil {
@@ -162,7 +183,7 @@ func TestCanonicalIsYAMLv3(t *testing.T) {
 // the fast path.
 func FuzzCanonicalIsYAMLv3(f *testing.F) {
 	// Small seeds: each new input is minimized, in time per byte.
-	for _, p := range append([]*Plan{samplePlan(), manyPlan(2, 1)}, filledPlans(2, 1, true)...) {
+	for _, p := range append(append([]*Plan{samplePlan(), manyPlan(2, 1)}, filledPlans(2, 1, true)...), multilinePlans(1)...) {
 		data, err := Marshal(p)
 		if err != nil {
 			f.Fatal(err)
