@@ -110,13 +110,13 @@ func encodeYAML(v any) ([]byte, error) {
 
 // Unmarshal decodes a plan (YAML or JSON) and checks its apiVersion and kind.
 // The text is parsed once: the top-level keys complete checks come from
-// the same parse as the plan.
+// the same parse as the plan. YAML as Encode writes it is parsed by
+// parseCanonical, other YAML by yaml.v3, into the same tree.
 func Unmarshal(data []byte) (*Plan, error) {
 	return unmarshal(data, true)
 }
 
-// unmarshal is Unmarshal; fast reads the YAML that Encode writes with
-// parseCanonical (yaml.v3 reads the rest).
+// unmarshal is Unmarshal; without fast, yaml.v3 parses all YAML.
 func unmarshal(data []byte, fast bool) (*Plan, error) {
 	var p Plan
 	top := map[string]bool{}
