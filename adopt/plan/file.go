@@ -110,8 +110,14 @@ func encodeYAML(v any) ([]byte, error) {
 
 // Unmarshal decodes a plan (YAML or JSON) and checks its apiVersion and kind.
 // The text is parsed once: the top-level keys complete checks come from
-// the same parse as the plan.
+// the same parse as the plan. YAML as Encode writes it is parsed by
+// parseCanonical, other YAML by yaml.v3, into the same tree.
 func Unmarshal(data []byte) (*Plan, error) {
+	return unmarshal(data, true)
+}
+
+// unmarshal is Unmarshal; without fast, yaml.v3 parses all YAML.
+func unmarshal(data []byte, fast bool) (*Plan, error) {
 	var p Plan
 	top := map[string]bool{}
 	var err error
@@ -124,8 +130,16 @@ func Unmarshal(data []byte) (*Plan, error) {
 			err = json.Unmarshal(data, &p)
 		}
 	} else {
-		var doc yaml.Node
-		if err = yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) > 0 {
+		var doc *yaml.Node
+		ok := false
+		if fast {
+			doc, ok = parseCanonical(data)
+		}
+		if !ok {
+			doc = &yaml.Node{}
+			err = yaml.Unmarshal(data, doc)
+		}
+		if err == nil && len(doc.Content) > 0 {
 			if m := doc.Content[0]; m.Kind == yaml.MappingNode {
 				for i := 0; i+1 < len(m.Content); i += 2 {
 					top[m.Content[i].Value] = true
