@@ -1,0 +1,124 @@
+package yamlenc
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// styled are strings yaml.v3 writes in every style: plain, single- and
+// double-quoted, literal blocks, and the ones that would read back as
+// another type.
+var styled = []string{
+	"", "plain", "ok-name_1.x/y", "true", "False", "yes", "N", "off", "null", "~", "<<", "1", "-1", "1.5", "0x1F", "1e3",
+	".inf", "1:20", "2026-01-01", "-", "- a", "a: b", "a:b", "key:", "a #b", "a#b", "#x", "'q'", `"dq"`, "it's", "two\nlines",
+	"end\n", "\nstart", " lead", "trail ", "tab\there", "ünïcödé", "日本", "\x01ctrl", "\xffbad utf8", "[x]", "{y}", "*star",
+	strings.Repeat("word ", 40) + "end", "a:b c", "Yes please", "x'y", "ab ", "a\u2028b", "\u00a0nbsp", "x\r\ny",
+}
+
+// TestASCIIScalarIsYAMLv3 checks asciiScalar against yaml.v3 on the
+// styled strings and on 20,000 strings drawn from YAML's indicators.
+func TestASCIIScalarIsYAMLv3(t *testing.T) {
+	const alphabet = "aZy0 :#'\"-,[]{}?!&*|>%@`~.\\/"
+	r := rand.New(rand.NewPCG(1, 2))
+	strs := append([]string{}, styled...)
+	for i := 0; i < 20000; i++ {
+		b := []byte{"aZynNtTfFoO"[r.IntN(11)]}
+		for n := r.IntN(8); n > 0; n-- {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		strs = append(strs, string(b))
+	}
+	checked := 0
+	for _, s := range strs {
+		got, ok := asciiScalar(s)
+		if !ok {
+			continue
+		}
+		b, err := yaml.Marshal([]string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSuffix(strings.TrimPrefix(string(b), "- "), "\n"); got != want {
+			t.Fatalf("%q: got %s, yaml.v3 writes %s", s, got, want)
+		}
+		checked++
+	}
+	if checked < 20000 {
+		t.Fatalf("only %d strings checked", checked)
+	}
+}
+
+// FuzzASCIIScalar checks asciiScalar against yaml.v3 on any string it
+// claims: long ones (yaml.v3's line width), every indicator, quotes.
+func FuzzASCIIScalar(f *testing.F) {
+	for _, s := range styled {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := asciiScalar(s)
+		if !ok {
+			return
+		}
+		b, err := yaml.Marshal([]string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSuffix(strings.TrimPrefix(string(b), "- "), "\n"); got != want {
+			t.Fatalf("asciiScalar(%q) = %s, yaml.v3 writes %s", s, got, want)
+		}
+	})
+}
+
+// TestKeyOrderIsYAMLv3 checks keyLess against the order yaml.v3 gives
+// the keys of maps of 30 keys drawn from letters of both cases, digits
+// (with zeros, and Arabic-Indic ones), punctuation and accented letters,
+// and that a Writer writes such maps, nested, as yaml.v3 does.
+func TestKeyOrderIsYAMLv3(t *testing.T) {
+	alphabet := []string{"a", "b", "Z", "_", "-", ".", "/", "0", "0", "1", "9", "é", "٣", " "}
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 500; round++ {
+		m := map[string]any{}
+		for len(m) < 30 {
+			var k strings.Builder
+			for n := 1 + r.IntN(6); n > 0; n-- {
+				k.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			m[k.String()] = map[string]any{k.String(): round}
+		}
+		var n yaml.Node
+		if err := n.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := 0; i < len(n.Content); i += 2 {
+			want = append(want, n.Content[i].Value)
+		}
+		got := make([]string, 0, len(m))
+		for k := range m {
+			got = append(got, k)
+		}
+		slices.SortFunc(got, keyCompare)
+		if !slices.Equal(got, want) {
+			t.Fatalf("keys in order\n%q\nyaml.v3's order\n%q", got, want)
+		}
+		var b bytes.Buffer
+		e := yaml.NewEncoder(&b)
+		e.SetIndent(2)
+		if err := e.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		w := New()
+		if err := w.Doc(reflect.ValueOf(m)); err != nil {
+			t.Fatal(err)
+		}
+		if string(w.Buf) != b.String() {
+			t.Fatalf("Writer wrote\n%s\nyaml.v3 writes\n%s", w.Buf, b.String())
+		}
+	}
+}
