@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,10 +125,13 @@ spec:
 	}
 }
 
+// longDigits is a run of digits an int64 may not hold.
+var longDigits = regexp.MustCompile(`\pN{13}`)
+
 // fuzzObject builds an object from fuzz input: the strings a and b, and
 // strings made of them, as keys and values everywhere (labels,
 // annotations, data, nested maps and lists); shape picks each value's
-// kind and each key.
+// kind and each key. It is nil for input yaml.v3 writes at random.
 func fuzzObject(a, b string, shape []byte) map[string]any {
 	strs := []string{a, b, a + "\n" + b, a + "\n", b + "\n\n", "\n" + a, " " + a, a + " ", a + ": " + b, a + "\n" + b + "\n",
 		strings.Repeat(a+"\n", 3), "1" + a, "0" + b, a + b, "", "x", "- " + a, "# " + b, "a\tb\n" + a}
@@ -136,6 +140,14 @@ func fuzzObject(a, b string, shape []byte) map[string]any {
 	// order (yaml.v3's whole output) follows Go's random map order.
 	ka, kb := strings.ToValidUTF8(a, "?"), strings.ToValidUTF8(b, "?")
 	keys := []string{ka, kb, "k-" + kb, "1" + ka, "0" + kb, ka + kb, "", "x", ka + " ", "y" + kb}
+	// yaml.v3 reads a run of digits in a key as an int64; a run long
+	// enough to overflow makes its order intransitive, and so again its
+	// output random.
+	for _, k := range keys {
+		if longDigits.MatchString(k) {
+			return nil
+		}
+	}
 	next := func() int {
 		if len(shape) == 0 {
 			return 0
@@ -198,7 +210,11 @@ func FuzzMarshal(f *testing.F) {
 		f.Add(s[0], s[1], []byte{0, 9, 3, 1, 2, 10, 2, 4, 5, 6, 7, 8, 11, 0, 9})
 	}
 	f.Fuzz(func(t *testing.T, a, b string, shape []byte) {
-		sameAsYAMLv3(t, fuzzObject(a, b, shape))
+		obj := fuzzObject(a, b, shape)
+		if obj == nil {
+			t.Skip("keys yaml.v3 orders at random")
+		}
+		sameAsYAMLv3(t, obj)
 	})
 }
 
