@@ -125,6 +125,24 @@ spec:
 	}
 }
 
+// TestMarshalKeys checks keys yaml.v3 writes quoted, and the ones it
+// writes as complex keys ("? k"), over 128 bytes or on several lines,
+// which yamlenc leaves to yaml.v3.
+func TestMarshalKeys(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		fast bool
+	}{
+		{strings.Repeat("k", 128), true}, {strings.Repeat("k", 129), false}, {"a: b", true}, {"", true}, {"yes", true},
+		{"ünï", true}, {"\xff", false}, {"two\nlines", false}, {"a\rb", false}, {" lead", true},
+	} {
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{c.key: "v", "z": "w"}}
+		if fast := sameAsYAMLv3(t, obj); fast != c.fast {
+			t.Fatalf("key %q: yamlenc wrote it: %v, want %v", c.key, fast, c.fast)
+		}
+	}
+}
+
 // longDigits is a run of digits an int64 may not hold.
 var longDigits = regexp.MustCompile(`\pN{13}`)
 

@@ -176,11 +176,14 @@ func (w *Writer) mapping(start, indent int, inline bool) error {
 // key writes a mapping key as yaml.v3 does when it is a simple key
 // ("k:", not "? k"): valid UTF-8 on one line, at most 128 bytes.
 func (w *Writer) key(k string) error {
+	if len(k) > 128 {
+		return ErrShape
+	}
 	if plain(k) {
 		w.Buf = append(w.Buf, k...)
 		return nil
 	}
-	if len(k) > 128 || !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") {
+	if !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") {
 		return ErrShape
 	}
 	r, err := w.str(k)
