@@ -59,6 +59,9 @@ func TestMarshalLiteralBlocks(t *testing.T) {
 		{"ünï\ncödé 日本\n", "|\n    ünï\n    cödé 日本\n"},
 		{"# c\n- x\n---\n...\nk: 'v'\n  deeper\n", "|\n    # c\n    - x\n    ---\n    ...\n    k: 'v'\n      deeper\n"},
 		{"true\n", "|\n    true\n"},
+		{"a\n\t\nb", "|-\n    a\n    \t\n    b\n"},
+		{"a\n\t", "|-\n    a\n    \t\n"},
+		{"a\u00a0\nb\u00a0", "|-\n    a\u00a0\n    b\u00a0\n"},
 		{"a \nb", `"a \nb"` + "\n"},
 		{"a\r\nb", `"a\r\nb"` + "\n"},
 		{"a\nb ", `"a\nb "` + "\n"},
@@ -68,6 +71,8 @@ func TestMarshalLiteralBlocks(t *testing.T) {
 		{" lead\nx", ""},
 		{"\tlead\nx", ""},
 		{"\nlead", ""},
+		{"\n", ""},
+		{"\n\n", ""},
 		{"a\u2028b\nc", ""},
 	} {
 		t.Run(fmt.Sprintf("%q", c.s), func(t *testing.T) {

@@ -19,7 +19,7 @@ var awkward = []string{
 	".inf", "1:20", "2026-01-01", "-", "- a", "a: b", "a:b", "key:", "a #b", "a#b", "#x", "'q'", `"dq"`, "it's", "multi\nline",
 	"trailing\n", "\nleading", " lead", "trail ", "tab\there", "ünïcödé", "日本", "\x01ctrl", "\xffbad utf8", "@at", "%p", "a,b",
 	"[x]", "{y}", "*star", "&amp", "!bang", "|pipe", ">gt", "`bt", "?q", strings.Repeat("long words ", 30), "kubectl (Apply)",
-	"no source in Git checked (no --repo): the live object would be exported to Git", "---", "...", "ConfigMap ns/a", "a  b", "it's: x", "note #1", "x:", "a:b c", "Yes please", "Yes", "a'b", "z\\q", "ab\"c", "ends with space ", "a\u2028b", "\u00a0nbsp", "x\r\ny",
+	"no source in Git checked (no --repo): the live object would be exported to Git", "---", "...", "ConfigMap ns/a", "a  b", "it's: x", "note #1", "x:", "a:b c", "Yes please", "Yes", "a'b", "z\\q", "ab\"c", "ends with space ", "a\u2028b", "\u00a0nbsp", "x\r\ny", "\n\n", "\n",
 }
 
 // filler sets every field reachable from a value, taking strings from

@@ -61,8 +61,8 @@ func (w *Writer) scalar(v reflect.Value, sep string, indent int) (ok bool, err e
 // str renders a string yaml.v3 writes on one line: printable ASCII
 // starting with a letter as yaml.v3's emitter would choose (plain,
 // single- or double-quoted), the others as yaml.v3 renders them,
-// remembered. A string yaml.v3 writes on several lines (a block scalar
-// literal does not take) is ErrShape.
+// remembered. A string yaml.v3 writes as a block scalar literal does not
+// take, or on several lines, is ErrShape.
 func (w *Writer) str(s string) (string, error) {
 	if r, ok := asciiScalar(s); ok {
 		return r, nil
@@ -78,8 +78,10 @@ func (w *Writer) str(s string) (string, error) {
 		return "", err
 	}
 	r := strings.TrimSuffix(strings.TrimPrefix(string(b), "- "), "\n")
-	if strings.ContainsAny(r, "\n\r\u0085\u2028\u2029") {
-		r = "" // on several lines, which depend on the indentation
+	if strings.ContainsAny(r, "\n\r\u0085\u2028\u2029") || r[0] == '|' || r[0] == '>' {
+		// On several lines, which depend on the indentation, or a block
+		// scalar with no line ("|4+" for "\n\n"), whose indicator does.
+		r = ""
 	}
 	if w.scalars == nil {
 		w.scalars = map[string]string{}
