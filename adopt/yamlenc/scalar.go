@@ -95,16 +95,20 @@ func (w *Writer) str(s string) (string, error) {
 	return r, nil
 }
 
-// asciiScalar renders s as yaml.v3 does when s is "" or printable ASCII
-// starting with a letter: double-quoted when it would read back as a bool
-// or null, else plain unless it has ": ", " #", a trailing ":" or a
-// trailing space, which take single quotes (the emitter's analysis, with
-// no line width).
+// asciiScalar renders s as yaml.v3 does when s is "", up to 18 digits
+// (an int or a float to yaml.v3, so double-quoted), or printable ASCII
+// starting with a letter, "/" or "_": double-quoted when it would read
+// back as a bool or null, else plain unless it has ": ", " #", a trailing
+// ":" or a trailing space, which take single quotes (the emitter's
+// analysis, with no line width).
 func asciiScalar(s string) (string, bool) {
 	if s == "" {
 		return `""`, true
 	}
-	if !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+	if len(s) <= 18 && strings.Trim(s, "0123456789") == "" {
+		return `"` + s + `"`, true
+	}
+	if !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '/' || s[0] == '_') {
 		return "", false
 	}
 	plain := s[len(s)-1] != ' '

@@ -16,21 +16,30 @@ import (
 // another type.
 var styled = []string{
 	"", "plain", "ok-name_1.x/y", "true", "False", "yes", "N", "off", "null", "~", "<<", "1", "-1", "1.5", "0x1F", "1e3",
-	".inf", "1:20", "2026-01-01", "-", "- a", "a: b", "a:b", "key:", "a #b", "a#b", "#x", "'q'", `"dq"`, "it's", "two\nlines",
+	".inf", "1:20", "2026-01-01", "0777", "089", "1_000", "/etc/x: y", "_v", "/", "-", "- a", "a: b", "a:b", "key:", "a #b", "a#b", "#x", "'q'", `"dq"`, "it's", "two\nlines",
 	"end\n", "\nstart", " lead", "trail ", "tab\there", "ünïcödé", "日本", "\x01ctrl", "\xffbad utf8", "[x]", "{y}", "*star",
 	strings.Repeat("word ", 40) + "end", "a:b c", "Yes please", "x'y", "ab ", "a\u2028b", "\u00a0nbsp", "x\r\ny",
 }
 
 // TestASCIIScalarIsYAMLv3 checks asciiScalar against yaml.v3 on the
-// styled strings and on 20,000 strings drawn from YAML's indicators.
+// styled strings, on 20,000 strings drawn from YAML's indicators and on
+// 2,000 runs of digits up to 20 long.
 func TestASCIIScalarIsYAMLv3(t *testing.T) {
-	const alphabet = "aZy0 :#'\"-,[]{}?!&*|>%@`~.\\/"
+	const alphabet = "aZy0 :#'\"-,[]{}?!&*|>%@`~.\\/_"
+	const first = "aZynNtTfFoO/_"
 	r := rand.New(rand.NewPCG(1, 2))
 	strs := append([]string{}, styled...)
 	for i := 0; i < 20000; i++ {
-		b := []byte{"aZynNtTfFoO"[r.IntN(11)]}
+		b := []byte{first[r.IntN(len(first))]}
 		for n := r.IntN(8); n > 0; n-- {
 			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		strs = append(strs, string(b))
+	}
+	for i := 0; i < 2000; i++ {
+		var b []byte
+		for n := 1 + r.IntN(20); n > 0; n-- {
+			b = append(b, "0123456789"[r.IntN(10)])
 		}
 		strs = append(strs, string(b))
 	}
@@ -49,7 +58,7 @@ func TestASCIIScalarIsYAMLv3(t *testing.T) {
 		}
 		checked++
 	}
-	if checked < 20000 {
+	if checked < 21000 {
 		t.Fatalf("only %d strings checked", checked)
 	}
 }
