@@ -458,6 +458,7 @@ func marshalFast(obj map[string]any) ([]byte, error) {
 		}
 	}
 	w := yamlenc.New()
+	w.Buf = make([]byte, 0, 2048) // most manifests, without growing
 	if err := w.Doc(reflect.ValueOf(root)); err != nil {
 		return nil, err
 	}

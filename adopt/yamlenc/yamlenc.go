@@ -200,7 +200,7 @@ var (
 
 // special reports types yaml.v3 treats by their methods or by name.
 func (w *Writer) special(t reflect.Type) bool {
-	if t.PkgPath() == "" && t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface {
+	if t.PkgPath() == "" && t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface || t == mappingType {
 		return false // predeclared or unnamed: no methods
 	}
 	m, ok := w.methods[t]
