@@ -11,6 +11,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -23,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/adopt-dev/adopt/adopt/yamlenc"
 )
 
 // SecretMode says what to do with a Secret.
@@ -431,8 +434,41 @@ var (
 
 // Marshal encodes obj as YAML with a stable field order: apiVersion, kind,
 // metadata (name, namespace, labels, annotations first), then the rest
-// alphabetically at every level.
+// alphabetically at every level. The bytes are yaml.v3's (marshalYAMLv3),
+// written by yamlenc; an object with a value yamlenc does not know goes
+// through yaml.v3 whole.
 func Marshal(obj map[string]any) ([]byte, error) {
+	b, err := marshalFast(obj)
+	if errors.Is(err, yamlenc.ErrShape) {
+		return marshalYAMLv3(obj)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	return b, nil
+}
+
+// marshalFast is Marshal through yamlenc: the root and metadata as
+// Mappings in Marshal's order, every other map in yaml.v3's.
+func marshalFast(obj map[string]any) ([]byte, error) {
+	root := yamlenc.Ordered(obj, topOrder)
+	for i, p := range root {
+		if md, ok := p.Value.(map[string]any); ok && p.Key == "metadata" {
+			root[i].Value = yamlenc.Ordered(md, metaOrder)
+		}
+	}
+	w := yamlenc.New()
+	w.Buf = make([]byte, 0, 2048) // most manifests, without growing
+	if err := w.Doc(reflect.ValueOf(root)); err != nil {
+		return nil, err
+	}
+	return w.Buf, nil
+}
+
+// marshalYAMLv3 is Marshal through yaml.v3 alone: the map encoded as a
+// node (keys in yaml.v3's order), the root's and metadata's keys moved
+// by reorder, the node encoded with an indent of 2.
+func marshalYAMLv3(obj map[string]any) ([]byte, error) {
 	var n yaml.Node
 	if err := n.Encode(obj); err != nil {
 		return nil, fmt.Errorf("encode manifest: %w", err)

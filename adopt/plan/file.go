@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/adopt-dev/adopt/adopt/yamlenc"
 )
 
 // Marshal encodes p as YAML with a stable field order.
@@ -26,8 +28,8 @@ func Marshal(p *Plan) ([]byte, error) {
 // Encode writes p as YAML, as yaml.v3 would, one list item at a time:
 // yaml.v3's emitter keeps every event of a document until it ends, so one
 // encoder for a 20,000-object plan would hold gigabytes. Items go through
-// yamlWriter, which writes yaml.v3's bytes without its event machine, a
-// block of them per core at once (ordered); an item yamlWriter does not
+// yamlenc, which writes yaml.v3's bytes without its event machine, a
+// block of them per core at once (ordered); an item yamlenc does not
 // know the shape of goes through yaml.v3.
 func Encode(w io.Writer, p *Plan) error {
 	head := *p
@@ -35,11 +37,11 @@ func Encode(w io.Writer, p *Plan) error {
 	// so they always match the lists written after them.
 	head.Summary.Objects, head.Summary.Skipped, head.Summary.NotScanned = len(p.Objects), len(p.Skipped), len(p.NotScanned)
 	head.Objects, head.Skipped, head.NotScanned = nil, nil, nil
-	yw := newYAMLWriter()
+	yw := yamlenc.New()
 	var b []byte
-	if err := yw.doc(reflect.ValueOf(&head)); err == nil {
-		b = yw.buf
-	} else if errors.Is(err, errShape) {
+	if err := yw.Doc(reflect.ValueOf(&head)); err == nil {
+		b = yw.Buf
+	} else if errors.Is(err, yamlenc.ErrShape) {
 		if b, err = encodeYAML(&head); err != nil {
 			return err
 		}
@@ -71,24 +73,24 @@ func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error 
 		return err
 	}
 	return ordered(len(items), func(lo, hi int) ([]byte, error) {
-		yw := newYAMLWriter()
+		yw := yamlenc.New()
 		for i := lo; i < hi; i++ {
-			err := yw.item(reflect.ValueOf(&items[i]), 2)
-			if errors.Is(err, errShape) {
+			err := yw.Item(reflect.ValueOf(&items[i]), 2)
+			if errors.Is(err, yamlenc.ErrShape) {
 				var b []byte
 				if b, err = encodeYAML(items[i : i+1]); err != nil {
 					return nil, err
 				}
 				for _, line := range bytes.SplitAfter(b, []byte("\n")) {
 					if len(line) > 0 {
-						yw.buf = append(append(yw.buf, "  "...), line...)
+						yw.Buf = append(append(yw.Buf, "  "...), line...)
 					}
 				}
 			} else if err != nil {
 				return nil, fmt.Errorf("encode plan: %w", err)
 			}
 		}
-		return yw.buf, nil
+		return yw.Buf, nil
 	}, func(b []byte) error {
 		_, err := w.Write(b)
 		return err

@@ -1,0 +1,409 @@
+// Package yamlenc writes YAML exactly as yaml.v3's encoder does with an
+// indent of 2, byte for byte, but straight into a buffer: yaml.v3 builds
+// an event per scalar and analyses every string, which made it most of a
+// large plan's encoding and of apply's exports. It owns the rules for
+// those bytes: the style yaml.v3 gives a scalar (plain, quoted, literal
+// block), the order it gives a map's keys, the layout of blocks. It knows
+// the shapes adopt writes (structs with yaml tags, maps with string keys,
+// Mappings in a given order, slices, strings, numbers, bools, pointers,
+// interfaces); for a value it cannot prove it writes as yaml.v3 would, it
+// reports ErrShape and the caller encodes that value with yaml.v3. It
+// must never write what yaml.v3 would write differently.
+package yamlenc
+
+import (
+	"encoding"
+	"errors"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Writer appends YAML to Buf. It remembers struct layouts and strings
+// yaml.v3 rendered, so one Writer serves many values.
+type Writer struct {
+	Buf     []byte
+	types   map[reflect.Type][]field
+	methods map[reflect.Type]bool
+	scalars map[string]string
+	// pairs holds the pairs of the mappings being written, innermost
+	// last.
+	pairs []pair
+}
+
+// Pair is one key and value of a Mapping.
+type Pair struct {
+	Key   string
+	Value any
+}
+
+// Mapping is a mapping written in the order of its pairs.
+type Mapping []Pair
+
+// ErrShape says yaml.v3 itself must encode the value.
+var ErrShape = errors.New("a shape only yaml.v3 encodes")
+
+// field is one struct field as yaml.v3 encodes it.
+type field struct {
+	key       string
+	index     int
+	omitEmpty bool
+}
+
+// pair is one key and value of a mapping being written.
+type pair struct {
+	key string
+	v   reflect.Value
+}
+
+// New returns an empty Writer.
+func New() *Writer {
+	return &Writer{}
+}
+
+// Item appends v as one item of a block sequence whose dashes are at
+// column indent. On an error the buffer is left as it was.
+func (w *Writer) Item(v reflect.Value, indent int) error {
+	n := len(w.Buf)
+	if err := w.seqItem(v, indent, false); err != nil {
+		w.Buf = w.Buf[:n]
+		return err
+	}
+	return nil
+}
+
+// Doc appends v, a struct, a map or a Mapping, as a document's root
+// mapping. On an error the buffer is left as it was.
+func (w *Writer) Doc(v reflect.Value) error {
+	n := len(w.Buf)
+	v, ok, err := w.deref(v)
+	start := len(w.pairs)
+	if err == nil && ok {
+		ok, err = w.push(v)
+	}
+	if err == nil && !ok {
+		err = ErrShape
+	}
+	if err == nil {
+		err = w.mapping(start, 0, true)
+	}
+	w.pairs = w.pairs[:start]
+	if err != nil {
+		w.Buf = w.Buf[:n]
+	}
+	return err
+}
+
+var (
+	mapType     = reflect.TypeOf(map[string]any(nil))
+	mappingType = reflect.TypeOf(Mapping(nil))
+)
+
+// push appends to w.pairs the pairs yaml.v3 writes for v, a struct, a
+// map or a Mapping, in yaml.v3's order; ok is false for other kinds.
+func (w *Writer) push(v reflect.Value) (ok bool, err error) {
+	start := len(w.pairs)
+	switch {
+	case v.Type() == mapType:
+		for k, x := range v.Interface().(map[string]any) {
+			w.pairs = append(w.pairs, pair{k, reflect.ValueOf(x)})
+		}
+		sortPairs(w.pairs[start:])
+	case v.Kind() == reflect.Map:
+		if v.Type().Key().Kind() != reflect.String || w.special(v.Type().Key()) {
+			return false, ErrShape
+		}
+		for it := v.MapRange(); it.Next(); {
+			w.pairs = append(w.pairs, pair{it.Key().String(), it.Value()})
+		}
+		sortPairs(w.pairs[start:])
+	case v.Type() == mappingType:
+		for _, p := range v.Interface().(Mapping) {
+			w.pairs = append(w.pairs, pair{p.Key, reflect.ValueOf(p.Value)})
+		}
+	case v.Kind() == reflect.Struct:
+		fs, err := w.fields(v.Type())
+		if err != nil {
+			return false, err
+		}
+		for _, f := range fs {
+			fv := v.Field(f.index)
+			if f.omitEmpty {
+				zero, err := w.isZero(fv)
+				if err != nil {
+					return false, err
+				}
+				if zero {
+					continue
+				}
+			}
+			w.pairs = append(w.pairs, pair{f.key, fv})
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// mapping writes the pairs from w.pairs[start:] as a block mapping with
+// keys at column indent, or "{}" when there are none; inline means the
+// first key follows a "- " already written (or starts a document).
+func (w *Writer) mapping(start, indent int, inline bool) error {
+	end := len(w.pairs)
+	if start == end {
+		w.Buf = append(w.Buf, "{}\n"...)
+		return nil
+	}
+	for i := start; i < end; i++ {
+		if i > start || !inline {
+			w.pad(indent)
+		}
+		p := w.pairs[i]
+		if err := w.key(p.key); err != nil {
+			return err
+		}
+		w.Buf = append(w.Buf, ':')
+		if err := w.value(p.v, indent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// key writes a mapping key as yaml.v3 does when it is a simple key
+// ("k:", not "? k"): valid UTF-8 on one line, at most 128 bytes.
+func (w *Writer) key(k string) error {
+	if len(k) > 128 {
+		return ErrShape
+	}
+	if plain(k) {
+		w.Buf = append(w.Buf, k...)
+		return nil
+	}
+	if !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") {
+		return ErrShape
+	}
+	r, err := w.str(k)
+	w.Buf = append(w.Buf, r...)
+	return err
+}
+
+var (
+	textMarshaler = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
+	yamlMarshaler = reflect.TypeOf((*yaml.Marshaler)(nil)).Elem()
+	isZeroer      = reflect.TypeOf((*yaml.IsZeroer)(nil)).Elem()
+	durationType  = reflect.TypeOf(time.Duration(0)) // written as its String()
+)
+
+// special reports types yaml.v3 treats by their methods or by name.
+func (w *Writer) special(t reflect.Type) bool {
+	if t.PkgPath() == "" && t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface || t == mappingType {
+		return false // predeclared or unnamed: no methods
+	}
+	m, ok := w.methods[t]
+	if !ok {
+		m = t == durationType
+		for _, i := range []reflect.Type{textMarshaler, yamlMarshaler, isZeroer} {
+			m = m || t.Implements(i) || reflect.PointerTo(t).Implements(i)
+		}
+		if w.methods == nil {
+			w.methods = map[reflect.Type]bool{}
+		}
+		w.methods[t] = m
+	}
+	return m
+}
+
+// deref follows pointers and interfaces; ok is false for a nil one.
+func (w *Writer) deref(v reflect.Value) (reflect.Value, bool, error) {
+	for {
+		if !v.IsValid() {
+			return v, false, nil
+		}
+		if v.Kind() == reflect.Interface {
+			v = v.Elem()
+			continue
+		}
+		if w.special(v.Type()) {
+			return v, false, ErrShape
+		}
+		if v.Kind() != reflect.Pointer {
+			return v, true, nil
+		}
+		if v.IsNil() {
+			return v, false, nil
+		}
+		v = v.Elem()
+	}
+}
+
+// fields returns how yaml.v3 encodes a struct type's fields.
+func (w *Writer) fields(t reflect.Type) ([]field, error) {
+	if fs, ok := w.types[t]; ok {
+		if fs == nil {
+			return nil, ErrShape
+		}
+		return fs, nil
+	}
+	fs := []field{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			fs = nil
+			break
+		}
+		if f.PkgPath != "" {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "" && !strings.Contains(string(f.Tag), ":") {
+			tag = string(f.Tag)
+		}
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		yf := field{key: name, index: i}
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "":
+			case "omitempty":
+				yf.omitEmpty = true
+			default: // flow, inline
+				fs = nil
+			}
+		}
+		if fs == nil {
+			break
+		}
+		if yf.key == "" {
+			yf.key = strings.ToLower(f.Name)
+		}
+		fs = append(fs, yf)
+	}
+	if w.types == nil {
+		w.types = map[reflect.Type][]field{}
+	}
+	w.types[t] = fs
+	if fs == nil {
+		return nil, ErrShape
+	}
+	return fs, nil
+}
+
+func (w *Writer) pad(n int) {
+	for ; n > 0; n-- {
+		w.Buf = append(w.Buf, ' ')
+	}
+}
+
+// seqItem writes "- " at column indent (inline: already at it, after
+// another "- ") and the value after it.
+func (w *Writer) seqItem(v reflect.Value, indent int, inline bool) error {
+	v, ok, err := w.deref(v)
+	if err != nil {
+		return err
+	}
+	if !inline {
+		w.pad(indent)
+	}
+	w.Buf = append(w.Buf, "- "...)
+	if !ok {
+		w.Buf = append(w.Buf, "null\n"...)
+		return nil
+	}
+	return w.node(v, "", indent+2)
+}
+
+// value writes a mapping value after its "key:"; the key is at column
+// indent.
+func (w *Writer) value(v reflect.Value, indent int) error {
+	v, ok, err := w.deref(v)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		w.Buf = append(w.Buf, " null\n"...)
+		return nil
+	}
+	return w.node(v, " ", indent+2)
+}
+
+// node writes a non-nil value after "key:" (sep " ") or "- " (sep ""):
+// a scalar on the same line, a block scalar's lines or a collection's
+// entries at column indent, an empty collection as "{}" or "[]".
+func (w *Writer) node(v reflect.Value, sep string, indent int) error {
+	if ok, err := w.scalar(v, sep, indent); ok || err != nil {
+		return err
+	}
+	if v.Kind() == reflect.Slice && v.Type() != mappingType {
+		if v.Len() == 0 {
+			w.Buf = append(append(w.Buf, sep...), "[]\n"...)
+			return nil
+		}
+		if sep != "" {
+			w.Buf = append(w.Buf, '\n')
+		}
+		for i := 0; i < v.Len(); i++ {
+			if err := w.seqItem(v.Index(i), indent, i == 0 && sep == ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	start := len(w.pairs)
+	defer func() { w.pairs = w.pairs[:start] }()
+	ok, err := w.push(v)
+	if err == nil && !ok {
+		err = ErrShape // arrays, channels, funcs
+	}
+	if err != nil {
+		return err
+	}
+	if len(w.pairs) == start {
+		w.Buf = append(append(w.Buf, sep...), "{}\n"...)
+		return nil
+	}
+	if sep != "" {
+		w.Buf = append(w.Buf, '\n')
+	}
+	return w.mapping(start, indent, sep == "")
+}
+
+// isZero is yaml.v3's omitempty test.
+func (w *Writer) isZero(v reflect.Value) (bool, error) {
+	if w.special(v.Type()) {
+		return false, ErrShape
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.Len() == 0, nil
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil(), nil
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0, nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0, nil
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0, nil
+	case reflect.Bool:
+		return !v.Bool(), nil
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			if t.Field(i).PkgPath != "" {
+				continue
+			}
+			if zero, err := w.isZero(v.Field(i)); err != nil || !zero {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	return false, nil
+}
