@@ -279,11 +279,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
 		return nil
 	}
-	a, err := o.export(ctx, p, o.cluster, version)
-	if err != nil {
-		return err
-	}
-	repo, base, cloneDir, err := o.clone(ctx)
+	a, repo, base, cloneDir, err := o.exportAndClone(ctx, p, version)
 	if err != nil {
 		return err
 	}
@@ -348,6 +344,31 @@ func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, ver
 	return a, nil
 }
 
+// exportAndClone reads the plan's objects from the cluster while it
+// clones the repository: the two wait on different servers. An export
+// error comes first, as if the clone had not started, and stops it.
+func (o *ApplyOptions) exportAndClone(ctx context.Context, p *plan.Plan, version argoapp.DetectedVersion) (a *apply.Applier, repo *gitops.Repo, base, cloneDir string, err error) {
+	cloneCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var exportErr error
+	exported := make(chan struct{})
+	go func() {
+		defer close(exported)
+		if a, exportErr = o.export(ctx, p, o.cluster, version); exportErr != nil {
+			stop()
+		}
+	}()
+	repo, base, cloneDir, err = o.clone(cloneCtx)
+	<-exported
+	if exportErr != nil {
+		if cloneDir != "" {
+			os.RemoveAll(cloneDir)
+		}
+		return nil, nil, "", "", exportErr
+	}
+	return a, repo, base, cloneDir, err
+}
+
 // clone clones --repo (on disk for --no-push) and resolves --base.
 func (o *ApplyOptions) clone(ctx context.Context) (repo *gitops.Repo, base, cloneDir string, err error) {
 	if o.NoPush && !o.DryRun {
@@ -356,6 +377,9 @@ func (o *ApplyOptions) clone(ctx context.Context) (repo *gitops.Repo, base, clon
 		}
 	}
 	if repo, err = gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.auth, Dir: cloneDir}); err != nil {
+		if cloneDir != "" {
+			os.RemoveAll(cloneDir)
+		}
 		return nil, "", "", err
 	}
 	if base = o.Base; base == "" {
