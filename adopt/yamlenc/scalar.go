@@ -20,14 +20,16 @@ func (w *Writer) scalar(v reflect.Value, sep string, indent int) (ok bool, err e
 	switch v.Kind() {
 	case reflect.String:
 		s := v.String()
-		if literal(s) {
+		r, ok := asciiScalar(s)
+		if !ok && literal(s) {
 			w.Buf = append(w.Buf, sep...)
 			w.literalBlock(s, indent)
 			return true, nil
 		}
-		r, err := w.str(s)
-		if err != nil {
-			return true, err
+		if !ok {
+			if r, err = w.rendered(s); err != nil {
+				return true, err
+			}
 		}
 		b = append(append(b, sep...), r...)
 	case reflect.Bool:
@@ -67,6 +69,12 @@ func (w *Writer) str(s string) (string, error) {
 	if r, ok := asciiScalar(s); ok {
 		return r, nil
 	}
+	return w.rendered(s)
+}
+
+// rendered is s as yaml.v3 renders it, remembered; ErrShape when on
+// several lines or a block scalar.
+func (w *Writer) rendered(s string) (string, error) {
 	if r, ok := w.scalars[s]; ok {
 		if r == "" {
 			return "", ErrShape
@@ -105,7 +113,7 @@ func asciiScalar(s string) (string, bool) {
 	if s == "" {
 		return `""`, true
 	}
-	if len(s) <= 18 && strings.Trim(s, "0123456789") == "" {
+	if len(s) <= 18 && allDigits(s) {
 		return `"` + s + `"`, true
 	}
 	if !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '/' || s[0] == '_') {
@@ -131,10 +139,13 @@ func asciiScalar(s string) (string, bool) {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'", true
 }
 
-// plain reports strings yaml.v3 surely writes as they are.
-func plain(s string) bool {
-	r, ok := asciiScalar(s)
-	return ok && r == s
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // literal reports the strings yaml.v3 writes as a literal block ("|")

@@ -80,17 +80,12 @@ func (w *Writer) Item(v reflect.Value, indent int) error {
 func (w *Writer) Doc(v reflect.Value) error {
 	n := len(w.Buf)
 	v, ok, err := w.deref(v)
-	start := len(w.pairs)
 	if err == nil && ok {
-		ok, err = w.push(v)
+		ok, err = w.mapping(v, "", 0)
 	}
 	if err == nil && !ok {
 		err = ErrShape
 	}
-	if err == nil {
-		err = w.mapping(start, 0, true)
-	}
-	w.pairs = w.pairs[:start]
 	if err != nil {
 		w.Buf = w.Buf[:n]
 	}
@@ -100,30 +95,24 @@ func (w *Writer) Doc(v reflect.Value) error {
 var (
 	mapType     = reflect.TypeOf(map[string]any(nil))
 	mappingType = reflect.TypeOf(Mapping(nil))
+	// basic holds the predeclared type of each kind that has one.
+	basic = func() (b [reflect.UnsafePointer + 1]reflect.Type) {
+		for _, v := range []any{false, 0, int8(0), int16(0), int32(0), int64(0), uint(0), uint8(0), uint16(0), uint32(0),
+			uint64(0), uintptr(0), float32(0), float64(0), ""} {
+			t := reflect.TypeOf(v)
+			b[t.Kind()] = t
+		}
+		return b
+	}()
 )
 
-// push appends to w.pairs the pairs yaml.v3 writes for v, a struct, a
-// map or a Mapping, in yaml.v3's order; ok is false for other kinds.
-func (w *Writer) push(v reflect.Value) (ok bool, err error) {
-	start := len(w.pairs)
+// mapping writes v, a struct, a map or a Mapping, as a block mapping with
+// keys at column indent after "key:" (sep " ") or "- " (sep "", also a
+// document's start), in yaml.v3's order; with no pairs, "{}". ok is false
+// for other kinds.
+func (w *Writer) mapping(v reflect.Value, sep string, indent int) (ok bool, err error) {
+	n := 0
 	switch {
-	case v.Type() == mapType:
-		for k, x := range v.Interface().(map[string]any) {
-			w.pairs = append(w.pairs, pair{k, reflect.ValueOf(x)})
-		}
-		sortPairs(w.pairs[start:])
-	case v.Kind() == reflect.Map:
-		if v.Type().Key().Kind() != reflect.String || w.special(v.Type().Key()) {
-			return false, ErrShape
-		}
-		for it := v.MapRange(); it.Next(); {
-			w.pairs = append(w.pairs, pair{it.Key().String(), it.Value()})
-		}
-		sortPairs(w.pairs[start:])
-	case v.Type() == mappingType:
-		for _, p := range v.Interface().(Mapping) {
-			w.pairs = append(w.pairs, pair{p.Key, reflect.ValueOf(p.Value)})
-		}
 	case v.Kind() == reflect.Struct:
 		fs, err := w.fields(v.Type())
 		if err != nil {
@@ -140,55 +129,84 @@ func (w *Writer) push(v reflect.Value) (ok bool, err error) {
 					continue
 				}
 			}
-			w.pairs = append(w.pairs, pair{f.key, fv})
+			if err := w.pair(f.key, fv, n == 0, sep, indent); err != nil {
+				return false, err
+			}
+			n++
+		}
+	case v.Kind() == reflect.Map || v.Type() == mappingType:
+		start := len(w.pairs)
+		defer func() { w.pairs = w.pairs[:start] }()
+		if err := w.push(v); err != nil {
+			return false, err
+		}
+		for i := start; i < len(w.pairs); i++ {
+			p := w.pairs[i]
+			k, err := w.key(p.key)
+			if err != nil {
+				return false, err
+			}
+			if err := w.pair(k, p.v, n == 0, sep, indent); err != nil {
+				return false, err
+			}
+			n++
 		}
 	default:
 		return false, nil
 	}
+	if n == 0 {
+		w.Buf = append(append(w.Buf, sep...), "{}\n"...)
+	}
 	return true, nil
 }
 
-// mapping writes the pairs from w.pairs[start:] as a block mapping with
-// keys at column indent, or "{}" when there are none; inline means the
-// first key follows a "- " already written (or starts a document).
-func (w *Writer) mapping(start, indent int, inline bool) error {
-	end := len(w.pairs)
-	if start == end {
-		w.Buf = append(w.Buf, "{}\n"...)
-		return nil
-	}
-	for i := start; i < end; i++ {
-		if i > start || !inline {
-			w.pad(indent)
+// push appends to w.pairs the pairs of v, a map or a Mapping, in yaml.v3's
+// order.
+func (w *Writer) push(v reflect.Value) error {
+	start := len(w.pairs)
+	switch {
+	case v.Type() == mapType:
+		for k, x := range v.Interface().(map[string]any) {
+			w.pairs = append(w.pairs, pair{k, reflect.ValueOf(x)})
 		}
-		p := w.pairs[i]
-		if err := w.key(p.key); err != nil {
-			return err
+		sortPairs(w.pairs[start:])
+	case v.Type() == mappingType:
+		for _, p := range v.Interface().(Mapping) {
+			w.pairs = append(w.pairs, pair{p.Key, reflect.ValueOf(p.Value)})
 		}
-		w.Buf = append(w.Buf, ':')
-		if err := w.value(p.v, indent); err != nil {
-			return err
+	default:
+		if v.Type().Key().Kind() != reflect.String || w.special(v.Type().Key()) {
+			return ErrShape
 		}
+		for it := v.MapRange(); it.Next(); {
+			w.pairs = append(w.pairs, pair{it.Key().String(), it.Value()})
+		}
+		sortPairs(w.pairs[start:])
 	}
 	return nil
 }
 
-// key writes a mapping key as yaml.v3 does when it is a simple key
-// ("k:", not "? k"): valid UTF-8 on one line, at most 128 bytes.
-func (w *Writer) key(k string) error {
-	if len(k) > 128 {
-		return ErrShape
+// pair writes one "key: value" of a mapping with keys at column indent,
+// the key as key renders it; the first follows "key:" on the line before
+// (sep " ") or "- " (sep "").
+func (w *Writer) pair(key string, v reflect.Value, first bool, sep string, indent int) error {
+	if first && sep != "" {
+		w.Buf = append(w.Buf, '\n')
 	}
-	if plain(k) {
-		w.Buf = append(w.Buf, k...)
-		return nil
+	if !first || sep != "" {
+		w.pad(indent)
 	}
-	if !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") {
-		return ErrShape
+	w.Buf = append(append(w.Buf, key...), ':')
+	return w.value(v, indent)
+}
+
+// key renders a mapping key as yaml.v3 writes it as a simple key ("k:",
+// not "? k"): valid UTF-8 on one line, at most 128 bytes.
+func (w *Writer) key(k string) (string, error) {
+	if len(k) > 128 || !utf8.ValidString(k) || strings.ContainsAny(k, "\n\r\u0085\u2028\u2029") {
+		return "", ErrShape
 	}
-	r, err := w.str(k)
-	w.Buf = append(w.Buf, r...)
-	return err
+	return w.str(k)
 }
 
 var (
@@ -200,8 +218,8 @@ var (
 
 // special reports types yaml.v3 treats by their methods or by name.
 func (w *Writer) special(t reflect.Type) bool {
-	if t.PkgPath() == "" && t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface || t == mappingType {
-		return false // predeclared or unnamed: no methods
+	if k := t.Kind(); t == basic[k] || (k == reflect.Map || k == reflect.Slice) && t.Name() == "" || t == mappingType {
+		return false // predeclared, unnamed or Mapping: no methods
 	}
 	m, ok := w.methods[t]
 	if !ok {
@@ -282,6 +300,10 @@ func (w *Writer) fields(t reflect.Type) ([]field, error) {
 		if yf.key == "" {
 			yf.key = strings.ToLower(f.Name)
 		}
+		if k, err := w.key(yf.key); err != nil || k != yf.key {
+			fs = nil // written quoted: rare enough for yaml.v3
+			break
+		}
 		fs = append(fs, yf)
 	}
 	if w.types == nil {
@@ -294,10 +316,13 @@ func (w *Writer) fields(t reflect.Type) ([]field, error) {
 	return fs, nil
 }
 
+const spaces = "                                "
+
 func (w *Writer) pad(n int) {
-	for ; n > 0; n-- {
-		w.Buf = append(w.Buf, ' ')
+	for ; n > len(spaces); n -= len(spaces) {
+		w.Buf = append(w.Buf, spaces...)
 	}
+	w.Buf = append(w.Buf, spaces[:n]...)
 }
 
 // seqItem writes "- " at column indent (inline: already at it, after
@@ -354,23 +379,11 @@ func (w *Writer) node(v reflect.Value, sep string, indent int) error {
 		}
 		return nil
 	}
-	start := len(w.pairs)
-	defer func() { w.pairs = w.pairs[:start] }()
-	ok, err := w.push(v)
+	ok, err := w.mapping(v, sep, indent)
 	if err == nil && !ok {
 		err = ErrShape // arrays, channels, funcs
 	}
-	if err != nil {
-		return err
-	}
-	if len(w.pairs) == start {
-		w.Buf = append(append(w.Buf, sep...), "{}\n"...)
-		return nil
-	}
-	if sep != "" {
-		w.Buf = append(w.Buf, '\n')
-	}
-	return w.mapping(start, indent, sep == "")
+	return err
 }
 
 // isZero is yaml.v3's omitempty test.
