@@ -6,10 +6,9 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/pager"
@@ -19,9 +18,10 @@ import (
 )
 
 // rawList is the raw baseline: the requests adopt plan's collector makes
-// (the same types, metadata-only lists except ConfigMap and Secret bodies,
-// the same page sizes (bodies paged by bytes), 4 types at once, the same client rate limit),
-// decoded by client-go and dropped, with no processing.
+// (the same types, metadata-only lists except ConfigMap and Secret bodies
+// as protobuf, the same page sizes with bodies paged by bytes, 4 types at
+// once, the same client rate limit), decoded by client-go and dropped,
+// with no processing.
 func rawList(kubeconfig string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -36,7 +36,7 @@ func rawList(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	core, err := kubernetes.NewForConfig(discover.ProtobufConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -64,9 +64,7 @@ func rawList(kubeconfig string) error {
 				return mc.Resource(t.GVR()).List(ctx, o)
 			}
 			if body {
-				fn = discover.BodyPages(func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-					return dyn.Resource(t.GVR()).List(ctx, o)
-				}, 500)
+				fn = discover.BodyPages(core.CoreV1(), t.Kind, "", 500)
 			}
 			p := pager.New(fn)
 			p.PageSize = 500

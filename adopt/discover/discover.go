@@ -7,7 +7,6 @@ package discover
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -18,14 +17,15 @@ import (
 	"unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
@@ -143,6 +143,10 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterface
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
+	// Core lists ConfigMap and Secret bodies; made for protobuf
+	// (ProtobufConfig), which the API server encodes and adopt decodes
+	// several times faster than JSON.
+	Core corev1client.CoreV1Interface
 }
 
 // Types returns the listable resource types the server prefers, sorted. A
@@ -293,9 +297,7 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 		pageSize = 500
 	}
 	if withData(t) {
-		fn = BodyPages(func(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-			return c.Dynamic.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
-		}, pageSize)
+		fn = BodyPages(c.Core, t.Kind, ns, pageSize)
 	} else {
 		fn = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.Metadata.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
@@ -313,8 +315,10 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 			switch v := item.(type) {
 			case *metav1.PartialObjectMetadata:
 				objs = append(objs, fromMeta(t, &v.ObjectMeta, 0))
-			case *unstructured.Unstructured:
-				objs = append(objs, fromUnstructured(t, v))
+			case *corev1.ConfigMap:
+				objs = append(objs, fromConfigMap(t, v))
+			case *corev1.Secret:
+				objs = append(objs, fromSecret(t, v))
 			default:
 				return fmt.Errorf("unexpected list item %T", item)
 			}
@@ -345,77 +349,6 @@ func Transient(err error) bool {
 		return c == 500 || c == 502 || c == 503 || c == 504
 	}
 	return false
-}
-
-// BodyPages pages list by bytes (bodyPageBytes), with at most most objects
-// a page. The pager calls it one page after another; a full list (the
-// pager's fallback after an expired continue token, limit 0) is left as
-// asked.
-func BodyPages(list func(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error), most int64) pager.ListPageFunc {
-	limit := min(int64(bodyPageFirst), most)
-	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		if opts.Limit > 0 {
-			opts.Limit = limit
-		}
-		l, err := list(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		if n := int64(len(l.Items)); n > 0 {
-			var b int64
-			for i := range l.Items {
-				b += bodyBytes(l.Items[i].Object)
-			}
-			limit = min(max(bodyPageBytes*n/b, bodyPageMin), most)
-		}
-		return l, nil
-	}
-}
-
-// bodyBytes estimates an object's size in a list: its data, binaryData
-// and annotations as stored, its managedFields at a kilobyte, and a
-// kilobyte for the rest.
-func bodyBytes(o map[string]any) int64 {
-	n := 2048 + mapBytes(o["data"], false) + mapBytes(o["binaryData"], false)
-	if meta, ok := o["metadata"].(map[string]any); ok {
-		n += mapBytes(meta["annotations"], false)
-	}
-	return int64(n)
-}
-
-func fromUnstructured(t Type, u *unstructured.Unstructured) Object {
-	n := 0
-	// Secret data and ConfigMap binaryData travel base64-encoded: count the
-	// decoded bytes, as the stored object holds them.
-	n += mapBytes(u.Object["data"], t.Kind == "Secret")
-	n += mapBytes(u.Object["binaryData"], true)
-	meta := metav1.ObjectMeta{
-		Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(),
-		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), OwnerReferences: u.GetOwnerReferences(),
-		ManagedFields: u.GetManagedFields(),
-	}
-	o := fromMeta(t, &meta, n)
-	o.AppliedBytes = AppliedBytes(u.Object)
-	return o
-}
-
-// mapBytes sums key and value bytes of a string map, decoding base64 values
-// when encoded is set.
-func mapBytes(v any, encoded bool) int {
-	m, _ := v.(map[string]any)
-	n := 0
-	for k, v := range m {
-		s, _ := v.(string)
-		n += len(k)
-		if encoded {
-			if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
-				n += len(dec)
-				continue
-			}
-		}
-		n += len(s)
-	}
-	return n
 }
 
 func fromMeta(t Type, m *metav1.ObjectMeta, dataBytes int) Object {

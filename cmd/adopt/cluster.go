@@ -76,7 +76,11 @@ func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
 	if err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
-	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn}
+	core, err := kubernetes.NewForConfig(discover.ProtobufConfig(cfg))
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, Core: core.CoreV1()}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}

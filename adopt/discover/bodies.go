@@ -1,0 +1,177 @@
+package discover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+)
+
+// ProtobufConfig is cfg asking for protobuf, as Clients.Core needs.
+func ProtobufConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
+}
+
+// BodyPages lists kind (ConfigMap or Secret) in ns by bytes
+// (bodyPageBytes a page), with at most most objects a page. The pager
+// calls it one page after another; a full list (the pager's fallback
+// after an expired continue token, limit 0) is left as asked.
+func BodyPages(core corev1client.CoreV1Interface, kind, ns string, most int64) pager.ListPageFunc {
+	limit := min(int64(bodyPageFirst), most)
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		if opts.Limit > 0 {
+			opts.Limit = limit
+		}
+		var l runtime.Object
+		var n, b int64
+		switch kind {
+		case "ConfigMap":
+			cms, err := core.ConfigMaps(ns).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			for i := range cms.Items {
+				b += bodyBytes(&cms.Items[i].ObjectMeta, configMapData(&cms.Items[i]))
+			}
+			l, n = cms, int64(len(cms.Items))
+		case "Secret":
+			ss, err := core.Secrets(ns).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			for i := range ss.Items {
+				b += bodyBytes(&ss.Items[i].ObjectMeta, secretData(&ss.Items[i]))
+			}
+			l, n = ss, int64(len(ss.Items))
+		default:
+			return nil, fmt.Errorf("no body list for %s", kind)
+		}
+		if n > 0 {
+			limit = nextLimit(n, b, most)
+		}
+		return l, nil
+	}
+}
+
+// nextLimit is the size of the page after one of n objects and b bytes.
+func nextLimit(n, b, most int64) int64 {
+	return min(max(bodyPageBytes*n/b, bodyPageMin), most)
+}
+
+// bodyBytes estimates an object's size in a list: its data and
+// annotations as stored, and two kilobytes for the rest (managedFields
+// and metadata).
+func bodyBytes(m *metav1.ObjectMeta, data int) int64 {
+	n := 2048 + data
+	for k, v := range m.Annotations {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// configMapData is the bytes of a ConfigMap's data and binaryData, keys
+// and values, as stored.
+func configMapData(cm *corev1.ConfigMap) int {
+	n := 0
+	for k, v := range cm.Data {
+		n += len(k) + len(v)
+	}
+	for k, v := range cm.BinaryData {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// secretData is the bytes of a Secret's data, keys and decoded values.
+func secretData(s *corev1.Secret) int {
+	n := 0
+	for k, v := range s.Data {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+func fromConfigMap(t Type, cm *corev1.ConfigMap) Object {
+	o := fromMeta(t, &cm.ObjectMeta, configMapData(cm))
+	o.AppliedBytes = appliedBytes(appliedConfigMap{
+		APIVersion: "v1", Kind: "ConfigMap", Metadata: applied(&cm.ObjectMeta),
+		Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable,
+	})
+	return o
+}
+
+func fromSecret(t Type, s *corev1.Secret) Object {
+	o := fromMeta(t, &s.ObjectMeta, secretData(s))
+	o.AppliedBytes = appliedBytes(appliedSecret{
+		APIVersion: "v1", Kind: "Secret", Metadata: applied(&s.ObjectMeta),
+		Data: s.Data, StringData: s.StringData, Type: s.Type, Immutable: s.Immutable,
+	})
+	return o
+}
+
+// appliedMeta, appliedConfigMap and appliedSecret are what AppliedBytes
+// keeps of a live ConfigMap or Secret (no server fields, no
+// last-applied annotation), with the API's JSON names and omitempty, so
+// their JSON is as long as AppliedBytes' of the same object read as JSON.
+type appliedMeta struct {
+	Name         string            `json:"name,omitempty"`
+	GenerateName string            `json:"generateName,omitempty"`
+	Namespace    string            `json:"namespace,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+}
+
+type appliedConfigMap struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   appliedMeta       `json:"metadata"`
+	Immutable  *bool             `json:"immutable,omitempty"`
+	Data       map[string]string `json:"data,omitempty"`
+	BinaryData map[string][]byte `json:"binaryData,omitempty"`
+}
+
+type appliedSecret struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   appliedMeta       `json:"metadata"`
+	Immutable  *bool             `json:"immutable,omitempty"`
+	Data       map[string][]byte `json:"data,omitempty"`
+	StringData map[string]string `json:"stringData,omitempty"`
+	Type       corev1.SecretType `json:"type,omitempty"`
+}
+
+func applied(m *metav1.ObjectMeta) appliedMeta {
+	a := appliedMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels}
+	if _, ok := m.Annotations[budget.LastAppliedKey]; ok {
+		a.Annotations = make(map[string]string, len(m.Annotations)-1)
+		for k, v := range m.Annotations {
+			if k != budget.LastAppliedKey {
+				a.Annotations[k] = v
+			}
+		}
+	} else {
+		a.Annotations = m.Annotations
+	}
+	return a
+}
+
+// appliedBytes is the length of v's JSON with one trailing newline, as
+// AppliedBytes measures it.
+func appliedBytes(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b) + 1
+}
