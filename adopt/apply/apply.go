@@ -323,7 +323,7 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // gitops.Change's Build, called again after a concurrent push.
 func (a *Applier) Build(t Tree) (gitops.Content, error) {
 	files := map[string][]byte{}
-	s, err := a.build(t, files, nil)
+	s, err := a.build(&listedTree{Tree: t}, files, nil)
 	if err != nil {
 		return gitops.Content{}, err
 	}
@@ -343,7 +343,6 @@ func (a *Applier) build(t Tree, files map[string][]byte, skip map[string]bool) (
 	}
 	p := a.o.Plan
 	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
-	t = &listedTree{Tree: t}
 	for _, app := range p.Applications {
 		if skip[app.Name] {
 			continue

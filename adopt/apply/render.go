@@ -220,7 +220,8 @@ func otherManifests(t Tree, dir string, adopted, excluded []string, files map[st
 	return false, nil
 }
 
-// listedTree lists a Tree's files once: a build renders every Application
+// listedTree lists a Tree's files once (Build and Fleet.Build wrap the
+// tree they are given): a build renders every Application
 // against the same tree, and listing a large repository for each of them
 // was most of a 500-Application build.
 type listedTree struct {
