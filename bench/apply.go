@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +66,12 @@ func (b *bench) applyRow(ctx context.Context) error {
 		"--author", "Bench <bench@example.invalid>", "--argocd-version", "v2.14.21", "-q")...)
 	if err != nil {
 		return err
+	}
+	if c.HoldApply {
+		fmt.Printf("kubeconfig: %s\nplan: %s\nrepo: %s\n", b.cp.Kubeconfig, planFile, url)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
 	}
 	bare := g.BarePath("gitops")
 	files, err := gitOut("", "--git-dir", bare, "ls-tree", "-r", "--name-only", "adopt-bench")

@@ -62,6 +62,10 @@ type Config struct {
 	// Only, when set, names the rows to run (plan, finalize, apply, fleet),
 	// comma-separated, to measure one while working on it.
 	Only string
+	// HoldApply, with -hold -only apply, stops after the apply row's
+	// first measurement and waits for a signal, printing what a profiling
+	// loop needs (kubeconfig, plan, repository URL).
+	HoldApply bool
 	// Log receives progress lines.
 	Log func(format string, a ...any)
 }
@@ -97,7 +101,8 @@ func main() {
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 	var err error
-	if *hold {
+	c.HoldApply = *hold && c.Only == "apply"
+	if *hold && !c.HoldApply {
 		err = holdSeeded(c)
 	} else {
 		var r *Results
