@@ -89,9 +89,7 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
 	} else {
 		r.fs = memfs.New()
-		if r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co); err == nil {
-			err = noDeltas(r.repo)
-		}
+		r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co)
 	}
 	if err != nil {
 		return nil, wrap("clone", r.display, err, r.secrets)
@@ -104,19 +102,6 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 		r.defaultBranch = head.Target().Short()
 	}
 	return r, nil
-}
-
-// noDeltas makes an in-memory clone push its objects whole (pack.window
-// 0): go-git's delta search was most of the time of a push of 2,500 new
-// files, which are small and new, with little to gain from deltas. An
-// on-disk clone keeps its configuration, which outlives the process.
-func noDeltas(repo *git.Repository) error {
-	cfg, err := repo.Config()
-	if err != nil {
-		return err
-	}
-	cfg.Pack.Window = 0
-	return repo.SetConfig(cfg)
 }
 
 // checkClean refuses a local repository whose working tree has changes.
@@ -442,27 +427,6 @@ func (r *Repo) diff(from, to plumbing.Hash, patch bool) ([]string, string, error
 		return nil, "", wrap("diff in", r.display, err, r.secrets)
 	}
 	return paths, p.String(), nil
-}
-
-func (r *Repo) push(ctx context.Context, branch string, force bool) error {
-	spec := "refs/heads/" + branch + ":refs/heads/" + branch
-	if force {
-		spec = "+" + spec
-	}
-	var said remoteText
-	err := r.repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []gitconfig.RefSpec{gitconfig.RefSpec(spec)},
-		Auth:       r.auth,
-		Progress:   &said,
-	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	if err != nil && said.String() != "" {
-		err = fmt.Errorf("%w (the server said: %s)", err, said.String())
-	}
-	return wrap("push "+branch+" to", r.display, err, r.secrets)
 }
 
 // remoteText keeps the first 4 KiB of what the server sends on the progress
