@@ -24,6 +24,10 @@ type ApplyResult struct {
 // Apply writes apply's report: the diff for a dry run, else each
 // Application with where its objects went, then the commit.
 func Apply(w io.Writer, r ApplyResult) {
+	_ = buffered(w, func(w io.Writer) error { applyReport(w, r); return nil })
+}
+
+func applyReport(w io.Writer, r ApplyResult) {
 	s, res := r.Summary, r.Result
 	if r.DryRun {
 		if res.Changed {
@@ -93,6 +97,10 @@ func short(h string) string {
 // Applications it generates, each cluster's other Applications, then the
 // commit (r.Summary is unused).
 func FleetApply(w io.Writer, s apply.FleetSummary, r ApplyResult) {
+	_ = buffered(w, func(w io.Writer) error { fleetApplyReport(w, s, r); return nil })
+}
+
+func fleetApplyReport(w io.Writer, s apply.FleetSummary, r ApplyResult) {
 	res := r.Result
 	if r.DryRun {
 		if res.Changed {

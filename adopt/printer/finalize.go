@@ -15,6 +15,10 @@ var FinalizeFormats = []string{"table", "json", "yaml"}
 
 // Finalize writes finalize's (or undo's) report in format f.
 func Finalize(w io.Writer, rep *finalize.Report, f string) error {
+	return buffered(w, func(w io.Writer) error { return finalizeReport(w, rep, f) })
+}
+
+func finalizeReport(w io.Writer, rep *finalize.Report, f string) error {
 	switch f {
 	case "", "table":
 		return finalizeTable(w, rep)

@@ -12,6 +12,10 @@ import (
 // Fleet writes a fleet plan's index: a table per cluster and the proposed
 // ApplicationSets, or the index as JSON or YAML.
 func Fleet(w io.Writer, ix *fleet.Index, f string) error {
+	return buffered(w, func(w io.Writer) error { return fleetReport(w, ix, f) })
+}
+
+func fleetReport(w io.Writer, ix *fleet.Index, f string) error {
 	switch f {
 	case "json":
 		return writeJSON(w, ix)

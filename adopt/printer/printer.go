@@ -30,19 +30,25 @@ type Options struct {
 	FailOn plan.Severity
 }
 
-// Print writes p in format f, through a buffer: the table of a large plan
-// is tens of thousands of short writes, one system call each unbuffered
-// (most of the time of a 20,000-object plan after its lists).
+// Print writes p in format f.
 func Print(w io.Writer, p *plan.Plan, f string, o Options) error {
+	return buffered(w, func(w io.Writer) error { return printPlan(w, p, f, o) })
+}
+
+// buffered runs write on a 64 KiB buffer over w, then flushes it: a
+// report of a large plan is tens of thousands of short writes, a system
+// call each unbuffered (the table was most of the time of a
+// 20,000-object plan after its lists). Every report goes through it.
+func buffered(w io.Writer, write func(io.Writer) error) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := printFormat(bw, p, f, o)
+	err := write(bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
 	return err
 }
 
-func printFormat(w io.Writer, p *plan.Plan, f string, o Options) error {
+func printPlan(w io.Writer, p *plan.Plan, f string, o Options) error {
 	switch f {
 	case "", "table":
 		return Table(w, p, o)

@@ -14,6 +14,10 @@ var StatusFormats = []string{"table", "json", "yaml", "markdown"}
 
 // Status writes the status report in format f.
 func Status(w io.Writer, r *status.Report, f string) error {
+	return buffered(w, func(w io.Writer) error { return statusReport(w, r, f) })
+}
+
+func statusReport(w io.Writer, r *status.Report, f string) error {
 	switch f {
 	case "", "table":
 		return statusTable(w, r)
