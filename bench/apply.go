@@ -57,45 +57,58 @@ func (b *bench) applyRow(ctx context.Context) error {
 		return err
 	}
 	defer g.Close()
-	url, err := g.CreateRepo("gitops", map[string]string{"README.md": "gitops\n"})
-	if err != nil {
-		return err
+	// Each run, adopt's and git's, pushes into a fresh repository holding
+	// only README.md, so each sends every new object.
+	fresh := func(name string) (string, error) {
+		return g.CreateRepo(name, map[string]string{"README.md": "gitops\n"})
 	}
 	c.Log("  adopt apply: %d Applications, %d objects", len(pl.Applications), len(pl.Objects))
-	ap, err := measure("", nil, c.Adopt, append(kc, "apply", "--plan", planFile, "--repo", url, "--branch", "adopt-bench",
-		"--author", "Bench <bench@example.invalid>", "--argocd-version", "v2.14.21", "-q")...)
+	ap, err := measureN(c.Repeat, func(i int) (Measurement, error) {
+		url, err := fresh(fmt.Sprintf("adopt-%d", i))
+		if err != nil {
+			return Measurement{}, err
+		}
+		if c.HoldApply && i == 0 {
+			fmt.Printf("kubeconfig: %s\nplan: %s\nrepo: %s\n", b.cp.Kubeconfig, planFile, url)
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			<-sig
+		}
+		return measure("", nil, c.Adopt, append(kc, "apply", "--plan", planFile, "--repo", url, "--branch", "adopt-bench",
+			"--author", "Bench <bench@example.invalid>", "--argocd-version", "v2.14.21", "-q")...)
+	})
 	if err != nil {
 		return err
 	}
-	if c.HoldApply {
-		fmt.Printf("kubeconfig: %s\nplan: %s\nrepo: %s\n", b.cp.Kubeconfig, planFile, url)
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-	}
-	bare := g.BarePath("gitops")
+	bare := g.BarePath("adopt-0")
 	files, err := gitOut("", "--git-dir", bare, "ls-tree", "-r", "--name-only", "adopt-bench")
 	if err != nil {
 		return err
 	}
 	nfiles := len(strings.Fields(files))
-	ap.What = fmt.Sprintf("adopt apply: %d Applications, %d objects, %d files, pushed", len(pl.Applications), len(pl.Objects), nfiles)
+	ap.What = fmt.Sprintf("adopt apply: %d Applications, %d objects, %d files, pushed%s", len(pl.Applications), len(pl.Objects), nfiles, ap.What)
 
 	// The git CLI: the same tree, committed and pushed to the same server.
-	work := filepath.Join(b.cp.Dir, "git-bench")
-	if _, err := gitOut("", "clone", "-q", url, work); err != nil {
-		return err
-	}
-	if _, err := gitOut(work, "checkout", "-q", "-b", "git-bench"); err != nil {
-		return err
-	}
-	archive := exec.Command("sh", "-c", fmt.Sprintf("git --git-dir %q archive adopt-bench | tar -x -C %q", bare, work))
-	if out, err := archive.CombinedOutput(); err != nil {
-		return fmt.Errorf("git archive: %v: %s", err, out)
-	}
 	env := []string{"GIT_AUTHOR_NAME=Bench", "GIT_AUTHOR_EMAIL=bench@example.invalid", "GIT_COMMITTER_NAME=Bench", "GIT_COMMITTER_EMAIL=bench@example.invalid"}
-	gm, err := measure(fmt.Sprintf("git add -A && git commit && git push, the same %d files", nfiles), env, "sh", "-c",
-		fmt.Sprintf("cd %q && git add -A && git commit -q -m bench && git push -q origin git-bench", work))
+	gm, err := measureN(c.Repeat, func(i int) (Measurement, error) {
+		url, err := fresh(fmt.Sprintf("git-%d", i))
+		if err != nil {
+			return Measurement{}, err
+		}
+		work := filepath.Join(b.cp.Dir, fmt.Sprintf("git-bench-%d", i))
+		if _, err := gitOut("", "clone", "-q", url, work); err != nil {
+			return Measurement{}, err
+		}
+		if _, err := gitOut(work, "checkout", "-q", "-b", "git-bench"); err != nil {
+			return Measurement{}, err
+		}
+		archive := exec.Command("sh", "-c", fmt.Sprintf("git --git-dir %q archive adopt-bench | tar -x -C %q", bare, work))
+		if out, err := archive.CombinedOutput(); err != nil {
+			return Measurement{}, fmt.Errorf("git archive: %v: %s", err, out)
+		}
+		return measure(fmt.Sprintf("git add -A && git commit && git push, the same %d files", nfiles), env, "sh", "-c",
+			fmt.Sprintf("cd %q && git add -A && git commit -q -m bench && git push -q origin git-bench", work))
+	})
 	if err != nil {
 		return err
 	}
@@ -103,7 +116,7 @@ func (b *bench) applyRow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	theirs, err := gitOut("", "--git-dir", bare, "rev-parse", "git-bench^{tree}")
+	theirs, err := gitOut("", "--git-dir", g.BarePath("git-0"), "rev-parse", "git-bench^{tree}")
 	if err != nil {
 		return err
 	}

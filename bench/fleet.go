@@ -55,7 +55,7 @@ func (b *bench) fleetRow(ctx context.Context) error {
 	sum := 0.0
 	for _, name := range contexts {
 		c.Log("  adopt plan --context %s", name)
-		m, err := measure(fmt.Sprintf("adopt plan --context %s (%d objects)", name, n), nil, c.Adopt,
+		m, err := c.measureRepeat(fmt.Sprintf("adopt plan --context %s (%d objects)", name, n), nil, c.Adopt,
 			"--kubeconfig", kubeconfig, "--context", name, "plan", "-q", "-o", "json", "--out", filepath.Join(dir, name+".yaml"))
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func (b *bench) fleetRow(ctx context.Context) error {
 		}
 	}
 	c.Log("  adopt plan --contexts")
-	fleet, err := measure(fmt.Sprintf("adopt plan --contexts (%d clusters, --parallel 4)", c.FleetClusters), nil, c.Adopt,
+	fleet, err := c.measureRepeat(fmt.Sprintf("adopt plan --contexts (%d clusters, --parallel 4)", c.FleetClusters), nil, c.Adopt,
 		"--kubeconfig", kubeconfig, "plan", "--contexts", strings.Join(contexts, ","), "-q", "-o", "json", "--out-dir", filepath.Join(dir, "plans"))
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func (b *bench) measurePlan(objects int, withKubectl bool) (planSet, error) {
 	var err error
 	out := filepath.Join(b.cp.Dir, "plan.yaml")
 	b.c.Log("  adopt plan")
-	if s.adopt, err = measure(fmt.Sprintf("adopt plan -A --out plan.yaml (%d objects)", objects), nil, b.c.Adopt,
+	if s.adopt, err = b.c.measureRepeat(fmt.Sprintf("adopt plan -A --out plan.yaml (%d objects)", objects), nil, b.c.Adopt,
 		"--kubeconfig", b.cp.Kubeconfig, "plan", "-q", "-o", "json", "--out", out); err != nil {
 		return s, err
 	}
@@ -30,7 +30,7 @@ func (b *bench) measurePlan(objects int, withKubectl bool) (planSet, error) {
 		return s, err
 	}
 	b.c.Log("  raw list")
-	if s.raw, err = measure("raw paginated client-go list, the types and fields adopt reads", nil, self, "-rawlist", b.cp.Kubeconfig); err != nil {
+	if s.raw, err = b.c.measureRepeat("raw paginated client-go list, the types and fields adopt reads", nil, self, "-rawlist", b.cp.Kubeconfig); err != nil {
 		return s, err
 	}
 	if !withKubectl {
