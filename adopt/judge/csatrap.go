@@ -81,12 +81,7 @@ func TrackingMark(t argoapp.Tracking, app string, r argoapp.Ref) Mark {
 // lists but the target drops would be removed by the three-way merge; they
 // are still counted, so the prediction errs towards failing.
 func PredictCSAMigration(o *discover.Object, target SyncTarget) CSAMigration {
-	var m CSAMigration
-	for _, mf := range o.Managers {
-		if mf.Manager == CSAManager {
-			m.Runs = true
-		}
-	}
+	m := CSAMigration{Runs: CSAMigrationRuns(o)}
 	if !m.Runs || target.AppliedBytes <= 0 {
 		return m
 	}
@@ -103,6 +98,18 @@ func PredictCSAMigration(o *discover.Object, target SyncTarget) CSAMigration {
 	m.Bytes = total + len(budget.LastAppliedKey) + applied
 	m.Fails = m.Bytes > budget.AnnotationCap
 	return m
+}
+
+// CSAMigrationRuns reports whether the migration would run for o: it has
+// the kubectl-client-side-apply manager. When it would not, the prediction
+// is the zero CSAMigration with nothing to compute.
+func CSAMigrationRuns(o *discover.Object) bool {
+	for _, mf := range o.Managers {
+		if mf.Manager == CSAManager {
+			return true
+		}
+	}
+	return false
 }
 
 // overlay is base with add set over it, last-applied left out.

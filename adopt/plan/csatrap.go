@@ -29,6 +29,9 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 	}
 	for _, c := range cands {
 		o := c.obj
+		if !judge.CSAMigrationRuns(c.src) {
+			continue // the zero prediction: no mark or configuration to size
+		}
 		target := judge.SyncTarget{AppliedBytes: c.src.AppliedBytes, Annotations: c.src.Annotations, Labels: c.src.Labels}
 		if c.manifest != nil {
 			b, err := budget.AppliedConfig(c.manifest.Object, c.src.Namespace)
