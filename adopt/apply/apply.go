@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -39,13 +40,15 @@ import (
 type Fetcher func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 
 // Live reads objects from a cluster's dynamic client: one at a time
-// (export.Fetch), or a namespace of one resource at once (export.List).
-func Live(dyn dynamic.Interface) (Fetcher, Lister) {
+// (export.Fetch), or a namespace of one resource at once (export.List),
+// ConfigMaps and Secrets as protobuf through core when it is set (a client
+// of discover.ProtobufConfig; nil lists everything through dyn).
+func Live(dyn dynamic.Interface, core corev1client.CoreV1Interface) (Fetcher, Lister) {
 	fetch := func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 		return export.Fetch(ctx, dyn, gvr, ns, name)
 	}
 	list := func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
-		return export.List(ctx, dyn, gvr, ns, fn)
+		return export.List(ctx, dyn, core, gvr, ns, fn)
 	}
 	return fetch, list
 }
@@ -171,7 +174,7 @@ func (e *ContractError) Error() string { return e.msg }
 
 // Lister reads every object of one resource in one namespace ("" for
 // all, or a cluster-scoped resource), page by page, handing each item to
-// fn (export.List with the cluster's dynamic client).
+// fn (export.List with the cluster's clients).
 type Lister func(ctx context.Context, gvr schema.GroupVersionResource, namespace string, fn func(*unstructured.Unstructured) error) error
 
 // listAtLeast is how many objects of one resource in one namespace Export
