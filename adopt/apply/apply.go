@@ -339,22 +339,40 @@ func (a *Applier) Build(t Tree) (gitops.Content, error) {
 }
 
 // build renders the plan's Applications (but those in skip), exports and
-// runbook fixes into files, and sums them up.
-func (a *Applier) build(t Tree, files map[string][]byte, skip map[string]bool) (Summary, error) {
+// runbook fixes into files, and sums them up. The Applications are placed
+// one after another in plan order (where an Application's files go depends
+// on the files of those before it), rendered at once, and written in plan
+// order: the files and the first error are those of rendering each in turn.
+func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]bool) (Summary, error) {
 	if a.objs == nil {
 		return Summary{}, fmt.Errorf("apply: Build before Export")
 	}
 	p := a.o.Plan
 	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
+	out := newOutput(files)
+	var pls []*placed
+	var placeErr error
 	for _, app := range p.Applications {
 		if skip[app.Name] {
 			continue
 		}
-		as, err := a.renderApp(t, app, files)
+		pl, err := a.place(t, app, out)
+		if err != nil {
+			placeErr = err
+			break
+		}
+		pls = append(pls, pl)
+	}
+	a.renderAll(pls)
+	for _, pl := range pls {
+		as, err := pl.write(out)
 		if err != nil {
 			return s, err
 		}
 		s.Applications = append(s.Applications, as)
+	}
+	if placeErr != nil {
+		return s, placeErr
 	}
 	var err error
 	if s.Runbooks, err = a.runbooks(t, files); err != nil {
