@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -39,13 +40,15 @@ import (
 type Fetcher func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 
 // Live reads objects from a cluster's dynamic client: one at a time
-// (export.Fetch), or a namespace of one resource at once (export.List).
-func Live(dyn dynamic.Interface) (Fetcher, Lister) {
+// (export.Fetch), or a namespace of one resource at once (export.List),
+// ConfigMaps and Secrets as protobuf through core when it is set (a client
+// of discover.ProtobufConfig; nil lists everything through dyn).
+func Live(dyn dynamic.Interface, core corev1client.CoreV1Interface) (Fetcher, Lister) {
 	fetch := func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 		return export.Fetch(ctx, dyn, gvr, ns, name)
 	}
 	list := func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
-		return export.List(ctx, dyn, gvr, ns, fn)
+		return export.List(ctx, dyn, core, gvr, ns, fn)
 	}
 	return fetch, list
 }
@@ -171,7 +174,7 @@ func (e *ContractError) Error() string { return e.msg }
 
 // Lister reads every object of one resource in one namespace ("" for
 // all, or a cluster-scoped resource), page by page, handing each item to
-// fn (export.List with the cluster's dynamic client).
+// fn (export.List with the cluster's clients).
 type Lister func(ctx context.Context, gvr schema.GroupVersionResource, namespace string, fn func(*unstructured.Unstructured) error) error
 
 // listAtLeast is how many objects of one resource in one namespace Export
@@ -336,22 +339,40 @@ func (a *Applier) Build(t Tree) (gitops.Content, error) {
 }
 
 // build renders the plan's Applications (but those in skip), exports and
-// runbook fixes into files, and sums them up.
-func (a *Applier) build(t Tree, files map[string][]byte, skip map[string]bool) (Summary, error) {
+// runbook fixes into files, and sums them up. The Applications are placed
+// one after another in plan order (where an Application's files go depends
+// on the files of those before it), rendered at once, and written in plan
+// order: the files and the first error are those of rendering each in turn.
+func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]bool) (Summary, error) {
 	if a.objs == nil {
 		return Summary{}, fmt.Errorf("apply: Build before Export")
 	}
 	p := a.o.Plan
 	s := Summary{PlanID: a.id, Plan: p.ID, Objects: len(p.Objects)}
+	out := newOutput(files)
+	var pls []*placed
+	var placeErr error
 	for _, app := range p.Applications {
 		if skip[app.Name] {
 			continue
 		}
-		as, err := a.renderApp(t, app, files)
+		pl, err := a.place(t, app, out)
+		if err != nil {
+			placeErr = err
+			break
+		}
+		pls = append(pls, pl)
+	}
+	a.renderAll(pls)
+	for _, pl := range pls {
+		as, err := pl.write(out)
 		if err != nil {
 			return s, err
 		}
 		s.Applications = append(s.Applications, as)
+	}
+	if placeErr != nil {
+		return s, placeErr
 	}
 	var err error
 	if s.Runbooks, err = a.runbooks(t, files); err != nil {

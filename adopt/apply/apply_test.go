@@ -64,7 +64,7 @@ func fetchConfigMap(_ context.Context, gvr schema.GroupVersionResource, ns, name
 	return u, nil
 }
 
-func newApplier(t *testing.T, p *plan.Plan, mutate func(*Options)) *Applier {
+func newApplier(t testing.TB, p *plan.Plan, mutate func(*Options)) *Applier {
 	t.Helper()
 	set, err := templates.New("")
 	if err != nil {

@@ -34,10 +34,10 @@ var CSAModes = []string{string(CSAAuto), string(CSAKeep), string(CSADisable)}
 // unknown and an object at risk it refuses: writing the Application either
 // way would be a guess, and the wrong guess fails the first sync.
 func (a *Applier) csaMigration(app plan.Application) (bool, string, error) {
-	p := a.o.Plan
 	var trapped []string
 	for _, ref := range app.Objects {
-		if ob := p.Object(ref); ob != nil && ob.CSAMigration.Fails {
+		// Check made sure every ref is the plan's; Export indexed them.
+		if ob := a.objs[ref].obj; ob.CSAMigration.Fails {
 			trapped = append(trapped, fmt.Sprintf("%s (%d B)", ref, ob.CSAMigration.Bytes))
 		}
 	}

@@ -74,8 +74,8 @@ func (f *Fleet) Target(repoURL, revision string) {
 
 // Build computes the commit: it is the gitops.Change's Build. Two clusters
 // writing one file differently is refused: one commit cannot hold both.
-func (f *Fleet) Build(t Tree) (gitops.Content, error) {
-	t = &listedTree{Tree: t}
+func (f *Fleet) Build(tree Tree) (gitops.Content, error) {
+	t := &listedTree{Tree: tree}
 	files := map[string][]byte{}
 	owner := map[string]string{}
 	put := func(who string, m map[string][]byte) error {
@@ -144,7 +144,7 @@ type member struct {
 // the clean manifests differ between clusters, each cluster's are exported
 // to <exportDir>/<cluster>/<rest of the path> instead and the template's
 // path is {{.path}}. Anything else that differs refuses the set.
-func (f *Fleet) renderSet(t Tree, set fleet.ApplicationSet, files map[string][]byte) (SetSummary, error) {
+func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[string][]byte) (SetSummary, error) {
 	ss := SetSummary{Name: set.Name, Clusters: set.Clusters, Generator: "list"}
 	ms, err := f.members(set)
 	if err != nil {
@@ -157,17 +157,17 @@ func (f *Fleet) renderSet(t Tree, set fleet.ApplicationSet, files map[string][]b
 			if perCluster {
 				app.SourcePath = perClusterPath(m.a.o.Plan, app.SourcePath, m.dest)
 			}
-			out := map[string][]byte{}
+			out := newOutput(map[string][]byte{})
 			as, err := m.a.renderApp(t, app, out)
 			if err != nil {
 				return fmt.Errorf("ApplicationSet %s, cluster %s: %w", set.Name, m.dest, err)
 			}
-			d, err := argoapp.DecodeApplication(out[as.File])
+			d, err := argoapp.DecodeApplication(out.files[as.File])
 			if err != nil {
 				return err
 			}
-			delete(out, as.File)
-			m.files, m.spec, m.path = out, d.Spec, as.Path
+			delete(out.files, as.File)
+			m.files, m.spec, m.path = out.files, d.Spec, as.Path
 			ss.File = path.Join(path.Dir(as.File), set.Name+".applicationset.yaml")
 		}
 		return nil

@@ -62,17 +62,18 @@ func helmObjects(p *plan.Plan) map[string]bool {
 // reads it as a Helm OCI repository registered with enableOCI).
 func HelmRepoURL(u string) string { return strings.TrimPrefix(u, "oci://") }
 
-// renderHelm renders a Helm-sourced Application: the chart at the version
+// placeHelm places a Helm-sourced Application: the chart at the version
 // the release runs, the release name, the values (secret-like ones as
 // placeholders), the release namespace, server-side apply, and the chart's
 // Secrets' data kept from live. It writes nothing but the Application.
-func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (AppSummary, error) {
+func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) {
 	h := app.Helm
 	repo := HelmRepoURL(h.RepoURL)
-	s := AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, repo, h.ReleaseName)}
+	pl := &placed{s: AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, repo, h.ReleaseName)}}
+	s := &pl.s
 	values, err := argoapp.HelmValuesYAML(h.Values)
 	if err != nil {
-		return s, fmt.Errorf("Application %s: %w", app.Name, err)
+		return pl, fmt.Errorf("Application %s: %w", app.Name, err)
 	}
 	opts := []string{argoapp.SyncOptionServerSideApply}
 	var ignore []argoapp.IgnoreDifference
@@ -85,7 +86,7 @@ func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (App
 	}
 	add, why, err := a.csaMigration(app)
 	if err != nil {
-		return s, err
+		return pl, err
 	}
 	if add {
 		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
@@ -112,5 +113,6 @@ func (a *Applier) renderHelm(app plan.Application, files map[string][]byte) (App
 		RepoURL: repo, Chart: h.Chart, TargetRevision: h.Version, HelmReleaseName: h.ReleaseName, HelmValues: values,
 		IgnoreDifferences: ignore, SyncOptions: opts,
 	}
-	return s, a.writeApplication(app, d, &s, files)
+	a.complete(pl, app, d, out)
+	return pl, nil
 }

@@ -3,22 +3,86 @@ package apply
 import (
 	"fmt"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
+// placed is one Application whose objects have their files: what it
+// writes, and its Application, complete but not yet rendered.
+type placed struct {
+	s AppSummary
+	d argoapp.ApplicationData
+	// writes are its exports, in order; file is its manifest's path.
+	writes []write
+	file   string
+	// out and err are the rendered manifest, or why it failed.
+	out []byte
+	err error
+}
+
+type write struct {
+	path string
+	data []byte
+}
+
 // renderApp places one Application's objects and renders its manifest into
-// files, with every setting as the plan records it.
-func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byte) (AppSummary, error) {
+// out, with every setting as the plan records it.
+func (a *Applier) renderApp(t *listedTree, app plan.Application, out *output) (AppSummary, error) {
+	pl, err := a.place(t, app, out)
+	if err != nil {
+		return pl.s, err
+	}
+	pl.out, pl.err = argoapp.RenderApplication(a.appTpl, pl.d)
+	return pl.write(out)
+}
+
+// write files the exports and the rendered manifest of pl into out.
+func (pl *placed) write(out *output) (AppSummary, error) {
+	if pl.err != nil {
+		return pl.s, pl.err
+	}
+	for _, w := range pl.writes {
+		out.files[w.path] = w.data
+	}
+	pl.s.Application, pl.s.File = pl.d, pl.file
+	out.files[pl.file] = pl.out
+	return pl.s, nil
+}
+
+// renderAll renders the placed Applications, GOMAXPROCS at a time: each is
+// a template execution and a strict decode, most of a build's CPU.
+func (a *Applier) renderAll(pls []*placed) {
+	next := make(chan *placed)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(pls)) {
+		wg.Go(func() {
+			for pl := range next {
+				pl.out, pl.err = argoapp.RenderApplication(a.appTpl, pl.d)
+			}
+		})
+	}
+	for _, pl := range pls {
+		next <- pl
+	}
+	close(next)
+	wg.Wait()
+}
+
+// place chooses the files of one Application's objects and completes its
+// Application, naming in out what it will write.
+func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*placed, error) {
 	if app.Source == "helm" {
-		return a.renderHelm(app, files)
+		return a.placeHelm(app, out)
 	}
 	p := a.o.Plan
-	s := AppSummary{Name: app.Name, Namespace: app.Namespace, Path: app.SourcePath}
+	pl := &placed{s: AppSummary{Name: app.Name, Namespace: app.Namespace, Path: app.SourcePath}}
+	s := &pl.s
 	var inGit, exportedHere []*exported
 	for _, ref := range app.Objects {
 		e := a.objs[ref]
@@ -40,7 +104,7 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 		}
 	}
 	if srcPath == "" || srcPath == "." {
-		return s, &ContractError{msg: fmt.Sprintf("plan %s: Application %s has no source path: it would sync the repository's root. Re-run adopt plan", p.ID, app.Name)}
+		return pl, &ContractError{msg: fmt.Sprintf("plan %s: Application %s has no source path: it would sync the repository's root. Re-run adopt plan", p.ID, app.Name)}
 	}
 	s.Path = srcPath
 	var adoptedFiles, exclude []string
@@ -52,13 +116,13 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 			continue
 		case export.SecretsPlaceholder:
 			e.file = path.Join(srcPath, name)
-			files[e.file] = e.data
+			pl.writes = append(pl.writes, write{e.file, e.data})
 			exclude = append(exclude, name)
 			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "placeholder " + e.file + " (keys only, excluded from sync)"})
 			continue
 		}
 		e.file = path.Join(srcPath, name)
-		files[e.file] = e.data
+		pl.writes = append(pl.writes, write{e.file, e.data})
 		adoptedFiles = append(adoptedFiles, name)
 		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "exported to " + e.file})
 	}
@@ -76,11 +140,14 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 		adoptedFiles = append(adoptedFiles, path.Base(e.file))
 		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "in Git at " + e.file})
 	}
+	for _, w := range pl.writes {
+		out.names.add(w.path)
+	}
 	include := app.Include
 	if len(include) == 0 {
-		others, err := otherManifests(t, srcPath, adoptedFiles, exclude, files)
+		others, err := otherManifests(t, srcPath, adoptedFiles, exclude, out)
 		if err != nil {
-			return s, err
+			return pl, err
 		}
 		if others {
 			include = adoptedFiles
@@ -91,7 +158,7 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 	opts := []string{argoapp.SyncOptionServerSideApply}
 	add, why, err := a.csaMigration(app)
 	if err != nil {
-		return s, err
+		return pl, err
 	}
 	if add {
 		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
@@ -103,28 +170,22 @@ func (a *Applier) renderApp(t Tree, app plan.Application, files map[string][]byt
 		RepoURL: a.repoURL(app), Path: srcPath, TargetRevision: a.o.TargetRevision,
 		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts,
 	}
-	return s, a.writeApplication(app, d, &s, files)
+	a.complete(pl, app, d, out)
+	return pl, nil
 }
 
-// writeApplication completes d with what every Application takes from the
-// plan (name, Argo CD namespace, project, destination, its objects) and
-// the sync policy, renders it, and files it under the plan's apps
-// directory.
-func (a *Applier) writeApplication(app plan.Application, d argoapp.ApplicationData, s *AppSummary, files map[string][]byte) error {
+// complete sets pl's Application to d with what every Application takes
+// from the plan (name, Argo CD namespace, project, destination, its
+// objects) and the sync policy, filed under the plan's apps directory.
+func (a *Applier) complete(pl *placed, app plan.Application, d argoapp.ApplicationData, out *output) {
 	p := a.o.Plan
 	appsDir, argoNS := Settings(p)
 	d.Name, d.Namespace, d.Project, d.PlanID, d.Objects = app.Name, argoNS, project(p, app), a.id, app.Objects
 	d.DestinationServer, d.DestinationName = destination(p, app)
 	d.DestinationNamespace = app.Namespace
 	d.AutoSync, d.Prune = a.o.AutoSync, a.o.Prune
-	out, err := argoapp.RenderApplication(a.appTpl, d)
-	if err != nil {
-		return err
-	}
-	s.Application = d
-	s.File = path.Join(appsDir, app.Name+".yaml")
-	files[s.File] = out
-	return nil
+	pl.d, pl.file = d, path.Join(appsDir, app.Name+".yaml")
+	out.names.add(pl.file)
 }
 
 // repoURL is the Application's repoURL: as the plan records it, else the
@@ -183,8 +244,8 @@ func project(p *plan.Plan, app plan.Application) string {
 
 // otherManifests reports whether dir holds manifests besides the adopted
 // and excluded ones, counting files already in the repo and files being
-// written now.
-func otherManifests(t Tree, dir string, adopted, excluded []string, files map[string][]byte) (bool, error) {
+// written now (out's names).
+func otherManifests(t *listedTree, dir string, adopted, excluded []string, out *output) (bool, error) {
 	known := map[string]bool{}
 	for _, n := range adopted {
 		known[n] = true
@@ -192,41 +253,58 @@ func otherManifests(t Tree, dir string, adopted, excluded []string, files map[st
 	for _, n := range excluded {
 		known[n] = true
 	}
-	other := func(f string) bool {
-		base, ok := strings.CutPrefix(f, dir+"/")
-		if !ok || strings.Contains(base, "/") || known[base] {
-			return false
-		}
-		switch strings.ToLower(path.Ext(base)) {
-		case ".yaml", ".yml", ".json":
-			return true
-		}
-		return false
-	}
-	inRepo, err := t.Files()
+	inRepo, err := t.inDir(dir)
 	if err != nil {
 		return false, err
 	}
-	for _, f := range inRepo {
-		if other(f) {
-			return true, nil
-		}
-	}
-	for f := range files {
-		if other(f) {
-			return true, nil
+	for _, names := range [][]string{inRepo, out.names[dir]} {
+		for _, n := range names {
+			if known[n] {
+				continue
+			}
+			switch strings.ToLower(path.Ext(n)) {
+			case ".yaml", ".yml", ".json":
+				return true, nil
+			}
 		}
 	}
 	return false, nil
 }
 
+// dirIndex holds file names by the directory they are directly in: the
+// part of the path before its last slash (paths without one are left out).
+type dirIndex map[string][]string
+
+func (x dirIndex) add(f string) {
+	if i := strings.LastIndexByte(f, '/'); i >= 0 {
+		x[f[:i]] = append(x[f[:i]], f[i+1:])
+	}
+}
+
+// output is the files a build writes and, as soon as they are placed
+// (before they are rendered), their names by directory.
+type output struct {
+	files map[string][]byte
+	names dirIndex
+}
+
+func newOutput(files map[string][]byte) *output {
+	o := &output{files: files, names: dirIndex{}}
+	for f := range files {
+		o.names.add(f)
+	}
+	return o
+}
+
 // listedTree lists a Tree's files once (Build and Fleet.Build wrap the
-// tree they are given): a build renders every Application
-// against the same tree, and listing a large repository for each of them
-// was most of a 500-Application build.
+// tree they are given) and indexes them by directory: a build renders
+// every Application against the same tree, and listing a large repository
+// for each of them, or scanning its list, was most of a 500-Application
+// build.
 type listedTree struct {
 	Tree
 	files []string
+	dirs  dirIndex
 	err   error
 	done  bool
 }
@@ -237,4 +315,19 @@ func (l *listedTree) Files() ([]string, error) {
 		l.done = true
 	}
 	return l.files, l.err
+}
+
+// inDir is the names of the tree's files directly in dir.
+func (l *listedTree) inDir(dir string) ([]string, error) {
+	files, err := l.Files()
+	if err != nil {
+		return nil, err
+	}
+	if l.dirs == nil {
+		l.dirs = dirIndex{}
+		for _, f := range files {
+			l.dirs.add(f)
+		}
+	}
+	return l.dirs[dir], nil
 }

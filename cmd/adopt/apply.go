@@ -326,7 +326,7 @@ func (o *ApplyOptions) argoVersion(ctx context.Context, p *plan.Plan, c *cluster
 
 // export makes the Applier of plan p and exports its objects from c.
 func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, version argoapp.DetectedVersion) (*apply.Applier, error) {
-	fetch, list := apply.Live(c.clients.Dynamic)
+	fetch, list := apply.Live(c.clients.Dynamic, c.clients.Core)
 	a, err := apply.New(apply.Options{
 		Plan: p, Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
 		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl, Fetch: fetch, List: list,

@@ -20,7 +20,7 @@ import (
 
 // TestExportListEqualsGet checks that apply's exports are the same bytes
 // whether a namespace's objects are read with one paginated list (enough
-// of them to list) or one GET each, on a real API server; that a listed
+// of them to list; as protobuf, as apply lists ConfigMaps) or one GET each, on a real API server; that a listed
 // namespace's object the list did not return still fails by name; and that
 // a namespace with few objects is read object by object.
 func TestExportListEqualsGet(t *testing.T) {
@@ -52,6 +52,11 @@ func TestExportListEqualsGet(t *testing.T) {
 	add(many, 40)
 	add(few, 3)
 	dyn := dynClient(t)
+	c, err := connectREST(cp.RESTConfig(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lister := apply.Live(dyn, c.clients.Core) // ConfigMaps as protobuf
 	gets, lists := 0, 0
 	run := func(list bool, p *plan.Plan) (map[string][]byte, error) {
 		set, err := templates.New("")
@@ -66,7 +71,7 @@ func TestExportListEqualsGet(t *testing.T) {
 		if list {
 			o.List = func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
 				lists++
-				return export.List(ctx, dyn, gvr, ns, fn)
+				return lister(ctx, gvr, ns, fn)
 			}
 		}
 		a, err := apply.New(o)
