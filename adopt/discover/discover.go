@@ -264,10 +264,12 @@ func Collect(ctx context.Context, c Clients, o Options) (*Result, error) {
 	return res, nil
 }
 
-// SortObjects orders objects by namespace, group, kind and name.
+// SortObjects orders objects by namespace, group, kind and name. The
+// comparison reads the objects in place: copying two of them for each of
+// the n log n comparisons was most of the sort of 100,000.
 func SortObjects(objs []Object) {
 	sort.Slice(objs, func(i, j int) bool {
-		a, b := objs[i], objs[j]
+		a, b := &objs[i], &objs[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}

@@ -265,7 +265,7 @@ func (p *Plan) summarize() {
 
 // Sort puts every list of the plan in its canonical order.
 func (p *Plan) Sort() {
-	sort.SliceStable(p.Objects, func(i, j int) bool { return objectKey(p.Objects[i]) < objectKey(p.Objects[j]) })
+	sort.SliceStable(p.Objects, func(i, j int) bool { return objectLess(&p.Objects[i], &p.Objects[j]) })
 	sort.SliceStable(p.Skipped, func(i, j int) bool {
 		a, b := p.Skipped[i], p.Skipped[j]
 		return a.Namespace+"\x00"+a.Group+"\x00"+a.Kind+"\x00"+a.Name < b.Namespace+"\x00"+b.Group+"\x00"+b.Kind+"\x00"+b.Name
@@ -277,8 +277,19 @@ func (p *Plan) Sort() {
 	})
 }
 
-func objectKey(o Object) string {
-	return o.Namespace + "\x00" + o.Group + "\x00" + o.Kind + "\x00" + o.Name
+// objectLess orders objects by namespace, group, kind and name, field by
+// field: the order of their keys joined with NUL (no Kubernetes name
+// holds one), without building two strings for each comparison.
+func objectLess(a, b *Object) bool {
+	switch {
+	case a.Namespace != b.Namespace:
+		return a.Namespace < b.Namespace
+	case a.Group != b.Group:
+		return a.Group < b.Group
+	case a.Kind != b.Kind:
+		return a.Kind < b.Kind
+	}
+	return a.Name < b.Name
 }
 
 // Object looks an object up by its Ref.
