@@ -14,11 +14,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -305,7 +307,20 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 			return c.Metadata.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
 		}
 	}
-	p := pager.New(fn)
+	// The first page says how many objects the type holds (its remaining
+	// count), so the slice is made once at that size instead of doubling
+	// through the list. The pager fetches pages ahead on its own
+	// goroutine: the count crosses over atomically.
+	var total atomic.Int64
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		l, err := fn(ctx, opts)
+		if err == nil {
+			if m, merr := meta.ListAccessor(l); merr == nil && m.GetRemainingItemCount() != nil {
+				total.CompareAndSwap(0, int64(meta.LenList(l))+*m.GetRemainingItemCount())
+			}
+		}
+		return l, err
+	})
 	p.PageSize = pageSize
 	// Transient server faults and an expired continue token (410) restart
 	// the type from scratch, with client-go's backoff, so a result is whole
@@ -314,6 +329,9 @@ func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, erro
 	err := retry.OnError(retry.DefaultBackoff, Transient, func() error {
 		objs = objs[:0]
 		return p.EachListItem(ctx, metav1.ListOptions{}, func(item runtime.Object) error {
+			if n := int(total.Load()); cap(objs) < n && len(objs) == 0 {
+				objs = make([]Object, 0, n)
+			}
 			switch v := item.(type) {
 			case *metav1.PartialObjectMetadata:
 				objs = append(objs, fromMeta(t, &v.ObjectMeta, 0))
