@@ -98,8 +98,17 @@ func Build(in Inputs) *Plan {
 		p.NotScanned = append(p.NotScanned, NotScanned{Type: f.Type, Reason: f.Reason})
 	}
 
-	var cands []*candidate
+	// Candidates live in one array sized for every object (never
+	// reallocated, so pointers into it hold), and only those whose body
+	// must be read are indexed by object: at 100,000 objects a map and
+	// an allocation per object were a large part of what the collector
+	// had to trace while the plan was built.
+	store := make([]candidate, 0, len(in.Result.Objects))
+	cands := make([]*candidate, 0, len(in.Result.Objects))
 	byObj := map[*discover.Object]*candidate{}
+	wantBody := func(o *discover.Object, c *candidate) bool {
+		return c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK)
+	}
 	p.Objects = make([]Object, 0, len(in.Result.Objects))
 	for i := range in.Result.Objects {
 		o := &in.Result.Objects[i]
@@ -119,19 +128,19 @@ func Build(in Inputs) *Plan {
 		// Candidates point into p.Objects, sized for every object up
 		// front, so the plan's objects are never copied.
 		p.Objects = append(p.Objects, newObject(o, v))
-		c := &candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: labelGroup(o.Labels)}
+		store = append(store, candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: labelGroup(o.Labels)})
+		c := &store[len(store)-1]
 		if in.Index != nil {
 			matchGit(c, in.Index)
 		}
 		cands = append(cands, c)
-		byObj[o] = c
+		if wantBody(o, c) {
+			byObj[o] = c
+		}
 	}
 
 	if in.Bodies != nil {
-		want := func(o *discover.Object) bool {
-			c := byObj[o]
-			return c != nil && (c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK))
-		}
+		want := func(o *discover.Object) bool { return byObj[o] != nil }
 		in.Bodies(in.Result.Objects, want, func(o *discover.Object, body map[string]any, err error) {
 			c := byObj[o]
 			if err != nil {
