@@ -29,54 +29,47 @@ import (
 // one object after another at the default level, which was most of the
 // time of a push of 2,500 new files (see bench row 5).
 func (r *Repo) push(ctx context.Context, branch string, force bool) error {
-	err := r.sendPack(ctx, branch, force)
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
+	return wrap("push "+branch+" to", r.display, r.sendPack(ctx, branch, force), r.secrets)
 }
 
+// sendPack is push's work; push wraps its error once.
 func (r *Repo) sendPack(ctx context.Context, branch string, force bool) error {
-	op := "push " + branch + " to"
 	remote, err := r.repo.Remote(remoteName)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	ep, err := transport.NewEndpoint(remote.Config().URLs[0])
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	cl, err := client.NewClient(ep)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	sess, err := cl.NewReceivePackSession(ep, r.auth)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	defer sess.Close()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	name := plumbing.NewBranchReferenceName(branch)
 	local, err := r.repo.Reference(name, true)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
-	cmd := &packp.Command{Name: name, New: local.Hash()}
-	if old, ok := ar.References[name.String()]; ok {
-		cmd.Old = old
-	}
+	cmd := &packp.Command{Name: name, Old: ar.References[name.String()], New: local.Hash()}
 	if cmd.Old == cmd.New {
-		return git.NoErrAlreadyUpToDate
+		return nil // already up to date
 	}
 	if !force && !cmd.Old.IsZero() && !r.isAncestor(cmd.Old, cmd.New) {
-		return wrap(op, r.display, git.ErrNonFastForwardUpdate, r.secrets)
+		return git.ErrNonFastForwardUpdate
 	}
 	pack, err := r.pack(cmd.New, ar)
 	if err != nil {
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	var said remoteText
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
@@ -96,11 +89,10 @@ func (r *Repo) sendPack(ctx context.Context, branch string, force bool) error {
 		if said.String() != "" {
 			err = fmt.Errorf("%w (the server said: %s)", err, said.String())
 		}
-		return wrap(op, r.display, err, r.secrets)
+		return err
 	}
 	// As after git push: the remote-tracking branch is where the push left it.
-	tracking := plumbing.NewHashReference(plumbing.NewRemoteReferenceName(remoteName, branch), cmd.New)
-	return wrap(op, r.display, r.repo.Storer.SetReference(tracking), r.secrets)
+	return r.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewRemoteReferenceName(remoteName, branch), cmd.New))
 }
 
 // isAncestor reports whether commit old is in the history of commit new;

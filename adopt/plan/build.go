@@ -106,9 +106,6 @@ func Build(in Inputs) *Plan {
 	store := make([]candidate, 0, len(in.Result.Objects))
 	cands := make([]*candidate, 0, len(in.Result.Objects))
 	byObj := map[*discover.Object]*candidate{}
-	wantBody := func(o *discover.Object, c *candidate) bool {
-		return c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK)
-	}
 	p.Objects = make([]Object, 0, len(in.Result.Objects))
 	for i := range in.Result.Objects {
 		o := &in.Result.Objects[i]
@@ -134,8 +131,8 @@ func Build(in Inputs) *Plan {
 			matchGit(c, in.Index)
 		}
 		cands = append(cands, c)
-		if wantBody(o, c) {
-			byObj[o] = c
+		if c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+			byObj[o] = c // its body is read (in.Bodies)
 		}
 	}
 
