@@ -69,7 +69,8 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			bw.WriteString(sep + `"` + key + `":[`)
 		}
 		err := ordered(n, func(lo, hi int) ([]byte, error) {
-			var b, ind bytes.Buffer
+			var b bytes.Buffer
+			var ind []byte
 			for i := lo; i < hi; i++ {
 				raw, err := json.Marshal(item(i))
 				if err != nil {
@@ -83,11 +84,8 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 					continue
 				}
 				b.WriteString("\n    ")
-				ind.Reset()
-				if err := json.Indent(&ind, raw, "    ", "  "); err != nil {
-					return nil, err
-				}
-				b.Write(ind.Bytes())
+				ind = appendIndent(ind[:0], raw, "    ", "  ")
+				b.Write(ind)
 			}
 			return b.Bytes(), nil
 		}, func(b []byte) error {
@@ -125,4 +123,60 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 	}
 	bw.WriteString("}\n")
 	return bw.Flush()
+}
+
+// appendIndent appends src, compact JSON as json.Marshal writes it (no
+// space outside strings), indented as json.Indent would: each element on
+// a line of its own after prefix and one indent per depth, ": " after a
+// key, and empty objects and arrays kept as {} and []. json.Indent runs
+// its validating scanner over every byte, which was most of printing a
+// 20,000-object plan with -o json; compact output needs only to find
+// where strings end.
+func appendIndent(dst, src []byte, prefix, indent string) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		dst = append(dst, prefix...)
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			// Copy the string through its closing quote; a backslash
+			// always escapes the byte after it.
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			end := min(j+1, len(src))
+			dst = append(dst, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, c, ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 
@@ -52,3 +53,52 @@ func TestWriteJSONIsEncodingJSON(t *testing.T) {
 }
 
 func fmtName(i int) string { return "cm-" + strconv.Itoa(i) }
+
+// TestAppendIndentIsJSONIndent checks appendIndent against json.Indent on
+// what json.Marshal writes for nested values: empty and filled objects and
+// arrays at every depth, and strings holding quotes, backslashes,
+// brackets, commas, colons, escapes and non-ASCII text.
+func TestAppendIndentIsJSONIndent(t *testing.T) {
+	strs := []string{"", `"`, `\`, `\"`, `a"b\c`, "{[,:]}", "<&>", "tab\tnl\n", "ü€😀", "\u2028", "\x00", "end\\"}
+	r := rand.New(rand.NewPCG(1, 2))
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch k := r.IntN(7); {
+		case depth > 4 || k == 0:
+			return strs[r.IntN(len(strs))]
+		case k == 1:
+			return r.IntN(2000) - 1000
+		case k == 2:
+			return []any{}
+		case k == 3:
+			return map[string]any{}
+		case k == 4:
+			return []any{nil, true, r.Float64()}
+		case k == 5:
+			a := make([]any, r.IntN(4))
+			for i := range a {
+				a[i] = value(depth + 1)
+			}
+			return a
+		default:
+			m := map[string]any{}
+			for range r.IntN(4) {
+				m[strs[r.IntN(len(strs))]+strconv.Itoa(r.IntN(9))] = value(depth + 1)
+			}
+			return m
+		}
+	}
+	for i := range 2000 {
+		raw, err := json.Marshal(value(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, raw, "    ", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendIndent([]byte("x"), raw, "    ", "  "); string(got) != "x"+want.String() {
+			t.Fatalf("value %d, %s:\n got %s\nwant %s", i, raw, got, want.String())
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"time"
+
+	_ "github.com/adopt-dev/adopt/internal/quietinit" // before kubectl's commands initialize
 )
 
 func main() {
