@@ -44,7 +44,7 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 		return err
 	}
 	first := true
-	list := func(key string, n int, item func(i int) any, omitEmpty bool) error {
+	list := func(key string, n int, item func(b []byte, i int) ([]byte, error), omitEmpty bool) error {
 		if n == 0 && omitEmpty {
 			return nil
 		}
@@ -69,25 +69,24 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			bw.WriteString(sep + `"` + key + `":[`)
 		}
 		err := ordered(n, func(lo, hi int) ([]byte, error) {
-			var b bytes.Buffer
-			var ind []byte
+			var b, raw []byte
+			var err error
 			for i := lo; i < hi; i++ {
-				raw, err := json.Marshal(item(i))
-				if err != nil {
-					return nil, fmt.Errorf("encode plan: %w", err)
-				}
 				if i > 0 {
-					b.WriteString(",")
+					b = append(b, ',')
 				}
 				if !indent {
-					b.Write(raw)
+					if b, err = item(b, i); err != nil {
+						return nil, err
+					}
 					continue
 				}
-				b.WriteString("\n    ")
-				ind = appendIndent(ind[:0], raw, "    ", "  ")
-				b.Write(ind)
+				if raw, err = item(raw[:0], i); err != nil {
+					return nil, err
+				}
+				b = appendIndent(append(b, "\n    "...), raw, "    ", "  ")
 			}
-			return b.Bytes(), nil
+			return b, nil
 		}, func(b []byte) error {
 			_, err := bw.Write(b)
 			return err
@@ -109,13 +108,18 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			bw.WriteString(`"objects":null`)
 		}
 		first = false
-	} else if err := list("objects", len(p.Objects), func(i int) any { return &p.Objects[i] }, false); err != nil {
+	} else if err := list("objects", len(p.Objects), func(b []byte, i int) ([]byte, error) {
+		if b, ok := appendObjectJSON(b, &p.Objects[i]); ok {
+			return b, nil
+		}
+		return appendMarshal(b, &p.Objects[i])
+	}, false); err != nil {
 		return err
 	}
-	if err := list("skipped", len(p.Skipped), func(i int) any { return &p.Skipped[i] }, true); err != nil {
+	if err := list("skipped", len(p.Skipped), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.Skipped[i]) }, true); err != nil {
 		return err
 	}
-	if err := list("notScanned", len(p.NotScanned), func(i int) any { return &p.NotScanned[i] }, true); err != nil {
+	if err := list("notScanned", len(p.NotScanned), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.NotScanned[i]) }, true); err != nil {
 		return err
 	}
 	if indent {
@@ -123,6 +127,15 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 	}
 	bw.WriteString("}\n")
 	return bw.Flush()
+}
+
+// appendMarshal appends json.Marshal's encoding of v.
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	return append(b, raw...), nil
 }
 
 // appendIndent appends src, compact JSON as json.Marshal writes it (no
