@@ -72,8 +72,9 @@ func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error 
 	if _, err := io.WriteString(w, key+":\n"); err != nil {
 		return err
 	}
-	return ordered(len(items), func(lo, hi int) ([]byte, error) {
+	return ordered(len(items), func(b []byte, lo, hi int) ([]byte, error) {
 		yw := yamlenc.New()
+		yw.Buf = b
 		for i := lo; i < hi; i++ {
 			err := yw.Item(reflect.ValueOf(&items[i]), 2)
 			if errors.Is(err, yamlenc.ErrShape) {

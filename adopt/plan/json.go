@@ -68,8 +68,8 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			}
 			bw.WriteString(sep + `"` + key + `":[`)
 		}
-		err := ordered(n, func(lo, hi int) ([]byte, error) {
-			var b, raw []byte
+		err := ordered(n, func(b []byte, lo, hi int) ([]byte, error) {
+			var raw []byte
 			var err error
 			for i := lo; i < hi; i++ {
 				if i > 0 {
