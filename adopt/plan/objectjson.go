@@ -1,9 +1,9 @@
 package plan
 
 import (
-	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/adopt-dev/adopt/adopt/jsonenc"
 )
 
 // appendObjectJSON appends o as json.Marshal writes it, byte for byte,
@@ -14,7 +14,7 @@ import (
 // to json.Marshal. TestObjectJSONIsEncodingJSON fills every field, so a
 // field added to Object and not here fails it.
 func appendObjectJSON(b []byte, o *Object) ([]byte, bool) {
-	if o.Drift != nil || o.Preview != nil || !finite(o.Budget.PercentOfCap) {
+	if o.Drift != nil || o.Preview != nil || !jsonenc.Finite(o.Budget.PercentOfCap) {
 		return b, false
 	}
 	b = appendKey(b, `{"group":`, o.Group)
@@ -34,7 +34,7 @@ func appendObjectJSON(b []byte, o *Object) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, m)
+			b = jsonenc.AppendString(b, m)
 		}
 		b = append(b, ']')
 	}
@@ -42,7 +42,7 @@ func appendObjectJSON(b []byte, o *Object) ([]byte, bool) {
 	bu := &o.Budget
 	b = strconv.AppendInt(append(b, `,"budget":{"annotationBytes":`...), int64(bu.AnnotationBytes), 10)
 	b = strconv.AppendInt(append(b, `,"lastAppliedBytes":`...), int64(bu.LastAppliedBytes), 10)
-	b = appendJSONFloat(append(b, `,"percentOfCap":`...), bu.PercentOfCap)
+	b = jsonenc.AppendFloat(append(b, `,"percentOfCap":`...), bu.PercentOfCap)
 	b = strconv.AppendInt(append(b, `,"headroom":`...), int64(bu.Headroom), 10)
 	b = strconv.AppendBool(append(b, `,"hasLastApplied":`...), bu.HasLastApplied)
 	b = appendKey(append(b, '}'), `,"level":`, string(o.Level))
@@ -104,75 +104,5 @@ func appendGitMatch(b []byte, g *GitMatch) []byte {
 
 // appendKey appends key, the JSON text before a value, and the string v.
 func appendKey(b []byte, key, v string) []byte {
-	return appendJSONString(append(b, key...), v)
-}
-
-func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
-
-// appendJSONFloat appends f as encoding/json writes a float64: the
-// shortest decimal that reads back as f, in exponent form below 1e-6 and
-// from 1e21, with the exponent unpadded.
-func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1]
-		b = b[:n-1]
-	}
-	return b
-}
-
-// appendJSONString appends s quoted as encoding/json writes a string (its
-// HTML-safe escaping): ", \ and control bytes escaped, <, > and & as
-// \u003c, \u003e and \u0026, U+2028 and U+2029 escaped, and each byte of
-// invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
+	return jsonenc.AppendString(append(b, key...), v)
 }

@@ -72,10 +72,26 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		c := *o.Config // argoCD may set the destination: not the caller's copy
 		cfg = &c
 	}
-	tracking, apps, mgmt, err := argoCD(ctx, o, cfg)
-	if err != nil {
-		return nil, err
+	// Argo CD's settings and Applications are read while the cluster is
+	// listed: they are a few requests the lists need not wait for. When
+	// they fail, the lists are stopped and their error is the one told.
+	listCtx, stopLists := context.WithCancel(ctx)
+	defer stopLists()
+	type argo struct {
+		tracking argoapp.Tracking
+		apps     argoapp.Applications
+		mgmt     *plan.Management
+		err      error
 	}
+	argoDone := make(chan argo, 1)
+	go func() {
+		var a argo
+		a.tracking, a.apps, a.mgmt, a.err = argoCD(ctx, o)
+		if a.err != nil {
+			stopLists()
+		}
+		argoDone <- a
+	}()
 	skipType := func(t discover.Type) string {
 		if why := judge.SkipType(t); why != "" {
 			return why
@@ -85,9 +101,18 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 		return ""
 	}
-	res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: skipType, PageSize: o.ChunkSize, Progress: o.Listed})
+	res, err := discover.Collect(listCtx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: skipType, PageSize: o.ChunkSize, Progress: o.Listed})
+	a := <-argoDone
+	if a.err != nil {
+		return nil, a.err
+	}
 	if err != nil {
 		return nil, explain(err)
+	}
+	tracking, apps, mgmt := a.tracking, a.apps, a.mgmt
+	if mgmt != nil && mgmt.Cluster != "" && cfg.Destination == config.Default().Destination {
+		// The Applications go to the cluster as the hub registered it.
+		cfg.Destination = config.Destination{Name: mgmt.Cluster}
 	}
 	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
 		discover.Each(ctx, o.Clients, objs, 4, want, fn)
@@ -127,7 +152,7 @@ type Hub struct {
 // the planned cluster's cluster Secret gives the Applications' destination
 // (into cfg, unless adopt.yaml names one) and only Applications deploying
 // to it count as tracking.
-func argoCD(ctx context.Context, o Options, cfg *config.Config) (argoapp.Tracking, argoapp.Applications, *plan.Management, error) {
+func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applications, *plan.Management, error) {
 	explain := o.Explain
 	if explain == nil {
 		explain = func(err error) error { return err }
@@ -157,9 +182,6 @@ func argoCD(ctx context.Context, o Options, cfg *config.Config) (argoapp.Trackin
 	here := argoapp.HereIs(argoapp.Cluster{Server: o.Cluster.Server})
 	if c, ok := argoapp.FindCluster(clusters, o.Cluster.Server); ok {
 		m.Cluster, here = c.Name, argoapp.HereIs(c)
-		if cfg.Destination == config.Default().Destination {
-			cfg.Destination = config.Destination{Name: c.Name}
-		}
 	}
 	apps, err := argoapp.ListApplicationsTo(ctx, h.Dynamic, here)
 	return tracking, apps, m, explainIf(hubExplain, err)
