@@ -84,16 +84,16 @@ func StringLen(s string) int {
 	return n
 }
 
+// asciiLens holds, for each ASCII byte, how many bytes AppendString
+// writes for it: 2 for ", \ and the control bytes with a short escape
+// (\b \t \n \f \r), 6 for the other control bytes and <, > and &, else 1.
+const asciiLens = "66666666222622666666666666666666" + // 0x00-0x1f
+	"11211161111111111111111111116161" + // 0x20-0x3f: " & < >
+	"11111111111111111111111111112111" + // 0x40-0x5f: \
+	"11111111111111111111111111111111" //   0x60-0x7f
+
 // asciiLen is how many bytes AppendString writes for the ASCII byte c.
-func asciiLen(c byte) int {
-	switch {
-	case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-		return 2
-	case c < 0x20 || c == '<' || c == '>' || c == '&':
-		return 6
-	}
-	return 1
-}
+func asciiLen(c byte) int { return int(asciiLens[c&0x7f] - '0') }
 
 // AppendFloat appends f as encoding/json writes a float64: the shortest
 // decimal that reads back as f, in exponent form below 1e-6 and from

@@ -2,12 +2,16 @@ package plan
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/adopt/yamlenc"
 )
 
@@ -28,6 +32,8 @@ var awkward = []string{
 type filler struct {
 	n    int
 	flat bool
+	// ascii keeps to the strings yamlenc.AppendASCII renders.
+	ascii bool
 }
 
 func (f *filler) fill(v reflect.Value, depth int) {
@@ -35,7 +41,7 @@ func (f *filler) fill(v reflect.Value, depth int) {
 	switch v.Kind() {
 	case reflect.String:
 		s := awkward[f.n%len(awkward)]
-		for f.flat && strings.ContainsAny(s, "\n\r\u2028") {
+		for f.flat && strings.ContainsAny(s, "\n\r\u2028") || f.ascii && !renders(s) {
 			f.n++
 			s = awkward[f.n%len(awkward)]
 		}
@@ -180,5 +186,46 @@ func TestEncodeIsYAMLv3(t *testing.T) {
 	t.Logf("%d objects took yamlenc's path", fast)
 	if fast < 100 {
 		t.Fatalf("only %d objects took yamlenc's path", fast)
+	}
+}
+
+func renders(s string) bool {
+	_, ok := yamlenc.AppendASCII(nil, s)
+	return ok
+}
+
+// TestObjectYAMLIsYAMLv3 checks appendObjectYAML against yaml.v3 on
+// objects whose every field is filled (so a field added to Object and not
+// to appendObjectYAML fails it) with the strings it renders; objects with
+// other strings, a drift or a preview go through yamlenc, which
+// TestEncodeIsYAMLv3 checks.
+func TestObjectYAMLIsYAMLv3(t *testing.T) {
+	for i := range 2000 {
+		var o Object
+		(&filler{n: i, ascii: true}).fill(reflect.ValueOf(&o).Elem(), 1)
+		o.Drift, o.Preview = nil, nil
+		var want bytes.Buffer
+		e := yaml.NewEncoder(&want)
+		e.SetIndent(2)
+		if err := e.Encode([]Object{o}); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		got, ok := appendObjectYAML([]byte("x\n"), &o)
+		w := "x\n  " + strings.ReplaceAll(strings.TrimSuffix(want.String(), "\n"), "\n", "\n  ") + "\n"
+		if !ok || string(got) != w {
+			t.Fatalf("object %d (ok %v):\n got %s\nwant %s", i, ok, got, w)
+		}
+	}
+	for name, o := range map[string]Object{
+		"drift":     {Drift: &gitindex.Drift{}},
+		"preview":   {Preview: &preview.Result{}},
+		"NaN":       {Budget: budget.Budget{PercentOfCap: math.NaN()}},
+		"not ASCII": {Name: "ünï"},
+		"indicator": {Findings: []Finding{{Message: "- x"}}},
+	} {
+		if b, ok := appendObjectYAML(nil, &o); ok || len(b) != 0 {
+			t.Errorf("%s: written by hand (%q), not left to yamlenc", name, b)
+		}
 	}
 }

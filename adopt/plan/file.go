@@ -76,6 +76,11 @@ func writeList[T any](w io.Writer, key string, items []T, omitEmpty bool) error 
 		yw := yamlenc.New()
 		yw.Buf = b
 		for i := lo; i < hi; i++ {
+			if o, ok := any(&items[i]).(*Object); ok {
+				if yw.Buf, ok = appendObjectYAML(yw.Buf, o); ok {
+					continue
+				}
+			}
 			err := yw.Item(reflect.ValueOf(&items[i]), 2)
 			if errors.Is(err, yamlenc.ErrShape) {
 				var b []byte

@@ -69,22 +69,17 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 			bw.WriteString(sep + `"` + key + `":[`)
 		}
 		err := ordered(n, func(b []byte, lo, hi int) ([]byte, error) {
-			var raw []byte
 			var err error
 			for i := lo; i < hi; i++ {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				if !indent {
-					if b, err = item(b, i); err != nil {
-						return nil, err
-					}
-					continue
+				if indent {
+					b = append(b, "\n    "...)
 				}
-				if raw, err = item(raw[:0], i); err != nil {
+				if b, err = item(b, i); err != nil {
 					return nil, err
 				}
-				b = appendIndent(append(b, "\n    "...), raw, "    ", "  ")
 			}
 			return b, nil
 		}, func(b []byte) error {
@@ -109,17 +104,17 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 		}
 		first = false
 	} else if err := list("objects", len(p.Objects), func(b []byte, i int) ([]byte, error) {
-		if b, ok := appendObjectJSON(b, &p.Objects[i]); ok {
+		if b, ok := appendObjectJSON(b, &p.Objects[i], indent); ok {
 			return b, nil
 		}
-		return appendMarshal(b, &p.Objects[i])
+		return appendMarshal(b, &p.Objects[i], indent)
 	}, false); err != nil {
 		return err
 	}
-	if err := list("skipped", len(p.Skipped), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.Skipped[i]) }, true); err != nil {
+	if err := list("skipped", len(p.Skipped), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.Skipped[i], indent) }, true); err != nil {
 		return err
 	}
-	if err := list("notScanned", len(p.NotScanned), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.NotScanned[i]) }, true); err != nil {
+	if err := list("notScanned", len(p.NotScanned), func(b []byte, i int) ([]byte, error) { return appendMarshal(b, &p.NotScanned[i], indent) }, true); err != nil {
 		return err
 	}
 	if indent {
@@ -129,11 +124,15 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 	return bw.Flush()
 }
 
-// appendMarshal appends json.Marshal's encoding of v.
-func appendMarshal(b []byte, v any) ([]byte, error) {
+// appendMarshal appends json.Marshal's encoding of v, with indent laid
+// out as an item of one of the plan's lists.
+func appendMarshal(b []byte, v any, indent bool) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	if indent {
+		return appendIndent(b, raw, "    ", "  "), nil
 	}
 	return append(b, raw...), nil
 }
@@ -159,14 +158,7 @@ func appendIndent(dst, src []byte, prefix, indent string) []byte {
 		case '"':
 			// Copy the string through its closing quote; a backslash
 			// always escapes the byte after it.
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			end := min(j+1, len(src))
+			end := stringEnd(src, i)
 			dst = append(dst, src[i:end]...)
 			i = end - 1
 		case '{', '[':
@@ -192,4 +184,24 @@ func appendIndent(dst, src []byte, prefix, indent string) []byte {
 		}
 	}
 	return dst
+}
+
+// stringEnd is the index after the closing quote of the JSON string that
+// opens at src[open]: the first quote after it not escaped by an odd
+// number of backslashes (len(src) when there is none).
+func stringEnd(src []byte, open int) int {
+	for j := open + 1; ; j++ {
+		k := bytes.IndexByte(src[j:], '"')
+		if k < 0 {
+			return len(src)
+		}
+		j += k
+		slashes := 0
+		for p := j - 1; p > open && src[p] == '\\'; p-- {
+			slashes++
+		}
+		if slashes%2 == 0 {
+			return j + 1
+		}
+	}
 }

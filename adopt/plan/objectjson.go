@@ -6,103 +6,176 @@ import (
 	"github.com/adopt-dev/adopt/adopt/jsonenc"
 )
 
-// appendObjectJSON appends o as json.Marshal writes it, byte for byte,
-// without reflection: a plan's objects are encoded twice per run (the id's
-// digest and -o json), and encoding/json's reflection was most of both.
-// An object holding a drift or a preview (their shapes are not written
-// out here), or a float json.Marshal refuses, reports false and is left
-// to json.Marshal. TestObjectJSONIsEncodingJSON fills every field, so a
-// field added to Object and not here fails it.
-func appendObjectJSON(b []byte, o *Object) ([]byte, bool) {
+// appendObjectJSON appends o as json.Marshal writes it, byte for byte, or
+// with indent as json.Indent lays that out for an item of the plan's
+// objects list (prefix "    ", indent "  "), without reflection: a plan's
+// objects are encoded twice per run (the id's digest and -o json), and
+// encoding/json's reflection, then json.Indent's scanner, were most of
+// both. An object holding a drift or a preview (their shapes are not
+// written out here), or a float json.Marshal refuses, reports false and
+// is left to json.Marshal. TestObjectJSONIsEncodingJSON fills every
+// field, so a field added to Object and not here fails it.
+func appendObjectJSON(b []byte, o *Object, indent bool) ([]byte, bool) {
 	if o.Drift != nil || o.Preview != nil || !jsonenc.Finite(o.Budget.PercentOfCap) {
 		return b, false
 	}
-	b = appendKey(b, `{"group":`, o.Group)
-	b = appendKey(b, `,"version":`, o.Version)
-	b = appendKey(b, `,"kind":`, o.Kind)
-	b = appendKey(b, `,"resource":`, o.Resource)
+	j := jsonItem{b: b, indent: indent}
+	j.open('{')
+	j.str("group", o.Group)
+	j.str("version", o.Version)
+	j.str("kind", o.Kind)
+	j.str("resource", o.Resource)
 	if o.Namespace != "" {
-		b = appendKey(b, `,"namespace":`, o.Namespace)
+		j.str("namespace", o.Namespace)
 	}
-	b = appendKey(b, `,"name":`, o.Name)
-	b = appendKey(b, `,"provenance":`, o.Provenance)
-	b = appendKey(b, `,"evidence":`, o.Evidence)
-	b = appendKey(b, `,"confidence":`, string(o.Confidence))
+	j.str("name", o.Name)
+	j.str("provenance", o.Provenance)
+	j.str("evidence", o.Evidence)
+	j.str("confidence", string(o.Confidence))
 	if len(o.Managers) > 0 {
-		b = append(b, `,"managers":[`...)
-		for i, m := range o.Managers {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendString(b, m)
+		j.key("managers")
+		j.open('[')
+		for _, m := range o.Managers {
+			j.elem()
+			j.b = jsonenc.AppendString(j.b, m)
 		}
-		b = append(b, ']')
+		j.close(']')
 	}
-	b = strconv.AppendInt(append(b, `,"dataBytes":`...), int64(o.DataBytes), 10)
-	bu := &o.Budget
-	b = strconv.AppendInt(append(b, `,"budget":{"annotationBytes":`...), int64(bu.AnnotationBytes), 10)
-	b = strconv.AppendInt(append(b, `,"lastAppliedBytes":`...), int64(bu.LastAppliedBytes), 10)
-	b = jsonenc.AppendFloat(append(b, `,"percentOfCap":`...), bu.PercentOfCap)
-	b = strconv.AppendInt(append(b, `,"headroom":`...), int64(bu.Headroom), 10)
-	b = strconv.AppendBool(append(b, `,"hasLastApplied":`...), bu.HasLastApplied)
-	b = appendKey(append(b, '}'), `,"level":`, string(o.Level))
-	b = strconv.AppendInt(append(b, `,"nextApply":{"bytes":`...), int64(o.NextApply.Bytes), 10)
-	b = strconv.AppendBool(append(b, `,"fails":`...), o.NextApply.Fails)
-	b = strconv.AppendBool(append(b, `},"csaMigration":{"runs":`...), o.CSAMigration.Runs)
+	j.int("dataBytes", o.DataBytes)
+	j.key("budget")
+	j.open('{')
+	j.int("annotationBytes", o.Budget.AnnotationBytes)
+	j.int("lastAppliedBytes", o.Budget.LastAppliedBytes)
+	j.key("percentOfCap")
+	j.b = jsonenc.AppendFloat(j.b, o.Budget.PercentOfCap)
+	j.int("headroom", o.Budget.Headroom)
+	j.bool("hasLastApplied", o.Budget.HasLastApplied)
+	j.close('}')
+	j.str("level", string(o.Level))
+	j.key("nextApply")
+	j.open('{')
+	j.int("bytes", o.NextApply.Bytes)
+	j.bool("fails", o.NextApply.Fails)
+	j.close('}')
+	j.key("csaMigration")
+	j.open('{')
+	j.bool("runs", o.CSAMigration.Runs)
 	if o.CSAMigration.Bytes != 0 {
-		b = strconv.AppendInt(append(b, `,"bytes":`...), int64(o.CSAMigration.Bytes), 10)
+		j.int("bytes", o.CSAMigration.Bytes)
 	}
-	b = strconv.AppendBool(append(b, `,"fails":`...), o.CSAMigration.Fails)
-	b = append(b, '}')
+	j.bool("fails", o.CSAMigration.Fails)
+	j.close('}')
 	if o.HelmRelease != "" {
-		b = appendKey(b, `,"helmRelease":`, o.HelmRelease)
+		j.str("helmRelease", o.HelmRelease)
 	}
 	if o.StaleTracking != "" {
-		b = appendKey(b, `,"staleTracking":`, o.StaleTracking)
+		j.str("staleTracking", o.StaleTracking)
 	}
-	b = appendKey(b, `,"app":`, o.App)
+	j.str("app", o.App)
 	if o.Git != nil {
-		b = appendGitMatch(append(b, `,"git":`...), o.Git)
+		j.key("git")
+		j.gitMatch(o.Git)
 	}
 	if len(o.Ambiguous) > 0 {
-		b = append(b, `,"ambiguous":[`...)
+		j.key("ambiguous")
+		j.open('[')
 		for i := range o.Ambiguous {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendGitMatch(b, &o.Ambiguous[i])
+			j.elem()
+			j.gitMatch(&o.Ambiguous[i])
 		}
-		b = append(b, ']')
+		j.close(']')
 	}
 	if o.Risk != "" {
-		b = appendKey(b, `,"risk":`, string(o.Risk))
+		j.str("risk", string(o.Risk))
 	}
 	if len(o.Findings) > 0 {
-		b = append(b, `,"findings":[`...)
-		for i, f := range o.Findings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendKey(b, `{"code":`, f.Code)
-			b = appendKey(b, `,"severity":`, string(f.Severity))
-			b = appendKey(b, `,"message":`, f.Message)
-			b = append(b, '}')
+		j.key("findings")
+		j.open('[')
+		for _, f := range o.Findings {
+			j.elem()
+			j.open('{')
+			j.str("code", f.Code)
+			j.str("severity", string(f.Severity))
+			j.str("message", f.Message)
+			j.close('}')
 		}
-		b = append(b, ']')
+		j.close(']')
 	}
-	return append(b, '}'), true
+	j.close('}')
+	return j.b, true
 }
 
-func appendGitMatch(b []byte, g *GitMatch) []byte {
-	b = appendKey(b, `{"path":`, g.Path)
-	b = strconv.AppendInt(append(b, `,"line":`...), int64(g.Line), 10)
+// jsonItem appends one hand-written item, compact or indented; first is
+// set while the innermost object or array has no element yet.
+type jsonItem struct {
+	b      []byte
+	indent bool
+	depth  int
+	first  bool
+}
+
+func (j *jsonItem) open(c byte) {
+	j.b = append(j.b, c)
+	j.depth++
+	j.first = true
+}
+
+func (j *jsonItem) close(c byte) {
+	j.depth--
+	if j.indent && !j.first {
+		j.newline()
+	}
+	j.b = append(j.b, c)
+	j.first = false
+}
+
+func (j *jsonItem) newline() {
+	j.b = append(j.b, "\n    "...)
+	for range j.depth {
+		j.b = append(j.b, "  "...)
+	}
+}
+
+// elem starts an element: the comma after the one before, and its line.
+func (j *jsonItem) elem() {
+	if !j.first {
+		j.b = append(j.b, ',')
+	}
+	j.first = false
+	if j.indent {
+		j.newline()
+	}
+}
+
+func (j *jsonItem) key(k string) {
+	j.elem()
+	j.b = append(append(append(j.b, '"'), k...), '"', ':')
+	if j.indent {
+		j.b = append(j.b, ' ')
+	}
+}
+
+func (j *jsonItem) str(k, v string) {
+	j.key(k)
+	j.b = jsonenc.AppendString(j.b, v)
+}
+
+func (j *jsonItem) int(k string, v int) {
+	j.key(k)
+	j.b = strconv.AppendInt(j.b, int64(v), 10)
+}
+
+func (j *jsonItem) bool(k string, v bool) {
+	j.key(k)
+	j.b = strconv.AppendBool(j.b, v)
+}
+
+func (j *jsonItem) gitMatch(g *GitMatch) {
+	j.open('{')
+	j.str("path", g.Path)
+	j.int("line", g.Line)
 	if g.Kustomization != "" {
-		b = appendKey(b, `,"kustomization":`, g.Kustomization)
+		j.str("kustomization", g.Kustomization)
 	}
-	return append(b, '}')
-}
-
-// appendKey appends key, the JSON text before a value, and the string v.
-func appendKey(b []byte, key, v string) []byte {
-	return jsonenc.AppendString(append(b, key...), v)
+	j.close('}')
 }

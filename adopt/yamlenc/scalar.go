@@ -110,20 +110,62 @@ func (w *Writer) rendered(s string) (string, error) {
 // ":" or a trailing space, which take single quotes (the emitter's
 // analysis, with no line width).
 func asciiScalar(s string) (string, bool) {
-	if s == "" {
-		return `""`, true
-	}
-	if len(s) <= 18 && allDigits(s) {
+	switch asciiStyle(s) {
+	case plainStyle:
+		return s, true
+	case doubleStyle:
 		return `"` + s + `"`, true
+	case singleStyle:
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'", true
+	}
+	return "", false
+}
+
+// AppendASCII appends s as asciiScalar renders it, for encoders written
+// out by hand; ok is false, and b as it was, for a string asciiScalar
+// does not render.
+func AppendASCII(b []byte, s string) (_ []byte, ok bool) {
+	switch asciiStyle(s) {
+	case plainStyle:
+		return append(b, s...), true
+	case doubleStyle:
+		return append(append(append(b, '"'), s...), '"'), true
+	case singleStyle:
+		b = append(b, '\'')
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\'' {
+				b = append(b, '\'')
+			}
+			b = append(b, s[i])
+		}
+		return append(b, '\''), true
+	}
+	return b, false
+}
+
+// A style is how asciiScalar writes a string.
+type style int
+
+const (
+	noStyle style = iota // not one of asciiScalar's strings
+	plainStyle
+	doubleStyle
+	singleStyle
+)
+
+// asciiStyle is asciiScalar's analysis of s.
+func asciiStyle(s string) style {
+	if s == "" || len(s) <= 18 && allDigits(s) {
+		return doubleStyle
 	}
 	if !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '/' || s[0] == '_') {
-		return "", false
+		return noStyle
 	}
 	plain := s[len(s)-1] != ' '
 	for i := 1; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e:
-			return "", false
+			return noStyle
 		case c == ':' && (i+1 == len(s) || s[i+1] == ' '), c == '#' && s[i-1] == ' ':
 			plain = false
 		}
@@ -131,12 +173,12 @@ func asciiScalar(s string) (string, bool) {
 	switch s {
 	case "true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL",
 		"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
-		return `"` + s + `"`, true
+		return doubleStyle
 	}
 	if plain {
-		return s, true
+		return plainStyle
 	}
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'", true
+	return singleStyle
 }
 
 func allDigits(s string) bool {

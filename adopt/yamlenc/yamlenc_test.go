@@ -50,8 +50,12 @@ func TestASCIIScalarIsYAMLv3(t *testing.T) {
 		strs = append(strs, string(b))
 	}
 	checked := 0
-	for _, s := range strs {
-		if got, ok := asciiScalar(s); ok {
+	for _, s := range append(strs, "ü", " x", "x\ny", "-x", "it's: 'q'") {
+		got, ok := asciiScalar(s)
+		if b, bok := AppendASCII([]byte("k: "), s); bok != ok || string(b) != "k: "+got {
+			t.Fatalf("AppendASCII(%q) = %q, %v; asciiScalar gives %q, %v", s, b, bok, got, ok)
+		}
+		if ok {
 			if want := yamlv3Scalar(t, s); got != want {
 				t.Fatalf("%q: got %s, yaml.v3 writes %s", s, got, want)
 			}
