@@ -145,14 +145,19 @@ type Ref struct {
 // String is group/kind namespace/name (kind name for cluster-scoped
 // objects), the way plans, reports and errors name an object.
 func (r Ref) String() string {
-	gk := r.Kind
+	return string(r.Append(make([]byte, 0, len(r.Group)+len(r.Kind)+len(r.Namespace)+len(r.Name)+3)))
+}
+
+// Append appends String's text to b.
+func (r Ref) Append(b []byte) []byte {
 	if r.Group != "" {
-		gk = r.Group + "/" + r.Kind
+		b = append(append(b, r.Group...), '/')
 	}
-	if r.Namespace == "" {
-		return gk + " " + r.Name
+	b = append(append(b, r.Kind...), ' ')
+	if r.Namespace != "" {
+		b = append(append(b, r.Namespace...), '/')
 	}
-	return gk + " " + r.Namespace + "/" + r.Name
+	return append(b, r.Name...)
 }
 
 // Mark is what an object's labels and annotations claim about its owner,

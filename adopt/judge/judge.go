@@ -159,24 +159,32 @@ func JudgeProvenance(o *discover.Object) (Provenance, string, Confidence) {
 	if k := fluxLabel(o.Labels); k != "" {
 		return ProvenanceFlux, "label " + k, High
 	}
-	has := map[string]bool{}
-	var others []string
+	// What the managers of the object itself (not a subresource) say:
+	// kubectl's, and the first other one by name.
+	var csa, kubectlApply, lastApplied, hasOther bool
+	other := ""
 	for _, m := range o.Managers {
 		if m.Subresource != "" {
 			continue
 		}
-		has[m.Manager+"/"+m.Operation] = true
-		if !strings.HasPrefix(m.Manager, "kubectl") && m.Manager != "before-first-apply" {
-			others = append(others, m.Manager)
+		switch {
+		case m.Manager == "kubectl-client-side-apply" && m.Operation == "Update":
+			csa = true
+		case m.Manager == "kubectl" && m.Operation == "Apply":
+			kubectlApply = true
+		case m.Manager == "kubectl-last-applied" && (m.Operation == "Apply" || m.Operation == "Update"):
+			lastApplied = true
+		}
+		if !strings.HasPrefix(m.Manager, "kubectl") && m.Manager != "before-first-apply" && (!hasOther || m.Manager < other) {
+			other, hasOther = m.Manager, true
 		}
 	}
-	sort.Strings(others)
 	switch {
-	case has["kubectl-client-side-apply/Update"]:
+	case csa:
 		return ProvenanceClientSideApply, "manager kubectl-client-side-apply (Update)", High
-	case has["kubectl/Apply"] || has["kubectl-last-applied/Apply"] || has["kubectl-last-applied/Update"]:
+	case kubectlApply || lastApplied:
 		ev := "manager kubectl (Apply)"
-		if has["kubectl-last-applied/Apply"] || has["kubectl-last-applied/Update"] {
+		if lastApplied {
 			ev = "managers kubectl (Apply) and kubectl-last-applied"
 		}
 		if o.Budget.HasLastApplied {
@@ -191,8 +199,8 @@ func JudgeProvenance(o *discover.Object) (Provenance, string, Confidence) {
 			return ProvenanceImperative, "manager " + m.Manager, High
 		}
 	}
-	if len(others) > 0 {
-		return ProvenanceController, "manager " + others[0], Medium
+	if hasOther {
+		return ProvenanceController, "manager " + other, Medium
 	}
 	return ProvenanceUnknown, "no field managers", Low
 }

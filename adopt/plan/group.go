@@ -111,14 +111,31 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 			a.SourcePath = path.Join(cfg.ExportDir, dir, key)
 		}
 		a.Name = unique(a.Name, used)
-		for _, c := range b.refs {
-			c.obj.App = a.Name
-			a.Objects = append(a.Objects, c.obj.Ref())
-		}
+		a.Objects = refs(b.refs, a.Name)
 		sort.Strings(a.Objects)
 		apps = append(apps, a)
 	}
 	return apps
+}
+
+// refs names cands' objects (Object.Ref) for an Application's list and
+// gives them to app. The names are cut from one string: a string per
+// object was, at 100,000 objects, 100,000 allocations the collector then
+// traced.
+func refs(cands []*candidate, app string) []string {
+	var slab []byte
+	ends := make([]int, len(cands))
+	for i, c := range cands {
+		c.obj.App = app
+		slab = c.obj.ref().Append(slab)
+		ends[i] = len(slab)
+	}
+	all, start := string(slab), 0
+	out := make([]string, len(cands))
+	for i, end := range ends {
+		out[i], start = all[start:end], end
+	}
+	return out
 }
 
 func commonNamespace(ns map[string]bool) string {

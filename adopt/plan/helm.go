@@ -29,9 +29,15 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 	if in.HelmUnread != "" {
 		p.Findings = append(p.Findings, Finding{CodeHelmRecordsSkip, Warning, in.HelmUnread})
 	}
-	byRef := map[string]*candidate{}
-	for _, c := range cands {
-		byRef[c.obj.Ref()] = c
+	var byRef map[string]*candidate // made at the first Helm release: most plans have none
+	index := func() map[string]*candidate {
+		if byRef == nil {
+			byRef = make(map[string]*candidate, len(cands))
+			for _, c := range cands {
+				byRef[c.obj.Ref()] = c
+			}
+		}
+		return byRef
 	}
 	var out []Application
 	for _, a := range p.Applications {
@@ -54,7 +60,7 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 			msg := fmt.Sprintf("Helm release %s (chart %s %s) is not adopted, so Application %s is not proposed: %s. Add the chart's repository to adopt.yaml helmRepositories (chart name: repo URL or oci://) and plan again", key, orUnknown(a.Helm.Chart), a.Helm.Version, a.Name, why)
 			p.Findings = append(p.Findings, Finding{CodeHelmBlocked, Critical, msg})
 			for _, ref := range a.Objects {
-				c := byRef[ref]
+				c := index()[ref]
 				c.obj.App = ""
 				c.obj.Findings = append(c.obj.Findings, Finding{CodeHelmBlocked, Critical, fmt.Sprintf("Helm release %s is not adopted (no Application): %s", key, why)})
 				sortFindings(c.obj.Findings)
@@ -64,7 +70,7 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 		}
 		hs := rel.Source
 		a.Helm = &hs
-		a = labelTrackedName(p, a, byRef, out)
+		a = labelTrackedName(p, a, index(), out)
 		for _, path := range hs.Placeholders {
 			p.Findings = append(p.Findings, Finding{CodeHelmSecretValue, Warning, fmt.Sprintf(
 				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, "adopt:redacted:"+path)})

@@ -270,8 +270,10 @@ func (p *HelmProof) Equal() bool {
 }
 
 // Ref is group/kind namespace/name, the way errors and reports name it.
-func (o Object) Ref() string {
-	return argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.String()
+func (o Object) Ref() string { return o.ref().String() }
+
+func (o *Object) ref() argoapp.Ref {
+	return argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 }
 
 // Skipped is an object or type left out, with the reason.
