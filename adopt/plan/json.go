@@ -27,15 +27,10 @@ func (p *Plan) WriteJSON(w io.Writer, indent bool) error {
 		return fmt.Errorf("encode plan: unexpected field order")
 	}
 	b = b[:len(b)-len(tail)]
-	var ind bytes.Buffer
 	// The head without its closing brace; indented, its last line is the
 	// comma after the field before objects.
 	if indent {
-		ind.Reset()
-		if err := json.Indent(&ind, append(b[:len(b):len(b)], "\"objects\":null}"...), "", "  "); err != nil {
-			return err
-		}
-		h := ind.Bytes()
+		h := appendIndent(make([]byte, 0, 2*len(b)), append(b[:len(b):len(b)], "\"objects\":null}"...), "", "  ")
 		h = h[:bytes.LastIndex(h, []byte(`"objects": null`))]
 		if _, err := bw.Write(h); err != nil {
 			return err

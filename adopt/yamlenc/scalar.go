@@ -170,6 +170,12 @@ func asciiStyle(s string) style {
 			plain = false
 		}
 	}
+	if len(s) > 5 { // longer than every word below
+		if plain {
+			return plainStyle
+		}
+		return singleStyle
+	}
 	switch s {
 	case "true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL",
 		"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
