@@ -2,7 +2,7 @@ package discover
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/base64"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/jsonenc"
 )
 
 // ProtobufConfig is cfg asking for protobuf, as Clients.Core needs.
@@ -104,74 +105,111 @@ func secretData(s *corev1.Secret) int {
 
 func fromConfigMap(t Type, cm *corev1.ConfigMap) Object {
 	o := fromMeta(t, &cm.ObjectMeta, configMapData(cm))
-	o.AppliedBytes = appliedBytes(appliedConfigMap{
-		APIVersion: "v1", Kind: "ConfigMap", Metadata: applied(&cm.ObjectMeta),
-		Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable,
-	})
+	// {"apiVersion":"v1","kind":"ConfigMap","metadata":{…},"immutable":…,"data":{…},"binaryData":{…}}
+	n := len(`{"apiVersion":"v1","kind":"ConfigMap","metadata":}`) + appliedMetaLen(&cm.ObjectMeta) +
+		immutableLen(cm.Immutable) + stringsLen(`,"data":`, cm.Data) + bytesLen(`,"binaryData":`, cm.BinaryData)
+	o.AppliedBytes = n + 1 // and the trailing newline
 	return o
 }
 
 func fromSecret(t Type, s *corev1.Secret) Object {
 	o := fromMeta(t, &s.ObjectMeta, secretData(s))
-	o.AppliedBytes = appliedBytes(appliedSecret{
-		APIVersion: "v1", Kind: "Secret", Metadata: applied(&s.ObjectMeta),
-		Data: s.Data, StringData: s.StringData, Type: s.Type, Immutable: s.Immutable,
-	})
+	// {"apiVersion":"v1","kind":"Secret","metadata":{…},"immutable":…,"data":{…},"stringData":{…},"type":…}
+	n := len(`{"apiVersion":"v1","kind":"Secret","metadata":}`) + appliedMetaLen(&s.ObjectMeta) +
+		immutableLen(s.Immutable) + bytesLen(`,"data":`, s.Data) + stringsLen(`,"stringData":`, s.StringData)
+	if s.Type != "" {
+		n += len(`,"type":`) + jsonenc.StringLen(string(s.Type))
+	}
+	o.AppliedBytes = n + 1
 	return o
 }
 
-// appliedMeta, appliedConfigMap and appliedSecret are what AppliedBytes
-// keeps of a live ConfigMap or Secret (no server fields, no
-// last-applied annotation), with the API's JSON names and omitempty, so
-// their JSON is as long as AppliedBytes' of the same object read as JSON.
-type appliedMeta struct {
-	Name         string            `json:"name,omitempty"`
-	GenerateName string            `json:"generateName,omitempty"`
-	Namespace    string            `json:"namespace,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"`
-	Annotations  map[string]string `json:"annotations,omitempty"`
-}
+// The lengths below add up, without writing it, the JSON encoding/json
+// writes for what AppliedBytes keeps of a live ConfigMap or Secret: no
+// server fields, no last-applied annotation, the API's JSON names,
+// omitempty, map keys in any order (the length does not depend on it).
+// So AppliedBytes of the same object read as JSON gives the same number
+// (TestProtobufBodiesMeasureAsJSON), and so does encoding/json
+// (TestAppliedLenIsEncodingJSON): reflecting over each body was the
+// largest cost of listing bodies.
 
-type appliedConfigMap struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   appliedMeta       `json:"metadata"`
-	Immutable  *bool             `json:"immutable,omitempty"`
-	Data       map[string]string `json:"data,omitempty"`
-	BinaryData map[string][]byte `json:"binaryData,omitempty"`
-}
-
-type appliedSecret struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   appliedMeta       `json:"metadata"`
-	Immutable  *bool             `json:"immutable,omitempty"`
-	Data       map[string][]byte `json:"data,omitempty"`
-	StringData map[string]string `json:"stringData,omitempty"`
-	Type       corev1.SecretType `json:"type,omitempty"`
-}
-
-func applied(m *metav1.ObjectMeta) appliedMeta {
-	a := appliedMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels}
-	if _, ok := m.Annotations[budget.LastAppliedKey]; ok {
-		a.Annotations = make(map[string]string, len(m.Annotations)-1)
-		for k, v := range m.Annotations {
-			if k != budget.LastAppliedKey {
-				a.Annotations[k] = v
-			}
+// appliedMetaLen is the length of {"name":…,"generateName":…,
+// "namespace":…,"labels":{…},"annotations":{…}}, each omitted when empty.
+func appliedMetaLen(m *metav1.ObjectMeta) int {
+	n, fields := 2, 0 // {}
+	field := func(l int) {
+		if fields > 0 {
+			n++ // ,
 		}
-	} else {
-		a.Annotations = m.Annotations
+		n += l
+		fields++
 	}
-	return a
+	for _, f := range [...]struct{ key, v string }{{`"name":`, m.Name}, {`"generateName":`, m.GenerateName}, {`"namespace":`, m.Namespace}} {
+		if f.v != "" {
+			field(len(f.key) + jsonenc.StringLen(f.v))
+		}
+	}
+	if len(m.Labels) > 0 {
+		field(len(`"labels":`) + mapLen(m.Labels, ""))
+	}
+	if kept := len(m.Annotations); kept > 0 {
+		if _, ok := m.Annotations[budget.LastAppliedKey]; ok {
+			kept--
+		}
+		if kept > 0 {
+			field(len(`"annotations":`) + mapLen(m.Annotations, budget.LastAppliedKey))
+		}
+	}
+	return n
 }
 
-// appliedBytes is the length of v's JSON with one trailing newline, as
-// AppliedBytes measures it.
-func appliedBytes(v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
+// mapLen is the length of m as a JSON object, without the key skip
+// unless skip is "".
+func mapLen(m map[string]string, skip string) int {
+	n, entries := 2, 0
+	for k, v := range m {
+		if skip != "" && k == skip {
+			continue
+		}
+		n += jsonenc.StringLen(k) + 1 + jsonenc.StringLen(v)
+		entries++
+	}
+	return n + max(entries-1, 0)
+}
+
+// stringsLen is the length of key and m, or 0 when m is empty (omitempty).
+func stringsLen(key string, m map[string]string) int {
+	if len(m) == 0 {
 		return 0
 	}
-	return len(b) + 1
+	return len(key) + mapLen(m, "")
+}
+
+// bytesLen is the length of key and m, values in base64 (null for a nil
+// one), or 0 when m is empty.
+func bytesLen(key string, m map[string][]byte) int {
+	if len(m) == 0 {
+		return 0
+	}
+	n := len(key) + 2 + len(m) - 1
+	for k, v := range m {
+		n += jsonenc.StringLen(k) + 1
+		if v == nil {
+			n += len("null")
+		} else {
+			n += 2 + base64.StdEncoding.EncodedLen(len(v))
+		}
+	}
+	return n
+}
+
+// immutableLen is the length of ,"immutable":true or false; 0 when unset.
+func immutableLen(b *bool) int {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return len(`,"immutable":true`)
+	}
+	return len(`,"immutable":false`)
 }
