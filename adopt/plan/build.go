@@ -107,34 +107,41 @@ func Build(in Inputs) *Plan {
 	cands := make([]*candidate, 0, len(in.Result.Objects))
 	byObj := map[*discover.Object]*candidate{}
 	p.Objects = make([]Object, 0, len(in.Result.Objects))
-	for i := range in.Result.Objects {
-		o := &in.Result.Objects[i]
-		if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
-			p.Skipped = append(p.Skipped, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule))
-			continue
+	// Objects are judged on every core, a block at a time, and taken in
+	// their order.
+	objs := in.Result.Objects
+	_ = ordered(len(objs), func(b []judged, lo, hi int) ([]judged, error) {
+		for i := lo; i < hi; i++ {
+			b = append(b, judgeOne(&objs[i], cfg, in))
 		}
-		v := judge.Judge(o, in.Tracking, in.Apps)
-		switch {
-		case v.Skip != "":
-			p.Skipped = append(p.Skipped, skippedObject(o, v.SkipClass, v.Skip))
-			continue
-		case v.TrackedBy != "":
-			p.Summary.Tracked++
-			continue
+		return b, nil
+	}, func(b []judged) error {
+		for k := range b {
+			j := &b[k]
+			switch {
+			case j.skipped:
+				p.Skipped = append(p.Skipped, j.skip)
+				continue
+			case j.tracked:
+				p.Summary.Tracked++
+				continue
+			}
+			// Candidates point into p.Objects, sized for every object up
+			// front, so the plan's objects are never copied.
+			o := j.src
+			p.Objects = append(p.Objects, j.obj)
+			store = append(store, candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: j.group})
+			c := &store[len(store)-1]
+			if in.Index != nil {
+				matchGit(c, in.Index)
+			}
+			cands = append(cands, c)
+			if c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+				byObj[o] = c // its body is read (in.Bodies)
+			}
 		}
-		// Candidates point into p.Objects, sized for every object up
-		// front, so the plan's objects are never copied.
-		p.Objects = append(p.Objects, newObject(o, v))
-		store = append(store, candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: labelGroup(o.Labels)})
-		c := &store[len(store)-1]
-		if in.Index != nil {
-			matchGit(c, in.Index)
-		}
-		cands = append(cands, c)
-		if c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
-			byObj[o] = c // its body is read (in.Bodies)
-		}
-	}
+		return nil
+	})
 
 	if in.Bodies != nil {
 		want := func(o *discover.Object) bool { return byObj[o] != nil }
@@ -187,6 +194,32 @@ func destination(c *config.Config) string {
 
 func skippedObject(o *discover.Object, class, why string) Skipped {
 	return Skipped{Kind: o.Type.Kind, Group: o.Type.Group, Namespace: o.Namespace, Name: o.Name, Class: class, Reason: why}
+}
+
+// judged is what judging one object gave: skipped (skip is its entry),
+// tracked, or a candidate (obj is its plan object, group its label group).
+type judged struct {
+	src              *discover.Object
+	skipped, tracked bool
+	skip             Skipped
+	obj              Object
+	group            string
+}
+
+// judgeOne judges o; it only reads its inputs, so objects are judged at
+// once.
+func judgeOne(o *discover.Object, cfg *config.Config, in Inputs) judged {
+	j := judged{src: o}
+	if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
+		j.skipped, j.skip = true, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule)
+	} else if v := judge.Judge(o, in.Tracking, in.Apps); v.Skip != "" {
+		j.skipped, j.skip = true, skippedObject(o, v.SkipClass, v.Skip)
+	} else if v.TrackedBy != "" {
+		j.tracked = true
+	} else {
+		j.obj, j.group = newObject(o, v), labelGroup(o.Labels)
+	}
+	return j
 }
 
 func newObject(o *discover.Object, v judge.Verdict) Object {
