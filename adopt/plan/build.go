@@ -211,9 +211,9 @@ type judged struct {
 	// annotations: the client-side-apply migration's size, a Helm
 	// release's chart.
 	keepMaps bool
-	skip             Skipped
-	obj              Object
-	group            string
+	skip     Skipped
+	obj      Object
+	group    string
 }
 
 // judgeOne judges o; it only reads its inputs, so objects are judged at

@@ -33,13 +33,7 @@ func appendObjectJSON(b []byte, o *Object, indent bool) ([]byte, bool) {
 	j.str("evidence", o.Evidence)
 	j.str("confidence", string(o.Confidence))
 	if len(o.Managers) > 0 {
-		j.key("managers")
-		j.open('[')
-		for _, m := range o.Managers {
-			j.elem()
-			j.b = jsonenc.AppendString(j.b, m)
-		}
-		j.close(']')
+		j.array("managers", len(o.Managers), func(i int) { j.b = jsonenc.AppendString(j.b, o.Managers[i]) })
 	}
 	j.int("dataBytes", o.DataBytes)
 	j.key("budget")
@@ -77,29 +71,20 @@ func appendObjectJSON(b []byte, o *Object, indent bool) ([]byte, bool) {
 		j.gitMatch(o.Git)
 	}
 	if len(o.Ambiguous) > 0 {
-		j.key("ambiguous")
-		j.open('[')
-		for i := range o.Ambiguous {
-			j.elem()
-			j.gitMatch(&o.Ambiguous[i])
-		}
-		j.close(']')
+		j.array("ambiguous", len(o.Ambiguous), func(i int) { j.gitMatch(&o.Ambiguous[i]) })
 	}
 	if o.Risk != "" {
 		j.str("risk", string(o.Risk))
 	}
 	if len(o.Findings) > 0 {
-		j.key("findings")
-		j.open('[')
-		for _, f := range o.Findings {
-			j.elem()
+		j.array("findings", len(o.Findings), func(i int) {
+			f := &o.Findings[i]
 			j.open('{')
 			j.str("code", f.Code)
 			j.str("severity", string(f.Severity))
 			j.str("message", f.Message)
 			j.close('}')
-		}
-		j.close(']')
+		})
 	}
 	j.close('}')
 	return j.b, true
@@ -145,6 +130,17 @@ func (j *jsonItem) elem() {
 	if j.indent {
 		j.newline()
 	}
+}
+
+// array writes k and an array of n elements, element i written by elem.
+func (j *jsonItem) array(k string, n int, elem func(i int)) {
+	j.key(k)
+	j.open('[')
+	for i := range n {
+		j.elem()
+		elem(i)
+	}
+	j.close(']')
 }
 
 func (j *jsonItem) key(k string) {
