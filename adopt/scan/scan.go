@@ -69,7 +69,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	cfg := config.Default()
 	if o.Config != nil {
-		c := *o.Config // argoCD may set the destination: not the caller's copy
+		c := *o.Config // a hub sets the destination below: not the caller's copy
 		cfg = &c
 	}
 	// Argo CD's settings and Applications are read while the cluster is
