@@ -82,6 +82,10 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			p, err := scan.Plan(ctx, c.Scan)
 			if err == nil {
 				err = wentDown(p, c.Scan)
+			} else if now := answers(c.Scan); now != nil {
+				// Whichever request met the outage first (a list, Argo
+				// CD's settings read beside the lists), say what happened.
+				err = fmt.Errorf("the API server stopped answering during the scan (%v); now: %v", err, now)
 			}
 			if err != nil {
 				p = nil
@@ -105,13 +109,23 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 // as not scanned. A plan whose types failed on a server that still
 // answers (forbidden, one failing API) stands, with those types listed.
 func wentDown(p *plan.Plan, o scan.Options) error {
-	if len(p.NotScanned) == 0 || o.Clients.Discovery == nil {
+	if len(p.NotScanned) == 0 {
 		return nil
 	}
-	if _, err := o.Clients.Discovery.ServerVersion(); err != nil {
+	if err := answers(o); err != nil {
 		return fmt.Errorf("the API server stopped answering during the scan (%d types not listed, first %s: %s); now: %v", len(p.NotScanned), p.NotScanned[0].Type, p.NotScanned[0].Reason, err)
 	}
 	return nil
+}
+
+// answers asks the cluster's API server for its version: the error when
+// it does not answer (nil without a discovery client).
+func answers(o scan.Options) error {
+	if o.Clients.Discovery == nil {
+		return nil
+	}
+	_, err := o.Clients.Discovery.ServerVersion()
+	return err
 }
 
 // Index is the FleetAdoptionPlan: the per-cluster plans and the
