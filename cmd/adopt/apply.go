@@ -279,10 +279,13 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
 		return nil
 	}
-	a, repo, base, cloneDir, err := o.exportAndClone(ctx, p, version)
+	a, co, err := apply.ExportWhileCloning(ctx, func(ctx context.Context) (*apply.Applier, error) {
+		return o.export(ctx, p, o.cluster, version)
+	}, o.checkout())
 	if err != nil {
-		return err
+		return contractOr(err)
 	}
+	repo, base := co.Repo, co.Base
 	branch := o.Branch
 	if branch == "" {
 		branch = "adopt/" + a.ID()
@@ -297,7 +300,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if o.authorNote != "" && !o.Quiet && !o.DryRun {
 		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
 	}
-	printer.Apply(o.Out, printer.ApplyResult{Summary: a.Summary(), Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: cloneDir})
+	printer.Apply(o.Out, printer.ApplyResult{Summary: a.Summary(), Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
 	if !o.pr.OpenPR || o.NoPush || o.DryRun {
 		return nil
 	}
@@ -344,50 +347,10 @@ func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, ver
 	return a, nil
 }
 
-// exportAndClone reads the plan's objects from the cluster while it
-// clones the repository: the two wait on different servers. An export
-// error comes first, as if the clone had not started, and stops it.
-func (o *ApplyOptions) exportAndClone(ctx context.Context, p *plan.Plan, version argoapp.DetectedVersion) (a *apply.Applier, repo *gitops.Repo, base, cloneDir string, err error) {
-	cloneCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var exportErr error
-	exported := make(chan struct{})
-	go func() {
-		defer close(exported)
-		if a, exportErr = o.export(ctx, p, o.cluster, version); exportErr != nil {
-			stop()
-		}
-	}()
-	repo, base, cloneDir, err = o.clone(cloneCtx)
-	<-exported
-	if exportErr != nil {
-		if cloneDir != "" {
-			os.RemoveAll(cloneDir)
-		}
-		return nil, nil, "", "", exportErr
-	}
-	return a, repo, base, cloneDir, err
-}
-
-// clone clones --repo (on disk for --no-push) and resolves --base.
-func (o *ApplyOptions) clone(ctx context.Context) (repo *gitops.Repo, base, cloneDir string, err error) {
-	if o.NoPush && !o.DryRun {
-		if cloneDir, err = os.MkdirTemp("", "adopt-apply-"); err != nil {
-			return nil, "", "", err
-		}
-	}
-	if repo, err = gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.auth, Dir: cloneDir}); err != nil {
-		if cloneDir != "" {
-			os.RemoveAll(cloneDir)
-		}
-		return nil, "", "", err
-	}
-	if base = o.Base; base == "" {
-		if base = repo.DefaultBranch(); base == "" {
-			return nil, "", "", usageErrorf("cannot tell the default branch of %s: pass --base", repo.URL())
-		}
-	}
-	return repo, base, cloneDir, nil
+// checkout is what --repo, --base and --no-push say to clone: on disk
+// for --no-push (kept for review), else in memory.
+func (o *ApplyOptions) checkout() apply.CheckoutOptions {
+	return apply.CheckoutOptions{URL: o.Repo, Auth: o.auth, Base: o.Base, OnDisk: o.NoPush && !o.DryRun}
 }
 
 // repoURL is --repo-url, else the repository's own clean URL.

@@ -89,10 +89,11 @@ func (o *ApplyOptions) runFleet(ctx context.Context) error {
 		}
 		f.Members[name] = a
 	}
-	repo, base, cloneDir, err := o.clone(ctx)
+	co, err := apply.Clone(ctx, o.checkout())
 	if err != nil {
-		return err
+		return contractOr(err)
 	}
+	repo, base := co.Repo, co.Base
 	branch := o.Branch
 	if branch == "" {
 		branch = "adopt/" + o.fleet.Index.ID()
@@ -107,7 +108,7 @@ func (o *ApplyOptions) runFleet(ctx context.Context) error {
 	if o.authorNote != "" && !o.Quiet && !o.DryRun {
 		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
 	}
-	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: cloneDir})
+	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
 	if !o.pr.OpenPR || o.NoPush || o.DryRun {
 		return nil
 	}
