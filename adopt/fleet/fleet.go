@@ -80,14 +80,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			defer wg.Done()
 			defer func() { <-sem }()
 			p, err := scan.Plan(ctx, c.Scan)
-			if err == nil {
-				err = wentDown(p, c.Scan)
-			} else if now := answers(c.Scan); now != nil {
-				// Whichever request met the outage first (a list, Argo
-				// CD's settings read beside the lists), say what happened.
-				err = fmt.Errorf("the API server stopped answering during the scan (%v); now: %v", err, now)
-			}
-			if err != nil {
+			if err = wentDown(p, err, c.Scan); err != nil {
 				p = nil
 			}
 			out[i].Plan, out[i].Err = p, err
@@ -103,28 +96,29 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 	return out
 }
 
-// wentDown is an error when types could not be listed because the
-// cluster's API server stopped answering during the scan: such a plan
-// would propose nothing for what it could not see, so the cluster counts
-// as not scanned. A plan whose types failed on a server that still
-// answers (forbidden, one failing API) stands, with those types listed.
-func wentDown(p *plan.Plan, o scan.Options) error {
-	if len(p.NotScanned) == 0 {
+// wentDown is an error when the scan failed (err), or types could not be
+// listed, because the cluster's API server stopped answering during the
+// scan, whichever request met the outage first (a list, or Argo CD's
+// settings read beside the lists): such a plan would propose nothing for
+// what it could not see, so the cluster counts as not scanned. Otherwise
+// it is err: a plan whose types failed on a server that still answers
+// (forbidden, one failing API) stands, with those types listed.
+func wentDown(p *plan.Plan, err error, o scan.Options) error {
+	var what string
+	switch {
+	case err != nil:
+		what = err.Error()
+	case len(p.NotScanned) > 0:
+		what = fmt.Sprintf("%d types not listed, first %s: %s", len(p.NotScanned), p.NotScanned[0].Type, p.NotScanned[0].Reason)
+	default:
 		return nil
 	}
-	if err := answers(o); err != nil {
-		return fmt.Errorf("the API server stopped answering during the scan (%d types not listed, first %s: %s); now: %v", len(p.NotScanned), p.NotScanned[0].Type, p.NotScanned[0].Reason, err)
-	}
-	return nil
-}
-
-// answers asks the cluster's API server for its version: the error when
-// it does not answer (nil without a discovery client).
-func answers(o scan.Options) error {
 	if o.Clients.Discovery == nil {
-		return nil
+		return err
 	}
-	_, err := o.Clients.Discovery.ServerVersion()
+	if _, now := o.Clients.Discovery.ServerVersion(); now != nil {
+		return fmt.Errorf("the API server stopped answering during the scan (%s); now: %v", what, now)
+	}
 	return err
 }
 

@@ -111,14 +111,13 @@ func (w *Writer) rendered(s string) (string, error) {
 // analysis, with no line width).
 func asciiScalar(s string) (string, bool) {
 	switch asciiStyle(s) {
+	case noStyle:
+		return "", false
 	case plainStyle:
 		return s, true
-	case doubleStyle:
-		return `"` + s + `"`, true
-	case singleStyle:
-		return "'" + strings.ReplaceAll(s, "'", "''") + "'", true
 	}
-	return "", false
+	b, _ := AppendASCII(nil, s)
+	return string(b), true
 }
 
 // AppendASCII appends s as asciiScalar renders it, for encoders written
@@ -170,16 +169,12 @@ func asciiStyle(s string) style {
 			plain = false
 		}
 	}
-	if len(s) > 5 { // longer than every word below
-		if plain {
-			return plainStyle
+	if len(s) <= 5 { // a string longer is none of these words
+		switch s {
+		case "true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL",
+			"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
+			return doubleStyle
 		}
-		return singleStyle
-	}
-	switch s {
-	case "true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL",
-		"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
-		return doubleStyle
 	}
 	if plain {
 		return plainStyle
