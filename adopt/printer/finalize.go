@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
 )
@@ -55,7 +54,7 @@ func finalizeTable(w io.Writer, rep *finalize.Report) error {
 	if len(rep.Apps) > 0 {
 		fmt.Fprintln(w)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTabwriter(w)
 	fmt.Fprintln(tw, "OBJECT\tAPPLICATION\tSTATUS\tANNOTATIONS BEFORE -> AFTER\t% CAP\tMANAGERS REMOVED")
 	for _, r := range rep.Objects {
 		bytes, pct := "-", "-"

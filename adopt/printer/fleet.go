@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
 )
@@ -25,7 +24,7 @@ func fleetReport(w io.Writer, ix *fleet.Index, f string) error {
 	default:
 		return fmt.Errorf("unknown output format %q for a fleet plan: use table, json or yaml", f)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTabwriter(w)
 	fmt.Fprintln(tw, "CLUSTER\tSERVER\tDESTINATION\tPLAN")
 	for _, c := range ix.Clusters {
 		what := c.Plan + " (" + c.PlanID + ")"

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
@@ -67,19 +68,20 @@ func printPlan(w io.Writer, p *plan.Plan, f string, o Options) error {
 }
 
 // Bytes formats n with thousands separators: 262,144 B.
-func Bytes(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
+func Bytes(n int) string { return string(appendBytes(nil, n)) }
+
+// appendBytes appends Bytes(n) to b.
+func appendBytes(b []byte, n int) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(n), 10)
+	if d[0] == '-' {
+		b, d = append(b, '-'), d[1:]
+	}
+	for i, c := range d {
+		if i > 0 && (len(d)-i)%3 == 0 {
+			b = append(b, ',')
 		}
-		b.WriteRune(r)
+		b = append(b, c)
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return b
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/adopt-dev/adopt/adopt/status"
 )
@@ -51,7 +50,7 @@ func CoverageLine(c *status.Coverage) string {
 func statusTable(w io.Writer, r *status.Report) error {
 	fmt.Fprintf(w, "Coverage: %s\n", CoverageLine(r.Coverage))
 	fmt.Fprintf(w, "Stages: %s\n\n", StatusLine(r))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTabwriter(w)
 	fmt.Fprintln(tw, "OBJECT\tAPPLICATION\tSTAGE\tANNOTATIONS\tWHERE IT STANDS\tNEXT")
 	for _, o := range r.Objects {
 		stage := o.Stage.Title()
@@ -65,7 +64,7 @@ func statusTable(w io.Writer, r *status.Report) error {
 	}
 	if len(r.Applications) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw = newTabwriter(w)
 		fmt.Fprintln(tw, "APPLICATION\tPLAN\tSTAGE\tOBJECTS\tPULL REQUEST\tSYNC\tHEALTH")
 		for _, a := range r.Applications {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.Plan, a.Stage.Title(), a.Objects, prText(a), dash(a.Sync), dash(a.Health))
@@ -76,7 +75,7 @@ func statusTable(w io.Writer, r *status.Report) error {
 	}
 	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw = newTabwriter(w)
 		fmt.Fprintln(tw, "NAMESPACE\tTRACKED\tOBJECTS\tCOVERAGE")
 		for _, n := range c.Namespaces {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)

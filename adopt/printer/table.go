@@ -3,10 +3,11 @@ package printer
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 const (
@@ -27,44 +28,44 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 	} else {
 		fmt.Fprintln(w, "Repo:     none (give --repo to match objects with Git)")
 	}
-	byRef := map[string]*plan.Object{}
-	for i := range p.Objects {
-		byRef[p.Objects[i].Ref()] = &p.Objects[i]
-	}
-	for _, a := range p.Applications {
+	apps := appObjects(p)
+	previewed := p.Summary.Preview != nil
+	var c columns
+	for i, a := range p.Applications {
 		fmt.Fprintf(w, "\nApplication %s (%s)\n", a.Name, source(a))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		previewed := p.Summary.Preview != nil
-		header := "  NAMESPACE\tKIND\tNAME\tPROVENANCE\tANNOTATIONS\t% CAP\tGIT\tRISK"
-		if previewed {
-			header += "\tFIRST SYNC"
+		header := []string{"  NAMESPACE", "KIND", "NAME", "PROVENANCE", "ANNOTATIONS", "% CAP", "GIT", "RISK", "FIRST SYNC"}
+		if !previewed {
+			header = header[:len(header)-1]
 		}
-		fmt.Fprintln(tw, header)
-		for _, ref := range a.Objects {
-			ob := byRef[ref]
-			if ob == nil {
-				continue
-			}
-			kind := ob.Kind
+		c.reset(len(header))
+		for _, h := range header {
+			c.cell(h)
+		}
+		for _, ob := range apps[i] {
+			c.cell("  ", dash(ob.Namespace))
 			if ob.Group != "" {
-				kind += "." + ob.Group
+				c.cell(ob.Kind, ".", ob.Group)
+			} else {
+				c.cell(ob.Kind)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s B\t%.1f%%\t%s\t%s",
-				dash(ob.Namespace), kind, ob.Name, ob.Provenance, Bytes(ob.Budget.AnnotationBytes),
-				ob.Budget.PercentOfCap, gitColumn(ob), risk(ob, o.Color))
+			c.cell(ob.Name)
+			c.cell(ob.Provenance)
+			start := c.open()
+			c.text = append(appendBytes(c.text, ob.Budget.AnnotationBytes), " B"...)
+			c.close(start)
+			start = c.open()
+			c.text = append(strconv.AppendFloat(c.text, ob.Budget.PercentOfCap, 'f', 1, 64), '%')
+			c.close(start)
+			c.cell(gitColumn(ob))
+			c.cell(risk(ob, o.Color))
 			if previewed {
-				fmt.Fprintf(tw, "\t%s", previewColumn(ob))
+				c.cell(previewColumn(ob))
 			}
-			fmt.Fprintln(tw)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := c.write(w); err != nil {
 			return err
 		}
-		for _, ref := range a.Objects {
-			ob := byRef[ref]
-			if ob == nil {
-				continue
-			}
+		for _, ob := range apps[i] {
 			for _, f := range ob.Findings {
 				if f.Severity == plan.Info && !o.ShowSkipped {
 					continue
@@ -198,4 +199,48 @@ func joinNS(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
+}
+
+// appObjects is each Application's objects, in the order it lists them.
+// An object names its Application, so the objects are gathered by that
+// name; only an Application whose list is not what was gathered (a plan
+// edited by hand) is looked up by reference, and an object it names that
+// the plan does not hold is left out.
+func appObjects(p *plan.Plan) [][]*plan.Object {
+	index := make(map[string]int, len(p.Applications))
+	for i, a := range p.Applications {
+		index[a.Name] = i
+	}
+	apps := make([][]*plan.Object, len(p.Applications))
+	for i := range p.Objects {
+		if a, ok := index[p.Objects[i].App]; ok {
+			apps[a] = append(apps[a], &p.Objects[i])
+		}
+	}
+	var byRef map[string]*plan.Object
+	var ref []byte
+	for i, a := range p.Applications {
+		same := len(apps[i]) == len(a.Objects)
+		for j := 0; same && j < len(a.Objects); j++ {
+			ob := apps[i][j]
+			ref = argoapp.Ref{Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.Append(ref[:0])
+			same = string(ref) == a.Objects[j]
+		}
+		if same {
+			continue
+		}
+		if byRef == nil {
+			byRef = make(map[string]*plan.Object, len(p.Objects))
+			for k := range p.Objects {
+				byRef[p.Objects[k].Ref()] = &p.Objects[k]
+			}
+		}
+		apps[i] = apps[i][:0]
+		for _, r := range a.Objects {
+			if ob := byRef[r]; ob != nil {
+				apps[i] = append(apps[i], ob)
+			}
+		}
+	}
+	return apps
 }

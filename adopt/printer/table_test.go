@@ -1,0 +1,83 @@
+package printer
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestColumnsAreTabwriter lays out random tables both ways: columns must
+// write text/tabwriter's bytes, for multi-byte runes, colour escapes,
+// empty cells and tabwriter's own bytes (which it hands to tabwriter).
+func TestColumnsAreTabwriter(t *testing.T) {
+	alphabet := []string{"a", "Z", "-", " ", "é", "世", red, reset, "", "\t", "\n", "\v", "\f", "\xff", "\x00"}
+	r := rand.New(rand.NewPCG(1, 2))
+	var c columns
+	for round := range 2000 {
+		n := 1 + r.IntN(6)
+		rows := r.IntN(5)
+		var want bytes.Buffer
+		tw := newTabwriter(&want)
+		c.reset(n)
+		for range rows * n {
+			var cell strings.Builder
+			for range r.IntN(8) {
+				s := alphabet[r.IntN(len(alphabet))]
+				if round%2 == 0 && len(s) == 1 && (s[0] < ' ' || s[0] == 0xff) {
+					s = "x" // half the tables without tabwriter's bytes: the fast path
+				}
+				cell.WriteString(s)
+			}
+			c.cell(cell.String())
+			tw.Write([]byte(cell.String()))
+			if len(c.ends)%n == 0 {
+				tw.Write([]byte{'\n'})
+			} else {
+				tw.Write([]byte{'\t'})
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := c.write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("round %d: columns wrote\n%q\ntabwriter\n%q", round, got.String(), want.String())
+		}
+	}
+}
+
+// TestTableOrder prints an Application's objects in the order it lists
+// them, also when that is not the plan's object order (a plan edited by
+// hand), and leaves out a reference the plan does not hold.
+func TestTableOrder(t *testing.T) {
+	p := samplePlan()
+	p.Applications[0].Objects = []string{"Secret litellm/token", "ConfigMap litellm/hook", "ConfigMap litellm/twice"}
+	p.Applications[1].Objects = append(p.Applications[1].Objects, "ConfigMap litellm/gone")
+	var out bytes.Buffer
+	if err := Table(&out, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	token, hook, twice := strings.Index(s, "  litellm    Secret"), strings.Index(s, "  litellm    ConfigMap  hook"), strings.Index(s, "  litellm    ConfigMap  twice")
+	if token < 0 || hook < 0 || twice < 0 || !(token < hook && hook < twice) {
+		t.Fatalf("adopt-litellm's rows are not token, hook, twice:\n%s", s)
+	}
+	if strings.Contains(s, "gone") {
+		t.Fatalf("a reference the plan does not hold was printed:\n%s", s)
+	}
+	if !strings.Contains(s, "  rbac.authorization.k8s.io") && !strings.Contains(s, "ClusterRole.rbac.authorization.k8s.io") {
+		t.Fatalf("the cluster-scoped object is missing:\n%s", s)
+	}
+	if got := Bytes(-1234567); got != "-1,234,567" {
+		t.Fatalf("Bytes(-1234567) = %q", got)
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 262144: "262,144", -100: "-100", 1 << 40: "1,099,511,627,776"} {
+		if got := Bytes(n); got != want {
+			t.Fatalf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
