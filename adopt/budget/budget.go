@@ -35,13 +35,18 @@ type Budget struct {
 // rounded down to one decimal, so 99.99% never shows as 100.0%: only a full
 // budget does.
 func MeasureBudget(annotations map[string]string) Budget {
-	b := Budget{AnnotationBytes: AnnotationBytes(annotations)}
-	if v, ok := annotations[LastAppliedKey]; ok {
-		b.HasLastApplied = true
-		b.LastAppliedBytes = len(LastAppliedKey) + len(v)
+	v, ok := annotations[LastAppliedKey]
+	return FromBytes(AnnotationBytes(annotations), len(LastAppliedKey)+len(v), ok)
+}
+
+// FromBytes is MeasureBudget of annotations whose keys and values add up
+// to total bytes, lastApplied of them the last-applied annotation's when
+// hasLastApplied.
+func FromBytes(total, lastApplied int, hasLastApplied bool) Budget {
+	b := Budget{AnnotationBytes: total, Headroom: AnnotationCap - total, PercentOfCap: float64(total*1000/AnnotationCap) / 10}
+	if hasLastApplied {
+		b.HasLastApplied, b.LastAppliedBytes = true, lastApplied
 	}
-	b.Headroom = AnnotationCap - b.AnnotationBytes
-	b.PercentOfCap = float64(b.AnnotationBytes*1000/AnnotationCap) / 10
 	return b
 }
 

@@ -2,20 +2,24 @@ package discover
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 )
 
-// appliedMeta, appliedConfigMap and appliedSecret are what AppliedBytes
+// keptMeta, appliedConfigMap and appliedSecret are what AppliedBytes
 // keeps of a live ConfigMap or Secret, with the API's JSON names and
-// omitempty: encoding/json's length of them is what fromConfigMap and
-// fromSecret add up.
-type appliedMeta struct {
+// omitempty: encoding/json's length of them is what wireObject adds up.
+type keptMeta struct {
 	Name         string            `json:"name,omitempty"`
 	GenerateName string            `json:"generateName,omitempty"`
 	Namespace    string            `json:"namespace,omitempty"`
@@ -26,7 +30,7 @@ type appliedMeta struct {
 type appliedConfigMap struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   appliedMeta       `json:"metadata"`
+	Metadata   keptMeta          `json:"metadata"`
 	Immutable  *bool             `json:"immutable,omitempty"`
 	Data       map[string]string `json:"data,omitempty"`
 	BinaryData map[string][]byte `json:"binaryData,omitempty"`
@@ -35,15 +39,15 @@ type appliedConfigMap struct {
 type appliedSecret struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
-	Metadata   appliedMeta       `json:"metadata"`
+	Metadata   keptMeta          `json:"metadata"`
 	Immutable  *bool             `json:"immutable,omitempty"`
 	Data       map[string][]byte `json:"data,omitempty"`
 	StringData map[string]string `json:"stringData,omitempty"`
 	Type       corev1.SecretType `json:"type,omitempty"`
 }
 
-func appliedOf(m *metav1.ObjectMeta) appliedMeta {
-	a := appliedMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels, Annotations: map[string]string{}}
+func appliedOf(m *metav1.ObjectMeta) keptMeta {
+	a := keptMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels, Annotations: map[string]string{}}
 	for k, v := range m.Annotations {
 		if k != budget.LastAppliedKey {
 			a.Annotations[k] = v
@@ -60,15 +64,43 @@ func jsonLen(t *testing.T, v any) int {
 	return len(b) + 1
 }
 
-// TestAppliedLenIsEncodingJSON checks the AppliedBytes that fromConfigMap
-// and fromSecret add up against encoding/json's length of the same kept
-// fields, on random objects: empty and set names, labels, annotations
-// with and without the last-applied one, data, binary data (nil, empty
-// and filled values), string data, types and immutable, with strings
-// encoding/json escapes.
-func TestAppliedLenIsEncodingJSON(t *testing.T) {
+// wantFacts is what the collector keeps of an object, from its decoded
+// metadata: the reference wireObject's reading of the bytes must equal.
+func wantFacts(t Type, m *metav1.ObjectMeta, dataBytes int) Object {
+	o := Object{
+		Type: t, Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion,
+		Budget: budget.MeasureBudget(m.Annotations), DataBytes: dataBytes,
+	}
+	if len(m.Labels) > 0 {
+		o.Labels = m.Labels
+	}
+	for k, v := range m.Annotations {
+		if len(v) > MaxKeptAnnotationValue || k == budget.LastAppliedKey {
+			o.Elided = append(o.Elided, k)
+			continue
+		}
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[k] = v
+	}
+	sort.Strings(o.Elided)
+	for _, r := range m.OwnerReferences {
+		o.Owners = append(o.Owners, r.Kind+"/"+r.Name)
+	}
+	for _, f := range m.ManagedFields {
+		o.Managers = append(o.Managers, Manager{Manager: f.Manager, Operation: string(f.Operation), Subresource: f.Subresource})
+	}
+	return o
+}
+
+// randomObjects makes ConfigMaps and Secrets with every field the
+// collector reads or skips: empty and set names, labels, annotations with
+// and without the last-applied one and above MaxKeptAnnotationValue,
+// owners, managers with field sets, server fields, data, binary data,
+// string data, types and immutable, with strings encoding/json escapes.
+func randomObjects(r *rand.Rand) (*corev1.ConfigMap, *corev1.Secret) {
 	strs := []string{"", "a", "app.kubernetes.io/name", `q"uote`, `back\slash`, "<html>&", "nl\nx", "\x01", "ü", "\u2028", "\xff"}
-	r := rand.New(rand.NewPCG(9, 10))
 	str := func() string { return strs[r.IntN(len(strs))] }
 	strMap := func() map[string]string {
 		if r.IntN(3) == 0 {
@@ -80,17 +112,15 @@ func TestAppliedLenIsEncodingJSON(t *testing.T) {
 		}
 		return m
 	}
+	// A value read from the API server is never nil: protobuf has no nil
+	// bytes, and JSON's null is stored as empty.
 	bytesMap := func() map[string][]byte {
 		if r.IntN(3) == 0 {
 			return nil
 		}
 		m := map[string][]byte{}
 		for range r.IntN(4) {
-			var v []byte
-			if r.IntN(4) > 0 {
-				v = make([]byte, r.IntN(10))
-			}
-			m[str()] = v
+			m[str()] = make([]byte, r.IntN(10))
 		}
 		return m
 	}
@@ -101,23 +131,141 @@ func TestAppliedLenIsEncodingJSON(t *testing.T) {
 		b := r.IntN(2) == 0
 		return &b
 	}
+	meta := metav1.ObjectMeta{Name: str(), GenerateName: str(), Namespace: str(), Labels: strMap(), Annotations: strMap(),
+		UID: "0b1c", ResourceVersion: fmt.Sprint(r.IntN(1000)), Generation: 3, CreationTimestamp: metav1.Unix(1700000000, 0), Finalizers: []string{"x/y"}}
+	if r.IntN(2) == 0 {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[budget.LastAppliedKey] = `{"kind":"ConfigMap"}`
+	}
+	if r.IntN(4) == 0 {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations["big"] = strings.Repeat("<", MaxKeptAnnotationValue+r.IntN(2))
+	}
+	for range r.IntN(3) {
+		meta.OwnerReferences = append(meta.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: str(), Name: str(), UID: "u"})
+	}
+	for range r.IntN(4) {
+		meta.ManagedFields = append(meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: str(), Operation: []metav1.ManagedFieldsOperationType{"Apply", "Update", ""}[r.IntN(3)],
+			APIVersion: "v1", Time: &meta.CreationTimestamp, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}, Subresource: str()})
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: meta, Data: strMap(), BinaryData: bytesMap(), Immutable: immutable()}
+	s := &corev1.Secret{ObjectMeta: meta, Data: bytesMap(), StringData: strMap(), Type: corev1.SecretType(str()), Immutable: immutable()}
+	return cm, s
+}
+
+var (
+	configMaps = Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespaced: true}
+	secrets    = Type{Version: "v1", Kind: "Secret", Resource: "secrets", Namespaced: true}
+)
+
+// TestWireIsDecoded reads random objects marshalled by k8s.io/api: the
+// facts wireObject reads from the bytes are those of the decoded object,
+// and AppliedBytes is encoding/json's length of what last-applied keeps.
+func TestWireIsDecoded(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
 	for i := range 3000 {
-		meta := metav1.ObjectMeta{Name: str(), GenerateName: str(), Namespace: str(), Labels: strMap(), Annotations: strMap()}
-		if r.IntN(2) == 0 {
-			if meta.Annotations == nil {
-				meta.Annotations = map[string]string{}
-			}
-			meta.Annotations[budget.LastAppliedKey] = `{"kind":"ConfigMap"}`
+		cm, s := randomObjects(r)
+		b, err := cm.Marshal()
+		if err != nil {
+			t.Fatal(err)
 		}
-		cm := &corev1.ConfigMap{ObjectMeta: meta, Data: strMap(), BinaryData: bytesMap(), Immutable: immutable()}
-		want := jsonLen(t, appliedConfigMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: appliedOf(&meta), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable})
-		if got := fromConfigMap(Type{Version: "v1", Kind: "ConfigMap"}, cm).AppliedBytes; got != want {
-			t.Fatalf("ConfigMap %d %+v: AppliedBytes %d, encoding/json %d", i, cm, got, want)
+		got, err := wireObject(configMaps, b, configMapBody)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s := &corev1.Secret{ObjectMeta: meta, Data: bytesMap(), StringData: strMap(), Type: corev1.SecretType(str()), Immutable: immutable()}
-		want = jsonLen(t, appliedSecret{APIVersion: "v1", Kind: "Secret", Metadata: appliedOf(&meta), Data: s.Data, StringData: s.StringData, Type: s.Type, Immutable: s.Immutable})
-		if got := fromSecret(Type{Version: "v1", Kind: "Secret"}, s).AppliedBytes; got != want {
-			t.Fatalf("Secret %d: AppliedBytes %d, encoding/json %d", i, got, want)
+		want := wantFacts(configMaps, &cm.ObjectMeta, configMapData(cm))
+		want.AppliedBytes = jsonLen(t, appliedConfigMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: appliedOf(&cm.ObjectMeta), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ConfigMap %d:\nread    %+v\ndecoded %+v", i, got, want)
+		}
+		if b, err = s.Marshal(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = wireObject(secrets, b, secretBody); err != nil {
+			t.Fatal(err)
+		}
+		want = wantFacts(secrets, &s.ObjectMeta, secretData(s))
+		want.AppliedBytes = jsonLen(t, appliedSecret{APIVersion: "v1", Kind: "Secret", Metadata: appliedOf(&s.ObjectMeta), Data: s.Data, StringData: s.StringData, Type: s.Type, Immutable: s.Immutable})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Secret %d:\nread    %+v\ndecoded %+v", i, got, want)
+		}
+		pm := &metav1.PartialObjectMetadata{ObjectMeta: cm.ObjectMeta}
+		if b, err = pm.Marshal(); err != nil {
+			t.Fatal(err)
+		}
+		deploys := Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespaced: true}
+		if got, err = wireObject(deploys, b, nil); err != nil {
+			t.Fatal(err)
+		}
+		if want = wantFacts(deploys, &cm.ObjectMeta, 0); !reflect.DeepEqual(got, want) {
+			t.Fatalf("metadata %d:\nread    %+v\ndecoded %+v", i, got, want)
+		}
+	}
+}
+
+// TestPagesAsProtobufAndJSON reads one page both ways: as the API server's
+// protobuf (the envelope, the list's continue token and remaining count)
+// and as JSON, from a server that cannot send protobuf; and refuses a
+// page that is neither, or whose bytes are cut short.
+func TestPagesAsProtobufAndJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	remaining := int64(7)
+	list := corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "next-token", RemainingItemCount: &remaining}}
+	var want []Object
+	for range 20 {
+		cm, _ := randomObjects(r)
+		list.Items = append(list.Items, *cm)
+	}
+	// Through JSON first, so both pages hold what JSON can: it replaces
+	// invalid UTF-8.
+	asJSON, err := json.Marshal(&list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list = corev1.ConfigMapList{}
+	if err := json.Unmarshal(asJSON, &list); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := list.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envelope, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}, Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		b, _ := list.Items[i].Marshal()
+		o, err := wireObject(configMaps, b, configMapBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, o)
+	}
+	for name, body := range map[string][]byte{"protobuf": append([]byte("k8s\x00"), envelope...), "JSON": asJSON} {
+		var got []Object
+		page, err := eachItem(configMaps, body, func(b []byte) error {
+			o, err := wireObject(configMaps, b, configMapBody)
+			got = append(got, o)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if page.next != "next-token" || page.remaining != 7 {
+			t.Errorf("%s: page %+v, want continue next-token and 7 remaining", name, page)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the items read differ from the items marshalled", name)
+		}
+	}
+	for name, body := range map[string][]byte{"not a list": []byte("<html>"), "cut short": append([]byte("k8s\x00"), envelope[:len(envelope)/2]...)} {
+		if _, err := eachItem(configMaps, body, func([]byte) error { return nil }); err == nil {
+			t.Errorf("%s: read without an error", name)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package discover
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,9 +10,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
-
-	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/jsonenc"
 )
 
 // ProtobufConfig is cfg asking for protobuf, as Clients.Core needs.
@@ -101,115 +97,4 @@ func secretData(s *corev1.Secret) int {
 		n += len(k) + len(v)
 	}
 	return n
-}
-
-func fromConfigMap(t Type, cm *corev1.ConfigMap) Object {
-	o := fromMeta(t, &cm.ObjectMeta, configMapData(cm))
-	// {"apiVersion":"v1","kind":"ConfigMap","metadata":{…},"immutable":…,"data":{…},"binaryData":{…}}
-	n := len(`{"apiVersion":"v1","kind":"ConfigMap","metadata":}`) + appliedMetaLen(&cm.ObjectMeta) +
-		immutableLen(cm.Immutable) + stringsLen(`,"data":`, cm.Data) + bytesLen(`,"binaryData":`, cm.BinaryData)
-	o.AppliedBytes = n + 1 // and the trailing newline
-	return o
-}
-
-func fromSecret(t Type, s *corev1.Secret) Object {
-	o := fromMeta(t, &s.ObjectMeta, secretData(s))
-	// {"apiVersion":"v1","kind":"Secret","metadata":{…},"immutable":…,"data":{…},"stringData":{…},"type":…}
-	n := len(`{"apiVersion":"v1","kind":"Secret","metadata":}`) + appliedMetaLen(&s.ObjectMeta) +
-		immutableLen(s.Immutable) + bytesLen(`,"data":`, s.Data) + stringsLen(`,"stringData":`, s.StringData)
-	if s.Type != "" {
-		n += len(`,"type":`) + jsonenc.StringLen(string(s.Type))
-	}
-	o.AppliedBytes = n + 1
-	return o
-}
-
-// The lengths below add up, without writing it, the JSON encoding/json
-// writes for what AppliedBytes keeps of a live ConfigMap or Secret: no
-// server fields, no last-applied annotation, the API's JSON names,
-// omitempty, map keys in any order (the length does not depend on it).
-// So AppliedBytes of the same object read as JSON gives the same number
-// (TestProtobufBodiesMeasureAsJSON), and so does encoding/json
-// (TestAppliedLenIsEncodingJSON): reflecting over each body was the
-// largest cost of listing bodies.
-
-// appliedMetaLen is the length of {"name":…,"generateName":…,
-// "namespace":…,"labels":{…},"annotations":{…}}, each omitted when empty.
-func appliedMetaLen(m *metav1.ObjectMeta) int {
-	n, fields := 2, 0 // {}
-	field := func(l int) {
-		if fields > 0 {
-			n++ // ,
-		}
-		n += l
-		fields++
-	}
-	for _, f := range [...]struct{ key, v string }{{`"name":`, m.Name}, {`"generateName":`, m.GenerateName}, {`"namespace":`, m.Namespace}} {
-		if f.v != "" {
-			field(len(f.key) + jsonenc.StringLen(f.v))
-		}
-	}
-	if len(m.Labels) > 0 {
-		field(len(`"labels":`) + mapLen(m.Labels, ""))
-	}
-	if kept := len(m.Annotations); kept > 0 {
-		if _, ok := m.Annotations[budget.LastAppliedKey]; ok {
-			kept--
-		}
-		if kept > 0 {
-			field(len(`"annotations":`) + mapLen(m.Annotations, budget.LastAppliedKey))
-		}
-	}
-	return n
-}
-
-// mapLen is the length of m as a JSON object, without the key skip
-// unless skip is "".
-func mapLen(m map[string]string, skip string) int {
-	n, entries := 2, 0
-	for k, v := range m {
-		if skip != "" && k == skip {
-			continue
-		}
-		n += jsonenc.StringLen(k) + 1 + jsonenc.StringLen(v)
-		entries++
-	}
-	return n + max(entries-1, 0)
-}
-
-// stringsLen is the length of key and m, or 0 when m is empty (omitempty).
-func stringsLen(key string, m map[string]string) int {
-	if len(m) == 0 {
-		return 0
-	}
-	return len(key) + mapLen(m, "")
-}
-
-// bytesLen is the length of key and m, values in base64 (null for a nil
-// one), or 0 when m is empty.
-func bytesLen(key string, m map[string][]byte) int {
-	if len(m) == 0 {
-		return 0
-	}
-	n := len(key) + 2 + len(m) - 1
-	for k, v := range m {
-		n += jsonenc.StringLen(k) + 1
-		if v == nil {
-			n += len("null")
-		} else {
-			n += 2 + base64.StdEncoding.EncodedLen(len(v))
-		}
-	}
-	return n
-}
-
-// immutableLen is the length of ,"immutable":true or false; 0 when unset.
-func immutableLen(b *bool) int {
-	switch {
-	case b == nil:
-		return 0
-	case *b:
-		return len(`,"immutable":true`)
-	}
-	return len(`,"immutable":false`)
 }

@@ -1,19 +1,16 @@
 package discover
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"reflect"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -62,10 +59,10 @@ type: kubernetes.io/tls
 data: {tls.crt: Y2VydA==, tls.key: a2V5}
 `
 
-// TestProtobufBodiesMeasureAsJSON: the facts adopt keeps of a ConfigMap or
-// Secret read as protobuf (typed) equal those of the same object read as
-// JSON, which AppliedBytes and the stored sizes are defined on; and the
-// byte-paged list returns every object exactly once.
+// TestProtobufBodiesMeasureAsJSON: the facts adopt reads of a ConfigMap or
+// Secret from a real API server's protobuf pages equal those of the same
+// object read as JSON, which AppliedBytes and the stored sizes are defined
+// on; and the paged list returns every object exactly once.
 func TestProtobufBodiesMeasureAsJSON(t *testing.T) {
 	ctx := context.Background()
 	ns := cp.Namespace(t)
@@ -79,7 +76,7 @@ func TestProtobufBodiesMeasureAsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(ProtobufConfig(cp.RESTConfig()))
+	lists, err := ListClient(cp.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,25 +93,18 @@ func TestProtobufBodiesMeasureAsJSON(t *testing.T) {
 		if len(want) < 2 {
 			t.Fatalf("%s: %d listed", kind, len(want))
 		}
-		p := pager.New(BodyPages(cs.CoreV1(), kind, ns, 500))
-		p.PageSize = 500
+		// Two objects a page: the continue token is followed.
+		var buf bytes.Buffer
+		objs, err := listType(ctx, Clients{Lists: lists}, typ, Options{Namespace: ns, PageSize: 2}, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got := map[string]Object{}
-		err = p.EachListItem(ctx, metav1.ListOptions{}, func(item runtime.Object) error {
-			var o Object
-			switch kind {
-			case "ConfigMap":
-				o = fromConfigMap(typ, item.(*corev1.ConfigMap))
-			default:
-				o = fromSecret(typ, item.(*corev1.Secret))
-			}
+		for _, o := range objs {
 			if _, dup := got[o.Name]; dup {
 				t.Errorf("%s %s listed twice", kind, o.Name)
 			}
 			got[o.Name] = o
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 		for name, w := range want {
 			g, ok := got[name]
@@ -133,7 +123,7 @@ func TestProtobufBodiesMeasureAsJSON(t *testing.T) {
 }
 
 // fromJSON is the collector's facts from a JSON body, as it kept them
-// before bodies came as protobuf: the reference the typed path must equal.
+// before bodies came as protobuf: the reference the wire path must equal.
 func fromJSON(t Type, u *unstructured.Unstructured) Object {
 	n := jsonMapBytes(u.Object["data"], t.Kind == "Secret") + jsonMapBytes(u.Object["binaryData"], true)
 	meta := metav1.ObjectMeta{
@@ -141,7 +131,7 @@ func fromJSON(t Type, u *unstructured.Unstructured) Object {
 		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), OwnerReferences: u.GetOwnerReferences(),
 		ManagedFields: u.GetManagedFields(),
 	}
-	o := fromMeta(t, &meta, n)
+	o := wantFacts(t, &meta, n)
 	o.AppliedBytes = AppliedBytes(u.Object)
 	return o
 }

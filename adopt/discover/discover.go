@@ -6,6 +6,7 @@
 package discover
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,22 +15,17 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"unique"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	corev1 "k8s.io/api/core/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -145,10 +141,12 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterface
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
-	// Core lists ConfigMap and Secret bodies; made for protobuf
-	// (ProtobufConfig), which the API server encodes and adopt decodes
-	// several times faster than JSON.
+	// Core reads ConfigMap and Secret bodies to export them; made for
+	// protobuf (ProtobufConfig), which the API server encodes and client-go
+	// decodes several times faster than JSON.
 	Core corev1client.CoreV1Interface
+	// Lists is what Collect lists with (ListClient).
+	Lists rest.Interface
 }
 
 // Types returns the listable resource types the server prefers, sorted. A
@@ -223,25 +221,31 @@ func Collect(ctx context.Context, c Clients, o Options) (*Result, error) {
 	results := make([]out, len(todo))
 	var mu sync.Mutex
 	done, seen := 0, 0
-	sem := make(chan struct{}, workers)
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for i, t := range todo {
+	for range min(workers, len(todo)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			objs, err := listType(ctx, c, t, o)
-			results[i] = out{t: t, objs: objs, err: err}
-			if o.Progress != nil {
-				mu.Lock()
-				done++
-				seen += len(objs)
-				o.Progress(done, len(todo), seen)
-				mu.Unlock()
+			var buf bytes.Buffer // each page is read into it, in turn
+			for i := range next {
+				t := todo[i]
+				objs, err := listType(ctx, c, t, o, &buf)
+				results[i] = out{t: t, objs: objs, err: err}
+				if o.Progress != nil {
+					mu.Lock()
+					done++
+					seen += len(objs)
+					o.Progress(done, len(todo), seen)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -290,65 +294,75 @@ func withData(t Type) bool {
 	return t.Group == "" && (t.Kind == "ConfigMap" || t.Kind == "Secret")
 }
 
-func listType(ctx context.Context, c Clients, t Type, o Options) ([]Object, error) {
+// listType lists every object of t (in o.Namespace, or all), page by
+// page into buf, keeping each object's facts.
+func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buffer) ([]Object, error) {
 	ns := o.Namespace
 	if !t.Namespaced {
 		ns = ""
 	}
-	var fn pager.ListPageFunc
 	pageSize := o.PageSize
 	if pageSize == 0 {
 		pageSize = 500
 	}
-	if withData(t) {
-		fn = BodyPages(c.Core, t.Kind, ns, pageSize)
-	} else {
-		fn = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.Metadata.Resource(t.GVR()).Namespace(ns).List(ctx, opts)
-		}
-	}
-	// The first page says how many objects the type holds (its remaining
-	// count), so the slice is made once at that size instead of doubling
-	// through the list. The pager fetches pages ahead on its own
-	// goroutine: the count crosses over atomically.
-	var total atomic.Int64
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		l, err := fn(ctx, opts)
-		if err == nil {
-			if m, merr := meta.ListAccessor(l); merr == nil && m.GetRemainingItemCount() != nil {
-				total.CompareAndSwap(0, int64(meta.LenList(l))+*m.GetRemainingItemCount())
-			}
-		}
-		return l, err
-	})
-	p.PageSize = pageSize
+	read := wireBody(t)
 	// Transient server faults and an expired continue token (410) restart
 	// the type from scratch, with client-go's backoff, so a result is whole
 	// or absent: never a silent part.
 	var objs []Object
 	err := retry.OnError(retry.DefaultBackoff, Transient, func() error {
 		objs = objs[:0]
-		return p.EachListItem(ctx, metav1.ListOptions{}, func(item runtime.Object) error {
-			if n := int(total.Load()); cap(objs) < n && len(objs) == 0 {
-				objs = make([]Object, 0, n)
+		limit, next := pageSize, ""
+		if read != nil {
+			limit = min(bodyPageFirst, pageSize)
+		}
+		for {
+			if err := getPage(ctx, c.Lists, t, ns, limit, next, buf); err != nil {
+				return err
 			}
-			switch v := item.(type) {
-			case *metav1.PartialObjectMetadata:
-				objs = append(objs, fromMeta(t, &v.ObjectMeta, 0))
-			case *corev1.ConfigMap:
-				objs = append(objs, fromConfigMap(t, v))
-			case *corev1.Secret:
-				objs = append(objs, fromSecret(t, v))
-			default:
-				return fmt.Errorf("unexpected list item %T", item)
+			first := len(objs)
+			page, err := eachItem(t, buf.Bytes(), func(b []byte) error {
+				ob, err := wireObject(t, b, read)
+				objs = append(objs, ob)
+				return err
+			})
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			// The first page says how many objects the type holds, so the
+			// slice is made once at that size instead of doubling.
+			if first == 0 && page.remaining > 0 {
+				objs = append(make([]Object, 0, int64(len(objs))+page.remaining), objs...)
+			}
+			if page.next == "" {
+				return nil
+			}
+			if n := int64(len(objs) - first); read != nil && n > 0 {
+				var b int64
+				for i := range objs[first:] {
+					b += 2048 + int64(objs[first+i].DataBytes+objs[first+i].Budget.AnnotationBytes)
+				}
+				limit = nextLimit(n, b, pageSize)
+			}
+			next = page.next
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	return objs, nil
+}
+
+// wireBody reads the data fields of t's objects when it is listed with
+// bodies (ConfigMap, Secret), else nil.
+func wireBody(t Type) func(protowire.Number, []byte, uint64, *bodyLen) error {
+	switch {
+	case !withData(t):
+		return nil
+	case t.Kind == "ConfigMap":
+		return configMapBody
+	}
+	return secretBody
 }
 
 // Transient reports whether a list error is worth retrying: server errors,
@@ -369,33 +383,6 @@ func Transient(err error) bool {
 		return c == 500 || c == 502 || c == 503 || c == 504
 	}
 	return false
-}
-
-func fromMeta(t Type, m *metav1.ObjectMeta, dataBytes int) Object {
-	o := Object{
-		Type: t, Namespace: unique.Make(m.Namespace).Value(), Name: m.Name, ResourceVersion: m.ResourceVersion,
-		Labels: m.Labels, Budget: budget.MeasureBudget(m.Annotations), DataBytes: dataBytes,
-	}
-	for k, v := range m.Annotations {
-		// last-applied is never kept: it is large, and on a Secret it holds
-		// the Secret's values.
-		if len(v) > MaxKeptAnnotationValue || k == budget.LastAppliedKey {
-			o.Elided = append(o.Elided, k)
-			continue
-		}
-		if o.Annotations == nil {
-			o.Annotations = map[string]string{}
-		}
-		o.Annotations[k] = v
-	}
-	sort.Strings(o.Elided)
-	for _, r := range m.OwnerReferences {
-		o.Owners = append(o.Owners, r.Kind+"/"+r.Name)
-	}
-	for _, f := range m.ManagedFields {
-		o.Managers = append(o.Managers, Manager{Manager: unique.Make(f.Manager).Value(), Operation: string(f.Operation), Subresource: f.Subresource})
-	}
-	return o
 }
 
 // Reason says in a few words why listing a type failed.

@@ -80,7 +80,11 @@ func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
 	if err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
-	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, Core: core.CoreV1()}
+	lists, err := discover.ListClient(cfg)
+	if err != nil {
+		return nil, usageErrorf("bad cluster configuration: %v", err)
+	}
+	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, Core: core.CoreV1(), Lists: lists}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
