@@ -58,8 +58,9 @@ type candidate struct {
 }
 
 // Build judges every collected object, matches it with Git and assembles
-// the plan. It uses in.Result up: an object's labels and annotations are
-// dropped once it is judged, unless a later step reads them.
+// the plan, not yet sealed (Seal, or WriteFile, sets its ID). It uses
+// in.Result up: an object's labels and annotations are dropped once it is
+// judged, unless a later step reads them.
 func Build(in Inputs) *Plan {
 	cfg := in.Config
 	if cfg == nil {
@@ -187,7 +188,6 @@ func Build(in Inputs) *Plan {
 	// Sorting moves p.Objects under the candidates: they are done with.
 	p.Sort()
 	p.summarize()
-	_ = p.Seal() // Marshal of a plan built here cannot fail
 	return p
 }
 

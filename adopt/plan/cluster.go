@@ -3,21 +3,29 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"fmt"
 	"strings"
 )
 
-// Seal sets the plan id: a digest of the document (as JSON, streamed into
-// the hash) without the id, so the same findings always give the same id.
+// Seal sets the plan id: a digest of the document as the plan file
+// holds it (Encode's bytes, streamed into the hash) with no id, so the
+// same findings always give the same id. WriteFile seals as it writes.
 func (p *Plan) Seal() error {
 	p.ID = ""
 	h := sha256.New()
-	if err := p.WriteJSON(h, false); err != nil { // json.Encoder's bytes, streamed
+	if err := Encode(h, p); err != nil {
 		return err
 	}
-	p.ID = "plan-" + hex.EncodeToString(h.Sum(nil))[:16]
+	p.ID = sealedID(h)
 	return nil
 }
+
+// placeholderID has the length of every id.
+const placeholderID = "plan-0000000000000000"
+
+// sealedID is the id of the digest h.
+func sealedID(h hash.Hash) string { return "plan-" + hex.EncodeToString(h.Sum(nil))[:16] }
 
 // CheckCluster refuses a plan made for another cluster: apply and finalize
 // call it with the server URL (and context name) they are connected to.

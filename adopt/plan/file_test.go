@@ -2,6 +2,8 @@ package plan
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,7 +21,49 @@ func samplePlan() *Plan {
 		{Type: cm, Namespace: "litellm-test", Name: "small", Labels: map[string]string{"app.kubernetes.io/part-of": "litellm"}},
 	}}
 	tr := argoapp.TrackingFromConfig(nil, "argocd", "")
-	return Build(Inputs{Result: res, Tracking: tr, Cluster: Cluster{Server: "https://127.0.0.1:6443", Context: "kind"}})
+	p := Build(Inputs{Result: res, Tracking: tr, Cluster: Cluster{Server: "https://127.0.0.1:6443", Context: "kind"}})
+	if err := p.Seal(); err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// TestWriteFileSeals: the file WriteFile writes in one pass carries the id
+// Seal gives the same plan, and the plan read back from it; a change of
+// any field gives another id.
+func TestWriteFileSeals(t *testing.T) {
+	p := samplePlan()
+	sealed := p.ID
+	path := filepath.Join(t.TempDir(), "plan.yaml")
+	p.ID = "plan-stale"
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ID != sealed || !strings.HasPrefix(sealed, "plan-") || len(sealed) != len(placeholderID) {
+		t.Fatalf("WriteFile sealed %q, Seal %q", p.ID, sealed)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Marshal(p)
+	if !bytes.Equal(b, want) {
+		t.Fatalf("the file is not the plan with its id:\n%s\n---\n%s", b, want)
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Seal(); err != nil || back.ID != sealed {
+		t.Fatalf("the file read back seals as %q (%v), written as %q", back.ID, err, sealed)
+	}
+	back.Objects[1].Name = "smal1"
+	if back.Seal(); back.ID == sealed {
+		t.Fatal("a changed object name gives the same id")
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("the temporary file is left: %v", err)
+	}
 }
 
 func TestRoundTripAndDeterminism(t *testing.T) {

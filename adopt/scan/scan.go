@@ -51,9 +51,13 @@ type Options struct {
 	Say       func(format string, a ...any)
 	Listed    func(done, total, objects int)
 	Previewed func(done, total int)
+	// Unsealed returns the plan without its ID, for a caller that writes
+	// it with plan.WriteFile, which seals it as it writes.
+	Unsealed bool
 }
 
-// Plan runs the pipeline and returns the sealed plan.
+// Plan runs the pipeline and returns the plan, sealed (its ID is the
+// digest of everything in it, preview included) unless o.Unsealed.
 func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	explain := o.Explain
 	if explain == nil {
@@ -125,6 +129,11 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
+			return nil, err
+		}
+	}
+	if !o.Unsealed {
+		if err := p.Seal(); err != nil {
 			return nil, err
 		}
 	}

@@ -233,6 +233,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 func (o *PlanOptions) scanOptions() scan.Options {
 	so := o.cluster.scanOptions(o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.GroupBy, so.ChunkSize, so.Preview, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview, o.hub.scanHub()
+	so.Unsealed = o.OutFile != "" // WriteFile seals it as it writes
 	if o.progress {
 		so.Say = func(format string, a ...any) { fmt.Fprintf(o.ErrOut, format, a...) }
 		so.Listed = func(done, total, objects int) {
