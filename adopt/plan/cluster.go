@@ -3,8 +3,8 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"fmt"
+	"hash"
 	"strings"
 )
 
