@@ -245,10 +245,17 @@ type Verdict struct {
 // Judge decides about one object under tracking t, given the Applications
 // that exist.
 func Judge(o *discover.Object, t argoapp.Tracking, apps argoapp.Applications) Verdict {
+	v := Classify(o, t, apps)
+	v.Provenance, v.Evidence, v.Confidence = JudgeProvenance(o)
+	return v
+}
+
+// Classify is Judge without the provenance: whether the object is
+// skipped or tracked, its stale tracking mark and its budget level.
+func Classify(o *discover.Object, t argoapp.Tracking, apps argoapp.Applications) Verdict {
 	v := Verdict{Level: o.Budget.Level()}
 	v.SkipClass, v.Skip = SkipObjectClass(o)
 	tr := t.Check(argoapp.Ref{Group: o.Type.Group, Kind: o.Type.Kind, Namespace: o.Namespace, Name: o.Name}, o.Labels, o.Annotations, apps)
 	v.TrackedBy, v.StaleTracking = tr.App, tr.Stale
-	v.Provenance, v.Evidence, v.Confidence = JudgeProvenance(o)
 	return v
 }

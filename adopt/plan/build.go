@@ -100,55 +100,84 @@ func Build(in Inputs) *Plan {
 		p.NotScanned = append(p.NotScanned, NotScanned{Type: f.Type, Reason: f.Reason})
 	}
 
-	// Candidates live in one array sized for every object (never
-	// reallocated, so pointers into it hold), and only those whose body
-	// must be read are indexed by object: at 100,000 objects a map and
-	// an allocation per object were a large part of what the collector
-	// had to trace while the plan was built.
-	store := make([]candidate, 0, len(in.Result.Objects))
-	cands := make([]*candidate, 0, len(in.Result.Objects))
-	byObj := map[*discover.Object]*candidate{}
-	p.Objects = make([]Object, 0, len(in.Result.Objects))
-	// Objects are judged on every core, a block at a time, and taken in
-	// their order.
+	// Objects are judged on every core in two passes. The first says, in
+	// object order, which are skipped, tracked or candidates, so each
+	// candidate's place in p.Objects is known; the second writes each
+	// candidate's plan object and candidate straight into its place. At
+	// 100,000 objects, copying judged objects into p.Objects one by one was
+	// most of the build's serial work. Candidates live in one array (never
+	// reallocated, so pointers into it hold), and only those whose body must
+	// be read are indexed by object.
 	objs := in.Result.Objects
-	_ = ordered(len(objs), func(b []judged, lo, hi int) ([]judged, error) {
+	at := make([]int32, len(objs)) // each object's candidate index, or -1
+	var stale []string             // by candidate index, when any is stale
+	n := 0
+	_ = ordered(len(objs), func(b []classified, lo, hi int) ([]classified, error) {
 		for i := lo; i < hi; i++ {
-			b = append(b, judgeOne(&objs[i], cfg, in))
+			c := classify(&objs[i], cfg, in)
+			c.index = i
+			b = append(b, c)
 		}
 		return b, nil
-	}, func(b []judged) error {
+	}, func(b []classified) error {
 		for k := range b {
-			j := &b[k]
-			if !j.keepMaps {
-				// Nothing after judging reads them: at 100,000 objects
-				// they were a third of what the plan's build held.
-				j.src.Labels, j.src.Annotations = nil, nil
-			}
+			c := &b[k]
+			i := c.index
+			at[i] = -1
 			switch {
-			case j.skipped:
-				p.Skipped = append(p.Skipped, j.skip)
-				continue
-			case j.tracked:
+			case c.skipped:
+				p.Skipped = append(p.Skipped, c.skip)
+			case c.tracked:
 				p.Summary.Tracked++
+			default:
+				if c.stale != "" {
+					stale = append(stale, make([]string, n+1-len(stale))...)
+					stale[n] = c.stale
+				}
+				at[i] = int32(n)
+				n++
 				continue
 			}
-			// Candidates point into p.Objects, sized for every object up
-			// front, so the plan's objects are never copied.
-			o := j.src
-			p.Objects = append(p.Objects, j.obj)
-			store = append(store, candidate{src: o, obj: &p.Objects[len(p.Objects)-1], group: j.group})
-			c := &store[len(store)-1]
-			if in.Index != nil {
-				matchGit(c, in.Index)
-			}
-			cands = append(cands, c)
-			if c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
-				byObj[o] = c // its body is read (in.Bodies)
-			}
+			// Nothing after judging reads a left-out object's maps.
+			objs[i].Labels, objs[i].Annotations = nil, nil
 		}
 		return nil
 	})
+	p.Objects = make([]Object, n)
+	store := make([]candidate, n)
+	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
+		for i := lo; i < hi; i++ {
+			if at[i] < 0 {
+				continue
+			}
+			o, k := &objs[i], at[i]
+			v := judge.Verdict{Level: o.Budget.Level()}
+			if int(k) < len(stale) {
+				v.StaleTracking = stale[k]
+			}
+			v.Provenance, v.Evidence, v.Confidence = judge.JudgeProvenance(o)
+			p.Objects[k] = newObject(o, v)
+			store[k] = candidate{src: o, obj: &p.Objects[k], group: labelGroup(o.Labels)}
+			if in.Index != nil {
+				matchGit(&store[k], in.Index)
+			}
+			if v.Provenance != judge.ProvenanceHelm && !judge.CSAMigrationRuns(o) {
+				// Nothing after judging reads them: at 100,000 objects
+				// they were a third of what the plan's build held.
+				o.Labels, o.Annotations = nil, nil
+			}
+		}
+		return b, nil
+	}, func([]struct{}) error { return nil })
+	cands := make([]*candidate, n)
+	byObj := map[*discover.Object]*candidate{}
+	for k := range store {
+		c := &store[k]
+		cands[k] = c
+		if o := c.src; c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+			byObj[o] = c // its body is read (in.Bodies)
+		}
+	}
 
 	if in.Bodies != nil {
 		want := func(o *discover.Object) bool { return byObj[o] != nil }
@@ -202,35 +231,30 @@ func skippedObject(o *discover.Object, class, why string) Skipped {
 	return Skipped{Kind: o.Type.Kind, Group: o.Type.Group, Namespace: o.Namespace, Name: o.Name, Class: class, Reason: why}
 }
 
-// judged is what judging one object gave: skipped (skip is its entry),
-// tracked, or a candidate (obj is its plan object, group its label group).
-type judged struct {
-	src              *discover.Object
+// classified is what the first pass of judging said of one object:
+// skipped (skip is its entry), tracked, or a candidate (stale is its
+// stale tracking mark).
+type classified struct {
+	index            int
 	skipped, tracked bool
-	// keepMaps is set when a later step reads src's labels and
-	// annotations: the client-side-apply migration's size, a Helm
-	// release's chart.
-	keepMaps bool
-	skip     Skipped
-	obj      Object
-	group    string
+	skip             Skipped
+	stale            string
 }
 
-// judgeOne judges o; it only reads its inputs, so objects are judged at
-// once.
-func judgeOne(o *discover.Object, cfg *config.Config, in Inputs) judged {
-	j := judged{src: o}
+// classify is the first pass of judging o; it only reads its inputs, so
+// objects are classified at once.
+func classify(o *discover.Object, cfg *config.Config, in Inputs) classified {
+	var c classified
 	if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
-		j.skipped, j.skip = true, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule)
-	} else if v := judge.Judge(o, in.Tracking, in.Apps); v.Skip != "" {
-		j.skipped, j.skip = true, skippedObject(o, v.SkipClass, v.Skip)
+		c.skipped, c.skip = true, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule)
+	} else if v := judge.Classify(o, in.Tracking, in.Apps); v.Skip != "" {
+		c.skipped, c.skip = true, skippedObject(o, v.SkipClass, v.Skip)
 	} else if v.TrackedBy != "" {
-		j.tracked = true
+		c.tracked = true
 	} else {
-		j.obj, j.group = newObject(o, v), labelGroup(o.Labels)
-		j.keepMaps = v.Provenance == judge.ProvenanceHelm || judge.CSAMigrationRuns(o)
+		c.stale = v.StaleTracking
 	}
-	return j
+	return c
 }
 
 func newObject(o *discover.Object, v judge.Verdict) Object {
