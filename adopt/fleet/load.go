@@ -95,11 +95,14 @@ func Load(path string) (*Fleet, error) {
 		if p.ID != c.PlanID {
 			return nil, fmt.Errorf("fleet plan %s: %s is plan %s, but the index records %s for cluster %s: the file was replaced or re-planned after the fleet plan was made. Run adopt plan --contexts again", path, file, p.ID, c.PlanID, c.Context)
 		}
-		if err := p.Seal(); err != nil {
+		sealed, err := p.Sealed()
+		if err != nil {
 			return nil, err
 		}
-		if p.ID != c.PlanID {
-			return nil, fmt.Errorf("fleet plan %s: %s was edited after it was planned (its content gives id %s, not %s). Run adopt plan --contexts again", path, file, p.ID, c.PlanID)
+		if !sealed {
+			content := *p
+			content.Seal()
+			return nil, fmt.Errorf("fleet plan %s: %s was edited after it was planned (its content gives id %s, not %s). Run adopt plan --contexts again", path, file, content.ID, c.PlanID)
 		}
 		if !argoapp.SameServer(p.Cluster.Server, c.Server) {
 			return nil, fmt.Errorf("fleet plan %s: %s is for cluster %s, but the index records %s for context %s", path, file, p.Cluster.Server, c.Server, c.Context)

@@ -21,6 +21,27 @@ func (p *Plan) Seal() error {
 	return nil
 }
 
+// Sealed reports whether p's id is the digest of its content: as Seal
+// makes it, or as adopt made it before the id was the plan file's digest
+// (the document as compact JSON, until 503eb11), so a plan written before
+// still loads. p is left as it was.
+func (p *Plan) Sealed() (bool, error) {
+	id := p.ID
+	defer func() { p.ID = id }()
+	if err := p.Seal(); err != nil {
+		return false, err
+	}
+	if p.ID == id {
+		return true, nil
+	}
+	p.ID = ""
+	h := sha256.New()
+	if err := p.WriteJSON(h, false); err != nil {
+		return false, err
+	}
+	return sealedID(h) == id, nil
+}
+
 // placeholderID has the length of every id.
 const placeholderID = "plan-0000000000000000"
 

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,21 @@ func TestWriteFileSeals(t *testing.T) {
 	back.Objects[1].Name = "smal1"
 	if back.Seal(); back.ID == sealed {
 		t.Fatal("a changed object name gives the same id")
+	}
+	back.ID = sealed
+	if ok, err := back.Sealed(); ok || err != nil {
+		t.Fatalf("an edited plan is taken as sealed (%v)", err)
+	}
+	// A plan sealed as before 503eb11 (the digest of its compact JSON).
+	legacy := samplePlan()
+	legacy.ID = ""
+	h := sha256.New()
+	if err := legacy.WriteJSON(h, false); err != nil {
+		t.Fatal(err)
+	}
+	legacy.ID = sealedID(h)
+	if ok, err := legacy.Sealed(); !ok || err != nil || legacy.ID != sealedID(h) {
+		t.Fatalf("a plan sealed by the JSON digest is not taken as sealed (%v), or its id changed", err)
 	}
 	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
 		t.Fatalf("the temporary file is left: %v", err)
