@@ -263,6 +263,20 @@ func TestPagesAsProtobufAndJSON(t *testing.T) {
 			t.Errorf("%s: the items read differ from the items marshalled", name)
 		}
 	}
+	// Metadata lists: a JSON page of whole objects is read for their metadata.
+	deploys := Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespaced: true}
+	var metaWant []Object
+	for i := range list.Items {
+		metaWant = append(metaWant, wantFacts(deploys, &list.Items[i].ObjectMeta, 0))
+	}
+	var metaGot []Object
+	if _, err := eachItem(deploys, asJSON, func(b []byte) error {
+		o, err := wireObject(deploys, b, nil)
+		metaGot = append(metaGot, o)
+		return err
+	}); err != nil || !reflect.DeepEqual(metaGot, metaWant) {
+		t.Errorf("metadata from a JSON page: %v; read %+v, want %+v", err, metaGot, metaWant)
+	}
 	for name, body := range map[string][]byte{"not a list": []byte("<html>"), "cut short": append([]byte("k8s\x00"), envelope[:len(envelope)/2]...)} {
 		if _, err := eachItem(configMaps, body, func([]byte) error { return nil }); err == nil {
 			t.Errorf("%s: read without an error", name)

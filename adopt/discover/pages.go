@@ -3,6 +3,7 @@ package discover
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -72,38 +73,24 @@ func eachItem(t Type, body []byte, item func([]byte) error) (listPage, error) {
 	if bytes.HasPrefix(body, protobufMagic) {
 		return readPage(body, item)
 	}
-	var meta metav1.ListMeta
-	var items []interface{ Marshal() ([]byte, error) }
-	switch {
-	case withData(t) && t.Kind == "ConfigMap":
-		var l corev1.ConfigMapList
-		if err := utiljson.Unmarshal(body, &l); err != nil {
-			return listPage{}, fmt.Errorf("read %s from the API server's JSON: %w", t.String(), err)
-		}
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-		meta = l.ListMeta
-	case withData(t):
-		var l corev1.SecretList
-		if err := utiljson.Unmarshal(body, &l); err != nil {
-			return listPage{}, fmt.Errorf("read %s from the API server's JSON: %w", t.String(), err)
-		}
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-		meta = l.ListMeta
-	default:
-		var l metav1.PartialObjectMetadataList
-		if err := utiljson.Unmarshal(body, &l); err != nil {
-			return listPage{}, fmt.Errorf("read %s from the API server's JSON: %w", t.String(), err)
-		}
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-		meta = l.ListMeta
+	var l struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
 	}
-	for _, it := range items {
+	if err := utiljson.Unmarshal(body, &l); err != nil {
+		return listPage{}, fmt.Errorf("read %s from the API server's JSON: %w", t.String(), err)
+	}
+	for _, raw := range l.Items {
+		var it interface{ Marshal() ([]byte, error) } = &metav1.PartialObjectMetadata{}
+		switch {
+		case withData(t) && t.Kind == "ConfigMap":
+			it = &corev1.ConfigMap{}
+		case withData(t):
+			it = &corev1.Secret{}
+		}
+		if err := utiljson.Unmarshal(raw, it); err != nil {
+			return listPage{}, fmt.Errorf("read %s from the API server's JSON: %w", t.String(), err)
+		}
 		b, err := it.Marshal()
 		if err != nil {
 			return listPage{}, err
@@ -112,9 +99,9 @@ func eachItem(t Type, body []byte, item func([]byte) error) (listPage, error) {
 			return listPage{}, err
 		}
 	}
-	page := listPage{next: meta.Continue, remaining: -1}
-	if meta.RemainingItemCount != nil {
-		page.remaining = *meta.RemainingItemCount
+	page := listPage{next: l.Metadata.Continue, remaining: -1}
+	if l.Metadata.RemainingItemCount != nil {
+		page.remaining = *l.Metadata.RemainingItemCount
 	}
 	return page, nil
 }
