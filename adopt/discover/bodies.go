@@ -10,6 +10,8 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
 )
 
 // ProtobufConfig is cfg asking for protobuf, as Clients.Core needs.
@@ -39,7 +41,7 @@ func BodyPages(core corev1client.CoreV1Interface, kind, ns string, most int64) p
 				return nil, err
 			}
 			for i := range cms.Items {
-				b += bodyBytes(&cms.Items[i].ObjectMeta, configMapData(&cms.Items[i]))
+				b += bodyBytes(configMapData(&cms.Items[i]), budget.AnnotationBytes(cms.Items[i].Annotations))
 			}
 			l, n = cms, int64(len(cms.Items))
 		case "Secret":
@@ -48,7 +50,7 @@ func BodyPages(core corev1client.CoreV1Interface, kind, ns string, most int64) p
 				return nil, err
 			}
 			for i := range ss.Items {
-				b += bodyBytes(&ss.Items[i].ObjectMeta, secretData(&ss.Items[i]))
+				b += bodyBytes(secretData(&ss.Items[i]), budget.AnnotationBytes(ss.Items[i].Annotations))
 			}
 			l, n = ss, int64(len(ss.Items))
 		default:
@@ -66,16 +68,11 @@ func nextLimit(n, b, most int64) int64 {
 	return min(max(bodyPageBytes*n/b, bodyPageMin), most)
 }
 
-// bodyBytes estimates an object's size in a list: its data and
-// annotations as stored, and two kilobytes for the rest (managedFields
-// and metadata).
-func bodyBytes(m *metav1.ObjectMeta, data int) int64 {
-	n := 2048 + data
-	for k, v := range m.Annotations {
-		n += len(k) + len(v)
-	}
-	return int64(n)
-}
+// bodyBytes estimates an object's size in a list from the bytes of its
+// data and annotations as stored, and two kilobytes for the rest
+// (managedFields and metadata). Collect's pages and BodyPages' follow the
+// same estimate, so both make the same requests.
+func bodyBytes(data, annotations int) int64 { return int64(2048 + data + annotations) }
 
 // configMapData is the bytes of a ConfigMap's data and binaryData, keys
 // and values, as stored.

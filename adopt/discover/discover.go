@@ -339,8 +339,8 @@ func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buff
 			}
 			if n := int64(len(objs) - first); read != nil && n > 0 {
 				var b int64
-				for i := range objs[first:] {
-					b += 2048 + int64(objs[first+i].DataBytes+objs[first+i].Budget.AnnotationBytes)
+				for _, o := range objs[first:] {
+					b += bodyBytes(o.DataBytes, o.Budget.AnnotationBytes)
 				}
 				limit = nextLimit(n, b, pageSize)
 			}
