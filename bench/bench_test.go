@@ -64,3 +64,29 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("machine or seeding missing: %+v %+v", back.Machine, back.Seeding)
 	}
 }
+
+// TestMeasureInterleaved checks the order of runs: one round left out,
+// then rounds that each start one command later, so neither command
+// always runs first.
+func TestMeasureInterleaved(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "runs")
+	run := func(name string) command {
+		return command{what: name, name: "sh", args: []string{"-c", "echo " + name + " >> " + log}}
+	}
+	ms, err := measureInterleaved(3, run("a"), run("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "a\nb\nb\na\na\nb\nb\na\n"; got != want {
+		t.Fatalf("runs in order %q, want %q", got, want)
+	}
+	for i, want := range []string{"a, median of 3", "b, median of 3"} {
+		if ms[i].What != want || ms[i].Seconds <= 0 {
+			t.Fatalf("measurement %d: %+v, want %q", i, ms[i], want)
+		}
+	}
+}

@@ -62,6 +62,9 @@ type Config struct {
 	// leaves the cluster as it found it is measured: a row quotes the
 	// median time and the highest peak RSS (0 or 1: once).
 	Repeat int
+	// PlanRepeat is Repeat for adopt plan and the raw list, which take a
+	// second or two each and are the figures most moved by load.
+	PlanRepeat int
 	// Apps and ApplyObjects size the apply row.
 	Apps, ApplyObjects int
 	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
@@ -89,6 +92,7 @@ func main() {
 	flag.IntVar(&c.BigEvery, "big-every", 100, "every Nth ConfigMap carries a 200 KB annotation")
 	flag.IntVar(&c.Finalize, "finalize", 1000, "ConfigMaps per finalize measurement")
 	flag.IntVar(&c.Repeat, "repeat", 3, "measure each repeatable run this many times, quoting the median time and the highest peak RSS")
+	flag.IntVar(&c.PlanRepeat, "plan-repeat", 5, "measure adopt plan and the raw list this many times each, in turn, after one round left out")
 	flag.IntVar(&c.Apps, "apps", 500, "Applications of the apply row")
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
@@ -109,7 +113,7 @@ func main() {
 	if *smoke {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
-		c.Repeat = 1
+		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
 	var err error
@@ -319,6 +323,46 @@ func measureN(n int, run func(i int) (Measurement, error)) (Measurement, error) 
 		med.What += fmt.Sprintf(", median of %d", len(ms))
 	}
 	return med, nil
+}
+
+// A command is one program run with its arguments, as measure takes it.
+type command struct {
+	what string
+	name string
+	args []string
+}
+
+// measureInterleaved measures the commands n times each (once when n < 2),
+// one of each per round and each round starting one command later, after
+// a first round whose figures are dropped when n > 1; it gives each
+// command's median as measureN does. A baseline and the run it is set
+// against then meet the same spells of load on a shared machine, and
+// neither always runs first after seeding, while the API server is still
+// settling.
+func measureInterleaved(n int, cmds ...command) ([]Measurement, error) {
+	all := make([][]Measurement, len(cmds))
+	rounds, warm := max(n, 1), 0
+	if n > 1 {
+		warm = 1
+	}
+	for r := 0; r < warm+rounds; r++ {
+		for k := range cmds {
+			i := (k + r) % len(cmds)
+			c := cmds[i]
+			m, err := measure(c.what, nil, c.name, c.args...)
+			if err != nil {
+				return nil, err
+			}
+			if r >= warm {
+				all[i] = append(all[i], m)
+			}
+		}
+	}
+	out := make([]Measurement, len(cmds))
+	for i, ms := range all {
+		out[i], _ = measureN(len(ms), func(k int) (Measurement, error) { return ms[k], nil })
+	}
+	return out, nil
 }
 
 // measureRepeat is measureN of one command.
