@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -109,6 +110,7 @@ func TestAppendIndentIsJSONIndent(t *testing.T) {
 // plan file (YAML).
 func BenchmarkEncode(b *testing.B) {
 	p := manyPlan(20000, 500)
+	file := filepath.Join(b.TempDir(), "plan.yaml")
 	for _, c := range []struct {
 		name  string
 		write func(w io.Writer) error
@@ -116,6 +118,7 @@ func BenchmarkEncode(b *testing.B) {
 		{"json", func(w io.Writer) error { return p.WriteJSON(w, false) }},
 		{"json-indent", func(w io.Writer) error { return p.WriteJSON(w, true) }},
 		{"yaml", func(w io.Writer) error { return Encode(w, p) }},
+		{"file", func(io.Writer) error { return WriteFile(file, p) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
