@@ -167,13 +167,14 @@ var (
 // and AppliedBytes is encoding/json's length of what last-applied keeps.
 func TestWireIsDecoded(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
+	var sets labelSets // as a worker reads them: labels shared
 	for i := range 3000 {
 		cm, s := randomObjects(r)
 		b, err := cm.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := wireObject(configMaps, b, configMapBody)
+		got, err := wireObject(configMaps, b, configMapBody, &sets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func TestWireIsDecoded(t *testing.T) {
 		if b, err = s.Marshal(); err != nil {
 			t.Fatal(err)
 		}
-		if got, err = wireObject(secrets, b, secretBody); err != nil {
+		if got, err = wireObject(secrets, b, secretBody, &sets); err != nil {
 			t.Fatal(err)
 		}
 		want = wantFacts(secrets, &s.ObjectMeta, secretData(s))
@@ -198,12 +199,47 @@ func TestWireIsDecoded(t *testing.T) {
 			t.Fatal(err)
 		}
 		deploys := Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespaced: true}
-		if got, err = wireObject(deploys, b, nil); err != nil {
+		if got, err = wireObject(deploys, b, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want = wantFacts(deploys, &cm.ObjectMeta, 0); !reflect.DeepEqual(got, want) {
 			t.Fatalf("metadata %d:\nread    %+v\ndecoded %+v", i, got, want)
 		}
+	}
+}
+
+// TestLabelSetsShared reads objects with the same labels into one map and
+// objects with other labels into maps of their own.
+func TestLabelSetsShared(t *testing.T) {
+	var sets labelSets
+	read := func(name string, labels map[string]string) map[string]string {
+		pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels}}
+		b, err := pm.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := wireObject(configMaps, b, nil, &sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(o.Labels, labels) {
+			t.Fatalf("%s: labels %v, want %v", name, o.Labels, labels)
+		}
+		return o.Labels
+	}
+	a := read("a", map[string]string{"app": "web", "tier": "front"})
+	b := read("b", map[string]string{"tier": "front", "app": "web"})
+	c := read("c", map[string]string{"app": "web", "tier": "back"})
+	d := read("d", map[string]string{"app": "webtier", "": "front"})
+	if read("e", nil) != nil {
+		t.Fatal("an object with no labels got a map")
+	}
+	same := func(x, y map[string]string) bool { return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer() }
+	if !same(a, b) {
+		t.Fatal("two objects with the same labels got two maps")
+	}
+	if same(a, c) || same(a, d) {
+		t.Fatal("objects with other labels share a map")
 	}
 }
 
@@ -240,7 +276,7 @@ func TestPagesAsProtobufAndJSON(t *testing.T) {
 	}
 	for i := range list.Items {
 		b, _ := list.Items[i].Marshal()
-		o, err := wireObject(configMaps, b, configMapBody)
+		o, err := wireObject(configMaps, b, configMapBody, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +285,7 @@ func TestPagesAsProtobufAndJSON(t *testing.T) {
 	for name, body := range map[string][]byte{"protobuf": append([]byte("k8s\x00"), envelope...), "JSON": asJSON} {
 		var got []Object
 		page, err := eachItem(configMaps, body, func(b []byte) error {
-			o, err := wireObject(configMaps, b, configMapBody)
+			o, err := wireObject(configMaps, b, configMapBody, nil)
 			got = append(got, o)
 			return err
 		})
@@ -271,7 +307,7 @@ func TestPagesAsProtobufAndJSON(t *testing.T) {
 	}
 	var metaGot []Object
 	if _, err := eachItem(deploys, asJSON, func(b []byte) error {
-		o, err := wireObject(deploys, b, nil)
+		o, err := wireObject(deploys, b, nil, nil)
 		metaGot = append(metaGot, o)
 		return err
 	}); err != nil || !reflect.DeepEqual(metaGot, metaWant) {

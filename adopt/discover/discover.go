@@ -79,11 +79,13 @@ type Manager struct {
 
 // Object holds what was collected about one live object.
 type Object struct {
-	Type            Type              `json:"-"`
-	Namespace       string            `json:"namespace,omitempty"`
-	Name            string            `json:"name"`
-	ResourceVersion string            `json:"resourceVersion"`
-	Labels          map[string]string `json:"labels,omitempty"`
+	Type            Type   `json:"-"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Labels may be shared with other objects that carry the same: read
+	// them, never write to them.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations holds the annotations whose values are at most
 	// MaxKeptAnnotationValue bytes; Elided names the others.
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -228,9 +230,10 @@ func Collect(ctx context.Context, c Clients, o Options) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			var buf bytes.Buffer // each page is read into it, in turn
+			var sets labelSets   // and its objects' labels shared through it
 			for i := range next {
 				t := todo[i]
-				objs, err := listType(ctx, c, t, o, &buf)
+				objs, err := listType(ctx, c, t, o, &buf, &sets)
 				results[i] = out{t: t, objs: objs, err: err}
 				if o.Progress != nil {
 					mu.Lock()
@@ -296,7 +299,7 @@ func withData(t Type) bool {
 
 // listType lists every object of t (in o.Namespace, or all), page by
 // page into buf, keeping each object's facts.
-func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buffer) ([]Object, error) {
+func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buffer, sets *labelSets) ([]Object, error) {
 	ns := o.Namespace
 	if !t.Namespaced {
 		ns = ""
@@ -322,7 +325,7 @@ func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buff
 			}
 			first := len(objs)
 			page, err := eachItem(t, buf.Bytes(), func(b []byte) error {
-				ob, err := wireObject(t, b, read)
+				ob, err := wireObject(t, b, read, sets)
 				objs = append(objs, ob)
 				return err
 			})

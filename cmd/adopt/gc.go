@@ -16,7 +16,7 @@ import (
 // way it did at five times (400: 4x bodies raised the 20,000-object
 // plan's RSS by up to 24%, 200: by 14%).
 const (
-	gcMemoryLimit = 176 << 20
+	gcMemoryLimit = 160 << 20
 	gcPercent     = 200
 )
 
