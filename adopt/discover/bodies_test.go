@@ -157,7 +157,7 @@ func TestBodyPagesFollowTheBytes(t *testing.T) {
 	for _, c := range []struct{ n, b, most, want int64 }{
 		{50, 50 * 2500, 500, 500},
 		{500, 500 * 600 << 10, 500, bodyPageMin},
-		{10, 10 * 100 << 10, 500, 40},
+		{10, 10 * 100 << 10, 500, bodyPageBytes / (100 << 10)},
 		{50, 50 * 2500, 20, 20},
 	} {
 		if got := nextLimit(c.n, c.b, c.most); got != c.want {
