@@ -404,3 +404,6 @@ func fleetMessage(s FleetSummary) string {
 	b.WriteString("\nNext: merge, let Argo CD sync, then run `adopt finalize --plan <fleet plan>`.\n")
 	return b.String()
 }
+
+// ID is the fleet plan's id.
+func (f *Fleet) ID() string { return f.Index.ID() }

@@ -20,7 +20,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
-	"github.com/adopt-dev/adopt/templates"
 )
 
 // ApplyOptions are the inputs of `adopt apply`.
@@ -29,16 +28,9 @@ type ApplyOptions struct {
 	PlanFile      string
 	ConfigFile    string
 	AllNamespaces bool
-	Repo          string
-	Branch        string
-	Base          string
-	DryRun        bool
-	NoPush        bool
-	Force         bool
-	Author        string
+	commitFlags
 	Git           gitops.AuthFlags
 	Hub           hubFlags
-	Templates     string
 	Secrets       string
 	FixRunbooks   bool
 	AutoSync      bool
@@ -51,16 +43,13 @@ type ApplyOptions struct {
 	pr        prOptions
 
 	genericiooptions.IOStreams
-	cluster    *cluster
-	hub        *cluster
-	scopeNS    string
-	plan       *plan.Plan
-	cfg        *config.Config
-	author     gitops.Signature
-	authorNote string
-	auth       gitops.Auth
-	tokenFrom  string
-	tpl        *templates.Set
+	cluster   *cluster
+	hub       *cluster
+	scopeNS   string
+	plan      *plan.Plan
+	cfg       *config.Config
+	auth      gitops.Auth
+	tokenFrom string
 	// fleet is a fleet plan (--plan DIR or its fleet.yaml), with a
 	// connection per cluster by context.
 	fleet    *fleet.Fleet
@@ -117,22 +106,15 @@ on top and pushed again (never forced unless --force).
 	}
 	f := cmd.Flags()
 	o.pr.AddFlags(f)
+	o.commitFlags.AddFlags(f)
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
 	f.StringVar(&o.PlanFile, "plan", "", "the reviewed plan file, or a fleet plan (its directory or fleet.yaml); without it the plan is computed now, as `adopt plan` would")
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.Overrides.ArgoCDNamespace, "argocd-namespace", "", "namespace the Applications are created in (default: the plan's Argo CD namespace)")
-	f.StringVar(&o.Repo, "repo", "", "the GitOps repo: an https:// or ssh:// URL, git@host:path, or a local path (required)")
 	f.StringVar(&o.Overrides.RepoURL, "repo-url", "", "source.repoURL of the Applications (default: the plan's repoURL, else --repo without credentials, or a local path's origin remote)")
-	f.StringVar(&o.Branch, "branch", "", "branch to write (default adopt/<plan id>)")
-	f.StringVar(&o.Base, "base", "", "branch a new branch starts from, and the Applications' targetRevision (default: the repo's default branch)")
 	f.StringVar(&o.Overrides.AppsDir, "apps-dir", "", "directory for the Application manifests (default: the plan's appsDir)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff that would be committed, and write nothing")
-	f.BoolVar(&o.NoPush, "no-push", false, "commit in a temporary clone and do not push")
-	f.BoolVar(&o.Force, "force", false, "reset the branch onto --base and force-push it")
-	f.StringVar(&o.Author, "author", "", `commit author "Name <email>" (default: git config user.name and user.email)`)
-	f.StringVar(&o.Templates, "templates", "", "directory overriding "+templates.Application+" and/or "+templates.CommitMessage)
 	f.StringVar(&o.Secrets, "secrets", o.Secrets, "Secrets: skip (leave out, exclude from the Application) or placeholder (keys only, excluded from sync)")
 	f.BoolVar(&o.FixRunbooks, "fix-runbooks", false, "rewrite runbook lines that still kubectl-apply an adopted file by hand")
 	f.BoolVar(&o.AutoSync, "auto-sync", false, "enable automated sync on the Applications")
@@ -193,37 +175,26 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 // templates.
 func (o *ApplyOptions) completeCommit() error {
 	o.auth, o.tokenFrom = o.Git.Complete(nil)
-	var err error
-	if o.author, o.authorNote, err = gitops.ChooseAuthor(o.Author, o.Repo); err != nil {
-		return usageErrorf("--author: %v", err)
-	}
-	if o.tpl, err = templates.New(o.Templates); err != nil {
-		return usageErrorf("%v", err)
-	}
-	return nil
+	return o.commitFlags.Complete()
 }
 
 // Validate rejects bad input with one sentence, including flags that
 // contradict the plan.
 func (o *ApplyOptions) Validate() error {
+	if err := o.commitFlags.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case o.Repo == "":
-		return usageErrorf("--repo is required: the GitOps repo URL or a local path")
 	case o.Secrets != string(export.SecretsSkip) && o.Secrets != string(export.SecretsPlaceholder):
 		return usageErrorf("--secrets %q: use skip or placeholder", o.Secrets)
 	case o.Prune && !o.AutoSync:
 		return usageErrorf("--prune only applies to automated sync: add --auto-sync, or drop --prune")
-	case o.DryRun && o.Force:
-		return usageErrorf("--dry-run and --force cannot be used together")
 	case o.pr.OpenPR && o.NoPush && !o.DryRun:
 		return usageErrorf("--open-pr needs the branch pushed: drop --no-push")
 	case !oneOf(apply.CSAModes, o.CSAMigration):
 		return usageErrorf("--csa-migration %q: use auto, keep or disable", o.CSAMigration)
 	case o.plan != nil && o.ConfigFile != "":
 		return usageErrorf("--config shapes a plan computed now; with --plan, the plan already records adopt.yaml's settings: drop --config")
-	}
-	if _, err := gitops.ParseLocation(o.Repo); err != nil {
-		return usageErrorf("--repo: %v", err)
 	}
 	if err := o.Overrides.Validate(); err != nil {
 		return usageErrorf("%v", err)
@@ -281,32 +252,16 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	}
 	a, co, err := apply.ExportWhileCloning(ctx, func(ctx context.Context) (*apply.Applier, error) {
 		return o.export(ctx, p, o.cluster, version)
-	}, o.checkout())
+	}, o.checkout(o.auth))
 	if err != nil {
 		return contractOr(err)
 	}
-	repo, base := co.Repo, co.Base
-	branch := o.Branch
-	if branch == "" {
-		branch = "adopt/" + a.ID()
-	}
-	a.Target(o.repoURL(repo), base)
-	build := func(r *gitops.Repo) (gitops.Content, error) { return a.Build(r) }
-	res, err := repo.Publish(ctx, gitops.Change{Branch: branch, Base: base, Build: build, Author: o.author},
-		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun})
+	res, err := o.write(ctx, co, a)
 	if err != nil {
-		return contractOr(err)
+		return err
 	}
-	if o.authorNote != "" && !o.Quiet && !o.DryRun {
-		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
-	}
-	printer.Apply(o.Out, printer.ApplyResult{Summary: a.Summary(), Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
-	if !o.pr.OpenPR || o.NoPush || o.DryRun {
-		return nil
-	}
-	in := a.Summary().PRInput(apply.PRInput{RepoURL: repo.URL(), Head: branch, Base: base, Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates})
-	_, err = o.pr.Open(ctx, in, o.auth.Token, o.tokenFrom, o.Out)
-	return err
+	printer.Apply(o.Out, printer.ApplyResult{Summary: a.Summary(), Repo: co.Repo.URL(), Base: co.Base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
+	return o.openPR(ctx, a.Summary().PRInput(apply.PRInput{RepoURL: co.Repo.URL(), Head: res.Branch, Base: co.Base, Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates}))
 }
 
 // argoVersion resolves the Argo CD version the Applications of p will run
@@ -347,20 +302,6 @@ func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, ver
 	return a, nil
 }
 
-// checkout is what --repo, --base and --no-push say to clone: on disk
-// for --no-push (kept for review), else in memory.
-func (o *ApplyOptions) checkout() apply.CheckoutOptions {
-	return apply.CheckoutOptions{URL: o.Repo, Auth: o.auth, Base: o.Base, OnDisk: o.NoPush && !o.DryRun}
-}
-
-// repoURL is --repo-url, else the repository's own clean URL.
-func (o *ApplyOptions) repoURL(repo *gitops.Repo) string {
-	if o.Overrides.RepoURL != "" {
-		return o.Overrides.RepoURL
-	}
-	return repo.SourceURL()
-}
-
 // computePlan runs the plan pipeline for apply without --plan, with the
 // content flags already folded into adopt.yaml.
 func (o *ApplyOptions) computePlan(ctx context.Context) (*plan.Plan, error) {
@@ -371,13 +312,4 @@ func (o *ApplyOptions) computePlan(ctx context.Context) (*plan.Plan, error) {
 	so := o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
 	so.Hub = o.hub.scanHub()
 	return scan.Plan(ctx, so)
-}
-
-// contractOr gives a plan or override the engine refused exit code 2.
-func contractOr(err error) error {
-	var ce *apply.ContractError
-	if errors.As(err, &ce) {
-		return usageErrorf("%v", err)
-	}
-	return err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/argoapp"
-	"github.com/adopt-dev/adopt/gitops"
 )
 
 // completeFleet loads a fleet plan (--plan DIR or its fleet.yaml) and
@@ -89,30 +88,14 @@ func (o *ApplyOptions) runFleet(ctx context.Context) error {
 		}
 		f.Members[name] = a
 	}
-	co, err := apply.Clone(ctx, o.checkout())
+	co, err := apply.Clone(ctx, o.checkout(o.auth))
 	if err != nil {
 		return contractOr(err)
 	}
-	repo, base := co.Repo, co.Base
-	branch := o.Branch
-	if branch == "" {
-		branch = "adopt/" + o.fleet.Index.ID()
-	}
-	f.Target(o.repoURL(repo), base)
-	build := func(r *gitops.Repo) (gitops.Content, error) { return f.Build(r) }
-	res, err := repo.Publish(ctx, gitops.Change{Branch: branch, Base: base, Build: build, Author: o.author},
-		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force})
+	res, err := o.write(ctx, co, f)
 	if err != nil {
-		return contractOr(err)
+		return err
 	}
-	if o.authorNote != "" && !o.Quiet && !o.DryRun {
-		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
-	}
-	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: repo.URL(), Base: base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
-	if !o.pr.OpenPR || o.NoPush || o.DryRun {
-		return nil
-	}
-	in := f.Summary().PR(apply.PRInput{RepoURL: repo.URL(), Head: branch, Base: base, PlanPath: o.fleet.Path, TemplatesDir: o.Templates})
-	_, err = o.pr.Open(ctx, in, o.auth.Token, o.tokenFrom, o.Out)
-	return err
+	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: co.Repo.URL(), Base: co.Base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
+	return o.openPR(ctx, f.Summary().PR(apply.PRInput{RepoURL: co.Repo.URL(), Head: res.Branch, Base: co.Base, PlanPath: o.fleet.Path, TemplatesDir: o.Templates}))
 }

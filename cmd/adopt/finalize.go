@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/fleet"
@@ -38,14 +37,9 @@ type FinalizeOptions struct {
 	Quiet           bool
 	Parallel        int
 
-	// Argo CD API mode.
-	ArgoCDServer  string
-	ArgoCDToken   string
-	GRPCWeb       bool
-	Plaintext     bool
-	Insecure      bool
 	ArgoCDVersion string
-
+	// API is Argo CD API mode.
+	API argoAPIFlags
 	Hub hubFlags
 
 	genericiooptions.IOStreams
@@ -54,9 +48,6 @@ type FinalizeOptions struct {
 	hub  *cluster
 	plan *plan.Plan
 	sel  finalize.Selection
-	// envServer is $ARGOCD_SERVER: API mode's fallback when the
-	// Application resources may not be read through the Kubernetes API.
-	envServer string
 	// fleet is a fleet plan (--plan DIR or its fleet.yaml), its clusters
 	// reached through connector.
 	fleet     *fleet.Fleet
@@ -125,11 +116,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", "", "namespace of the Application resources (default: the plan's Argo CD namespace, else argocd)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.IntVar(&o.Parallel, "parallel", o.Parallel, "objects read and patched at once (each patch stays guarded; the report keeps the plan's order)")
-	f.StringVar(&o.ArgoCDServer, "argocd-server", "", "read Applications through argocd-server at this address (Argo CD API mode)")
-	f.StringVar(&o.ArgoCDToken, "argocd-token", "", "Argo CD API token (default $ARGOCD_AUTH_TOKEN)")
-	f.BoolVar(&o.GRPCWeb, "grpc-web", false, "Argo CD API mode: use gRPC-Web")
-	f.BoolVar(&o.Plaintext, "plaintext", false, "Argo CD API mode: no TLS")
-	f.BoolVar(&o.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
+	o.API.AddFlags(f)
 	f.StringVar(&o.ArgoCDVersion, "argocd-version", "", "Argo CD version, e.g. v3.2.6 (default: asked of argocd-server in API mode, else the application controller's image tag)")
 	o.Hub.AddFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.FinalizeFormats, cobra.ShellCompDirectiveNoFileComp))
@@ -138,12 +125,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 
 // Complete reads the plan and resolves the cluster connection.
 func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
-	if o.ArgoCDToken == "" {
-		o.ArgoCDToken = os.Getenv("ARGOCD_AUTH_TOKEN")
-	}
-	if o.ArgoCDServer == "" {
-		o.envServer = os.Getenv("ARGOCD_SERVER")
-	}
+	o.API.Complete()
 	if o.PlanFile == "" {
 		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")
 	}
@@ -198,11 +180,8 @@ func (o *FinalizeOptions) Validate() error {
 	if !oneOf(printer.FinalizeFormats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.FinalizeFormats, ", "))
 	}
-	if o.ArgoCDServer != "" && strings.TrimSpace(o.ArgoCDToken) == "" && !o.Undo {
-		return usageErrorf("--argocd-server %s needs a token: pass --argocd-token or set $ARGOCD_AUTH_TOKEN", o.ArgoCDServer)
-	}
-	if o.ArgoCDServer == "" && o.envServer == "" && (o.GRPCWeb || o.Plaintext || o.Insecure) {
-		return usageErrorf("--grpc-web, --plaintext and --insecure apply to Argo CD API mode only: add --argocd-server host:port, or drop them")
+	if err := o.API.Validate(!o.Undo); err != nil {
+		return err
 	}
 	if o.ArgoCDVersion != "" {
 		if _, err := argoapp.VersionFromFlag(o.ArgoCDVersion); err != nil {
@@ -221,7 +200,7 @@ func (o *FinalizeOptions) Validate() error {
 	if err := checkHub(o.plan, o.hub); err != nil {
 		return err
 	}
-	if m := o.plan.ArgoCD.Management; m != nil && o.hub == nil && o.ArgoCDServer == "" && o.envServer == "" && !o.Undo {
+	if m := o.plan.ArgoCD.Management; m != nil && o.hub == nil && !o.API.Possible() && !o.Undo {
 		return usageErrorf("plan %s was made with Argo CD on the management cluster %s (context %q): pass --argocd-context (and --argocd-kubeconfig if it is in another file), or --argocd-server", o.plan.ID, m.Server, m.Context)
 	}
 	sel, err := finalize.Select(o.plan, o.Apps)
@@ -302,58 +281,6 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d objects not finalized: %s (see the reasons above, fix, and re-run: finished objects are skipped)", len(bad), rep.Total.Objects, strings.Join(bad, ", "))}
 	}
 	return nil
-}
-
-// checkAccess asks SelfSubjectAccessReview for everything the run will do,
-// before it does anything.
-func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
-	q := finalize.AccessQuery{Workload: kube, ExplainWorkload: o.cluster.explain, Targets: o.sel.All(), Namespace: o.ArgoCDNamespace,
-		DryRun: o.DryRun, Undo: o.Undo, API: o.ArgoCDServer != "", Sync: o.Sync}
-	if o.hub != nil {
-		q.Hub, q.ExplainHub = o.hub.kube, o.hub.explain
-	}
-	missing, err := finalize.MissingAccess(ctx, q)
-	if err != nil {
-		return err
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	// Kubernetes mode is the default when the Application resources may be
-	// read; otherwise $ARGOCD_SERVER, when set, selects API mode.
-	if o.envServer != "" && strings.TrimSpace(o.ArgoCDToken) != "" && finalize.OnlyApplications(missing) {
-		o.ArgoCDServer = o.envServer
-		if !o.Quiet {
-			fmt.Fprintf(o.ErrOut, "may not %s through the Kubernetes API; using Argo CD API mode with $ARGOCD_SERVER %s\n", missing[0], o.envServer)
-		}
-		return nil
-	}
-	return finalize.DeniedError(missing)
-}
-
-// connectArgoCD connects to Argo CD where the Applications live (the hub,
-// or argocd-server in API mode) and says which version it found; its
-// explain words a read or sync error for that place.
-func (o *FinalizeOptions) connectArgoCD(ctx context.Context) (*finalize.ArgoCDConn, func(error) error, error) {
-	on := o.cluster
-	if o.hub != nil {
-		on = o.hub
-	}
-	opts := finalize.ArgoCDOptions{Kube: on.kube, Dynamic: on.clients.Dynamic, Namespace: o.ArgoCDNamespace, Version: o.ArgoCDVersion, Plan: o.plan}
-	if o.ArgoCDServer != "" {
-		opts.API = &argoapp.APIOptions{Server: o.ArgoCDServer, Token: o.ArgoCDToken, GRPCWeb: o.GRPCWeb, PlainText: o.Plaintext, Insecure: o.Insecure}
-	}
-	argo, err := finalize.ConnectArgoCD(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !o.Quiet {
-		fmt.Fprintln(o.ErrOut, argo.Info.String())
-	}
-	if argo.API {
-		return argo, func(err error) error { return err }, nil
-	}
-	return argo, on.explain, nil
 }
 
 func (o *FinalizeOptions) progress(app string, s argoapp.AppState, waiting string) {

@@ -241,6 +241,16 @@ func TestFleetApplyOpenPR(t *testing.T) {
 		t.Fatalf("fleet plan: %v, %+v", err, f)
 	}
 	set := f.Index.ApplicationSets[0]
+	// --dry-run prints the diff it would commit (a fleet's dry run printed
+	// none before it was asked of the engine) and pushes nothing.
+	out, errOut, code := cli("apply", "--plan", dir, "--argocd-kubeconfig", mgmt.Kubeconfig, "--repo", cloneURL, "--git-user", g.User, "--git-token", g.Token,
+		"--dry-run", "--author", "adopt <adopt@example.invalid>", "-q")
+	if code != 0 || !strings.Contains(out, "+kind: ApplicationSet") || !strings.Contains(out, "+  name: "+set.Name) || !strings.Contains(out, "nothing was written") {
+		t.Fatalf("apply --dry-run exited %d: %s\n%s", code, errOut, out)
+	}
+	if prs, err := g.PullRequests(ctx, "fleet"); err != nil || len(prs) != 0 {
+		t.Fatalf("after --dry-run: %d pull requests (%v), want none", len(prs), err)
+	}
 	for i := 1; i <= 2; i++ {
 		out, errOut, code := cli("apply", "--plan", dir, "--argocd-kubeconfig", mgmt.Kubeconfig, "--repo", cloneURL, "--git-user", g.User, "--git-token", g.Token,
 			"--open-pr", "--provider", "gitea", "--author", "adopt <adopt@example.invalid>", "-q")

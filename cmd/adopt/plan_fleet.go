@@ -147,6 +147,7 @@ func (o *PlanOptions) fleetScan(c *cluster) scan.Options {
 	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.Cluster.Namespace = o.scopeNS
 	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()
+	so.Unsealed = true // fleet.WriteDir seals each plan as it writes it
 	return so
 }
 
