@@ -113,14 +113,6 @@ type holder struct {
 	Run     string    `json:"run"`
 }
 
-// held lists the lock files this process holds, so that ReadJournal can
-// read a journal this process has open (flock does not know processes: a
-// second lock from the same process on another descriptor is refused).
-var held struct {
-	sync.Mutex
-	locks map[*Journal]os.FileInfo
-}
-
 // OpenJournal opens (or creates, mode 0600) the journal at path for
 // appending, after taking its lock (<path>.lock). It fails, wrapping
 // ErrJournalInUse and naming the holder, when another process has it open.
@@ -158,14 +150,6 @@ func OpenJournal(path string) (*Journal, error) {
 	if j.size, err = cutTornTail(f); err != nil {
 		f.Close()
 		return fail(fmt.Errorf("%s: %w", path, err))
-	}
-	if fi, err := lock.Stat(); err == nil {
-		held.Lock()
-		if held.locks == nil {
-			held.locks = map[*Journal]os.FileInfo{}
-		}
-		held.locks[j] = fi
-		held.Unlock()
 	}
 	return j, nil
 }
@@ -238,9 +222,6 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
-	held.Lock()
-	delete(held.locks, j)
-	held.Unlock()
 	var err error
 	if j.synced < j.size && j.broken == nil {
 		err = j.f.Sync() // the settled outcomes
@@ -274,8 +255,8 @@ func (e *JournalError) Error() string {
 func (e *JournalError) Unwrap() error { return e.Err }
 
 // ReadJournal reads every entry of the journal at path, under a shared lock:
-// it fails, wrapping ErrJournalInUse, while another process has the
-// journal open with OpenJournal (this process's own open Journal is fine).
+// it fails, wrapping ErrJournalInUse, while a Journal has it open, in
+// this process or another (its holder reads through Journal.Entries).
 //
 // Either every line is read or none is returned: a line that is not a
 // journal entry is a *JournalError naming the line, with nil entries, and
@@ -285,17 +266,31 @@ func (e *JournalError) Unwrap() error { return e.Err }
 // OpenJournal says why that loses nothing. Empty lines are skipped.
 func ReadJournal(path string) ([]Entry, error) {
 	lockPath := path + ".lock"
-	if !heldHere(lockPath) {
-		lock, err := flockFile(lockPath, false, false)
-		switch {
-		case errors.Is(err, errLocked):
-			return nil, inUse(path, lockPath)
-		case err == nil && lock != nil:
-			defer lock.Close()
-		}
-		// No lock file (nobody holds the journal), or one we may not
-		// open: read without it.
+	lock, err := flockFile(lockPath, false, false)
+	switch {
+	case errors.Is(err, errLocked):
+		return nil, inUse(path, lockPath)
+	case err == nil && lock != nil:
+		defer lock.Close()
 	}
+	// No lock file (nobody holds the journal), or one we may not open:
+	// read without it.
+	return readEntries(path)
+}
+
+// Entries reads every entry of the journal j holds, as ReadJournal
+// would: finalize --undo reads the journal it also writes its restores to.
+func (j *Journal) Entries() ([]Entry, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, fmt.Errorf("journal %s is closed", j.path)
+	}
+	return readEntries(j.path)
+}
+
+// readEntries reads the journal's lines (see ReadJournal).
+func readEntries(path string) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
@@ -527,22 +522,6 @@ func flockFile(path string, exclusive, create bool) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s keeps being replaced while being locked", path)
-}
-
-// heldHere says whether an open Journal of this process holds lockPath.
-func heldHere(lockPath string) bool {
-	fi, err := os.Stat(lockPath)
-	if err != nil {
-		return false
-	}
-	held.Lock()
-	defer held.Unlock()
-	for _, mine := range held.locks {
-		if os.SameFile(fi, mine) {
-			return true
-		}
-	}
-	return false
 }
 
 func writeHolder(lock *os.File, run string) error {

@@ -270,7 +270,7 @@ func TestUndoTwiceIsANoOp(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer j.Close()
-		entries, err := finalize.ReadJournal(jp)
+		entries, err := j.Entries()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,13 +312,16 @@ func TestJournalLockSameProcess(t *testing.T) {
 	_, err = finalize.OpenJournal(jp)
 	checkInUse(t, err, jp, os.Getpid(), host)
 
-	// The holder itself may read its journal (finalize --undo does).
+	// The holder reads its journal through it (finalize --undo does); a
+	// reader that is not the holder is refused, in this process too.
 	if err := j.Record(entry("", cmTarget, "1", "v", "pending")); err != nil {
 		t.Fatal(err)
 	}
-	if entries, err := finalize.ReadJournal(jp); err != nil || len(entries) != 1 {
-		t.Fatalf("ReadJournal by the holder: %d entries, %v", len(entries), err)
+	if entries, err := j.Entries(); err != nil || len(entries) != 1 {
+		t.Fatalf("Entries by the holder: %d entries, %v", len(entries), err)
 	}
+	_, err = finalize.ReadJournal(jp)
+	checkInUse(t, err, jp, os.Getpid(), host)
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -327,6 +330,12 @@ func TestJournalLockSameProcess(t *testing.T) {
 	}
 	if err := j.Record(entry("", cmTarget, "1", "v", "finalized")); err == nil {
 		t.Errorf("Record after Close succeeded")
+	}
+	if _, err := j.Entries(); err == nil {
+		t.Errorf("Entries after Close succeeded")
+	}
+	if entries, err := finalize.ReadJournal(jp); err != nil || len(entries) != 1 {
+		t.Fatalf("ReadJournal after Close: %d entries, %v", len(entries), err)
 	}
 	j2, err := finalize.OpenJournal(jp)
 	if err != nil {

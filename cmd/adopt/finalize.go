@@ -249,7 +249,11 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	rep := &finalize.Report{DryRun: o.DryRun, Undo: o.Undo}
 	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
 	if o.Undo {
-		entries, err := finalize.ReadJournal(o.JournalFile)
+		read := func() ([]finalize.Entry, error) { return finalize.ReadJournal(o.JournalFile) }
+		if f.Journal != nil {
+			read = f.Journal.Entries // this run holds it
+		}
+		entries, err := read()
 		if errors.Is(err, finalize.ErrJournalInUse) {
 			return err
 		}
