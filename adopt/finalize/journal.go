@@ -115,7 +115,8 @@ type holder struct {
 
 // OpenJournal opens (or creates, mode 0600) the journal at path for
 // appending, after taking its lock (<path>.lock). It fails, wrapping
-// ErrJournalInUse and naming the holder, when another process has it open.
+// ErrJournalInUse and naming the holder, while a Journal has it open, in
+// this process or another.
 //
 // A torn last line (no trailing newline, the start of an entry: a process
 // killed while writing it) is cut off first, so that the next entry starts

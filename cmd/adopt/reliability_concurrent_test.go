@@ -25,11 +25,11 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-// sixtyHooks hand-applies n ConfigMaps the runbook way (client-side, then
+// manyHooks hand-applies n ConfigMaps the runbook way (client-side, then
 // --server-side) and syncs them as Argo CD does, tracked by app: three
 // kubectl calls for all of them. It returns the plan's objects and each
 // object's last-applied annotation.
-func sixtyHooks(t *testing.T, ns, app string, n int) ([]plan.Object, map[string]string) {
+func manyHooks(t *testing.T, ns, app string, n int) ([]plan.Object, map[string]string) {
 	t.Helper()
 	var hand, argo bytes.Buffer
 	var objs []plan.Object
@@ -84,7 +84,7 @@ func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 	prepare := func(t *testing.T, health string) setup {
 		s := setup{ns: cp.Namespace(t)}
 		s.app = "adopt-" + s.ns
-		objs, before := sixtyHooks(t, s.ns, s.app, n)
+		objs, before := manyHooks(t, s.ns, s.app, n)
 		if len(before) != n {
 			t.Fatalf("%d of %d ConfigMaps carry the annotation before finalize", len(before), n)
 		}
@@ -129,7 +129,7 @@ func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 		}
 	}
 
-	t.Run("the second waits for nobody: it stops before writing", func(t *testing.T) {
+	t.Run("the second stops before writing", func(t *testing.T) {
 		s := prepare(t, "Progressing")
 		a := finalizeCmd(s)
 		stderr, err := a.StderrPipe()
