@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/helmpath"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 const manifest = `---
@@ -45,7 +48,7 @@ func TestRedact(t *testing.T) {
 		"apiKey":   "k",
 		"tls":      map[string]any{"enabled": true},
 	}
-	out, paths := Redact(in, manifest)
+	out, paths, _ := Redact(in, manifest)
 	want := []string{"apiKey", "auth.password", "db.dsn", "tokens[0].apiToken"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
@@ -54,7 +57,7 @@ func TestRedact(t *testing.T) {
 	if auth["password"] != "adopt:redacted:auth.password" || auth["user"] != "alice" || auth["existingSecret"] != "web-auth" || auth["secretName"] != "x" {
 		t.Errorf("auth %v", auth)
 	}
-	if out["db"].(map[string]any)["dsn"] != Placeholder("db.dsn") {
+	if out["db"].(map[string]any)["dsn"] != redact.Placeholder("db.dsn") {
 		t.Errorf("db %v", out["db"])
 	}
 	if out["greeting"] != "hello" || out["replicas"] != float64(2) {
@@ -62,6 +65,46 @@ func TestRedact(t *testing.T) {
 	}
 	if in["auth"].(map[string]any)["password"] != "p" {
 		t.Error("Redact changed its input")
+	}
+}
+
+// TestRedactEveryType: under a secret key, numbers (as helm --set stores
+// them, int64, and as a release record reads them back, float64), booleans,
+// nested maps and list items become placeholders; a value only a hook's
+// Secret holds is found as well (issue 26: a numeric password reached Git).
+func TestRedactEveryType(t *testing.T) {
+	hook := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pre\n  annotations: {helm.sh/hook: pre-install}\nstringData:\n  seed: hook-only-seed-value\n"
+	in := map[string]any{
+		"db":      map[string]any{"password": float64(80123456789), "port": float64(5432)},
+		"cache":   map[string]any{"password": int64(4242424242)},
+		"auth":    map[string]any{"apiKey": true, "apiKeyEnabled": true},
+		"secrets": map[string]any{"nested": map[string]any{"deep": "d33p-value"}, "list": []any{"a1b2c3", float64(31415926)}},
+		"init":    map[string]any{"seed": "hook-only-seed-value"},
+		"empty":   map[string]any{"password": "", "token": nil},
+	}
+	out, paths, hide := Redact(in, manifest, hook)
+	want := []string{"auth.apiKey", "cache.password", "db.password", "init.seed", "secrets.list[0]", "secrets.list[1]", "secrets.nested.deep"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Fatalf("paths %v, want %v", paths, want)
+	}
+	for _, p := range want {
+		if !strings.Contains(fmt.Sprint(out), redact.Placeholder(p)) {
+			t.Errorf("no placeholder for %s in %v", p, out)
+		}
+	}
+	if out["db"].(map[string]any)["port"] != float64(5432) || out["auth"].(map[string]any)["apiKeyEnabled"] != true {
+		t.Errorf("plain values changed: %v", out)
+	}
+	if e := out["empty"].(map[string]any); e["password"] != "" || e["token"] != nil {
+		t.Errorf("empty values changed: %v", e)
+	}
+	for _, v := range []string{"80123456789", "4242424242", "d33p-value", "hook-only-seed-value", "s3cr3t-passw0rd"} {
+		if !hide.Holds(v) {
+			t.Errorf("the preview's hidden set lacks %s", v)
+		}
+	}
+	if s := fmt.Sprint(out); strings.Contains(s, "80123456789") || strings.Contains(s, "8.0123456789e+10") || strings.Contains(s, "4242424242") {
+		t.Errorf("a number leaked: %s", s)
 	}
 }
 
@@ -157,5 +200,25 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := (Sources{RepositoryConfig: filepath.Join(dir, "none.yaml")}).Find("web", "1.2.3"); !errors.Is(err, ErrUnknownSource) {
 		t.Errorf("no config: %v", err)
+	}
+
+	// The same repository with a token in its URL is refused, naming the
+	// repository and the file, never the token.
+	const token = "repo-token-CANARY-77aa"
+	f.Update(&repo.Entry{Name: "stable", URL: "https://bot:" + token + "@charts.example.invalid/stable"})
+	if err := f.WriteFile(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Find("web", "1.2.3")
+	if !errors.Is(err, ErrCredentialsInURL) || got.RepoURL != "" {
+		t.Fatalf("credentials in the URL: %+v %v", got, err)
+	}
+	for _, want := range []string{`"stable"`, cfg, "https://charts.example.invalid/stable", "credentials"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "bot") {
+		t.Errorf("the refusal leaks the credentials: %v", err)
 	}
 }

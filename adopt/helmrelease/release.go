@@ -44,7 +44,10 @@ type Release struct {
 	// Manifest is what Helm applied (hooks excluded). It may hold Secret
 	// data: never persist it.
 	Manifest string
-	Hooks    []Hook
+	// HookManifest is what the release's hooks applied, one document a
+	// hook. It may hold Secret data: never persist it.
+	HookManifest string
+	Hooks        []Hook
 	// Storage is StorageSecret or StorageConfigMap; Records the names of
 	// every record of the release (all revisions), oldest first.
 	Storage string
@@ -125,7 +128,9 @@ func Read(ctx context.Context, kube kubernetes.Interface, namespace string) (map
 				rel.Newer = fmt.Sprintf("revision %d is %s", r.Version, r.Info.Status)
 			}
 		}
+		var hooks []string
 		for _, h := range dep.Hooks {
+			hooks = append(hooks, h.Manifest)
 			hk := Hook{Name: h.Name, Kind: h.Kind}
 			for _, e := range h.Events {
 				hk.Events = append(hk.Events, string(e))
@@ -135,6 +140,7 @@ func Read(ctx context.Context, kube kubernetes.Interface, namespace string) (map
 			}
 			rel.Hooks = append(rel.Hooks, hk)
 		}
+		rel.HookManifest = strings.Join(hooks, "\n---\n")
 		sort.Slice(rel.Hooks, func(i, j int) bool {
 			return rel.Hooks[i].Kind+"/"+rel.Hooks[i].Name < rel.Hooks[j].Kind+"/"+rel.Hooks[j].Name
 		})

@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,8 +41,12 @@ func DefaultSources(configured map[string]string) Sources {
 	return Sources{Configured: configured, RepositoryConfig: s.RepositoryConfig, RepositoryCache: s.RepositoryCache}
 }
 
-// ErrUnknownSource is returned when no source has the chart.
-var ErrUnknownSource = errors.New("chart source unknown")
+// Errors Find returns: no source has the chart, or the one that has it
+// carries credentials in its URL.
+var (
+	ErrUnknownSource    = errors.New("chart source unknown")
+	ErrCredentialsInURL = errors.New("chart source refused")
+)
 
 // Find returns where chart at version comes from: adopt.yaml first, then
 // every repository in Helm's repositories.yaml whose cached index lists that
@@ -70,6 +75,15 @@ func (s Sources) Find(chart, version string) (Source, error) {
 			continue
 		}
 		if _, err := idx.Get(chart, version); err == nil {
+			if u, err := url.Parse(e.URL); err != nil {
+				return Source{}, fmt.Errorf("%w: the URL of Helm repository %q in %s does not parse, so adopt cannot tell whether it holds credentials and will not write it into the plan: fix it, or name the chart's repository in adopt.yaml helmRepositories",
+					ErrCredentialsInURL, e.Name, s.RepositoryConfig)
+			} else if u.User != nil {
+				u.User = nil
+				return Source{}, fmt.Errorf("%w: Helm repository %q in %s has credentials (user:password@) in its URL, and adopt writes a chart's repository URL into the plan and the Application: "+
+					"remove them from the URL (helm repo add --username/--password keeps them apart; Argo CD reads them from a repository Secret), or name %s in adopt.yaml helmRepositories",
+					ErrCredentialsInURL, e.Name, s.RepositoryConfig, u.String())
+			}
 			return Source{RepoURL: e.URL, Chart: chart, From: fmt.Sprintf("Helm repository %q (%s)", e.Name, s.RepositoryConfig)}, nil
 		}
 		looked = append(looked, e.Name)

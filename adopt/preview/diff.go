@@ -8,25 +8,51 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // shortLimit is the longest value shown whole; longer values, and values
 // with line breaks, are shortened and counted in bytes.
 const shortLimit = 64
 
+// shown says which values a diff may show.
+type shown struct {
+	// secret: the object is a Secret, none of its values is shown.
+	secret bool
+	// hide holds the secret values (and placeholders) that are never shown;
+	// allEnv hides every env value as well.
+	hide   *redact.Set
+	allEnv bool
+}
+
+// hides reports whether a change at path with these values hides them.
+func (v shown) hides(path string, vals ...string) bool {
+	if v.secret || v.allEnv && isEnvPath(path) {
+		return true
+	}
+	for _, s := range vals {
+		if v.hide.Hides(s) {
+			return true
+		}
+	}
+	return false
+}
+
 // diff lists the leaf fields that differ between before and after, by path
 // ("spec.template.spec.containers[name=main].image"), sorted by path.
 // Lists whose items all carry a unique name are matched by name, other
-// lists item by item when their lengths agree, and whole otherwise. secret
-// hides values and keeps byte counts.
-func diff(before, after map[string]any, secret bool) []Change {
+// lists item by item when their lengths agree, and whole otherwise. A
+// Secret's values, and any value v hides, are not shown: the change keeps
+// their byte counts.
+func diff(before, after map[string]any, v shown) []Change {
 	var out []Change
-	walk("", before, after, true, true, secret, &out)
+	walk("", before, after, true, true, v, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
-func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
+func walk(path string, a, b any, hasA, hasB bool, v shown, out *[]Change) {
 	if hasA && hasB && reflect.DeepEqual(a, b) {
 		return
 	}
@@ -36,7 +62,7 @@ func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
 		for k := range union(ma, mb) {
 			va, ina := ma[k]
 			vb, inb := mb[k]
-			walk(join(path, k), va, vb, ina, inb, secret, out)
+			walk(join(path, k), va, vb, ina, inb, v, out)
 		}
 		return
 	}
@@ -49,17 +75,17 @@ func walk(path string, a, b any, hasA, hasB, secret bool, out *[]Change) {
 			for k := range union(na, nb) {
 				va, ina := na[k]
 				vb, inb := nb[k]
-				walk(path+"[name="+k+"]", va, vb, ina, inb, secret, out)
+				walk(path+"[name="+k+"]", va, vb, ina, inb, v, out)
 			}
 			return
 		case len(la) == len(lb):
 			for i := range la {
-				walk(fmt.Sprintf("%s[%d]", path, i), la[i], lb[i], true, true, secret, out)
+				walk(fmt.Sprintf("%s[%d]", path, i), la[i], lb[i], true, true, v, out)
 			}
 			return
 		}
 	}
-	*out = append(*out, change(path, a, b, hasA, hasB, secret))
+	*out = append(*out, change(path, a, b, hasA, hasB, v))
 }
 
 func join(path, key string) string {
@@ -93,17 +119,18 @@ func byName(l []any) map[string]any {
 	return m
 }
 
-// change describes one differing field.
-func change(path string, a, b any, hasA, hasB, secret bool) Change {
+// change describes one differing field. A hidden value shows as
+// redact.Shown (a Secret's as nothing), with its byte count.
+func change(path string, a, b any, hasA, hasB bool, v shown) Change {
 	c := Change{Path: path, Op: "replace"}
 	var ra, rb string
 	if hasA {
 		ra = render(a)
-		c.BeforeBytes = size(path, ra, secret)
+		c.BeforeBytes = size(path, ra, v.secret)
 	}
 	if hasB {
 		rb = render(b)
-		c.AfterBytes = size(path, rb, secret)
+		c.AfterBytes = size(path, rb, v.secret)
 	}
 	switch {
 	case !hasA:
@@ -111,8 +138,19 @@ func change(path string, a, b any, hasA, hasB, secret bool) Change {
 	case !hasB:
 		c.Op = "remove"
 	}
-	long := secret || isLong(ra) || isLong(rb)
-	if !secret {
+	hidden := v.hides(path, ra, rb)
+	long := hidden || isLong(ra) || isLong(rb)
+	switch {
+	case v.secret:
+	case hidden:
+		if hasA {
+			c.Before = redact.Shown
+		}
+		if hasB {
+			c.After = redact.Shown
+		}
+		path += " " + redact.Shown
+	default:
 		c.Before, c.After = shorten(ra), shorten(rb)
 	}
 	switch {

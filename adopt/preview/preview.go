@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/capacity"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -60,6 +61,10 @@ type Input struct {
 	// TrackingID is the tracking-id annotation value Argo CD will add, or
 	// "" under label tracking.
 	TrackingID string
+	// Hide holds secret values the result must never show (a Helm
+	// release's values that placeholders replaced); nil for none. The
+	// values of the Secrets the object reads are hidden too.
+	Hide *redact.Set
 }
 
 // Outcome is what the first sync does to one object.
@@ -243,10 +248,12 @@ func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
 	synced, err := client.Patch(ctx, live.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
 		DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager, Force: &force,
 	})
+	hide, allEnv := p.hidden(ctx, in, &r)
+	defer mask(&r, hide)
 	if err != nil {
 		if refused(err) {
 			r.Outcome = WouldFail
-			r.Verdict = redact(live, obj, strings.ReplaceAll(err.Error(), "\n", " "))
+			r.Verdict = secretValues(live, obj, strings.ReplaceAll(err.Error(), "\n", " "))
 			return r, nil
 		}
 		return r, fmt.Errorf("%s: server-side dry-run apply as %s: %w; the preview needs patch permission on %s (dry runs write nothing)",
@@ -254,7 +261,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
 	}
 
 	secret := isSecret(live)
-	r.Changes = diff(normalized(live), normalized(synced), secret)
+	r.Changes = diff(normalized(live), normalized(synced), shown{secret: secret, hide: hide, allEnv: allEnv})
 	r.Outcome = NoOp
 	if len(r.Changes) > 0 {
 		r.Outcome = Changes
@@ -300,9 +307,9 @@ func isSecret(u *unstructured.Unstructured) bool {
 	return u.GetKind() == "Secret" && u.GroupVersionKind().Group == ""
 }
 
-// redact removes a Secret's values from a server message: the server may
-// quote an invalid value.
-func redact(live, manifest *unstructured.Unstructured, msg string) string {
+// secretValues removes a Secret's values from a server message: the
+// server may quote an invalid value.
+func secretValues(live, manifest *unstructured.Unstructured, msg string) string {
 	if !isSecret(live) {
 		return msg
 	}
@@ -311,12 +318,12 @@ func redact(live, manifest *unstructured.Unstructured, msg string) string {
 			m, _, _ := unstructured.NestedStringMap(u.Object, field)
 			for _, v := range m {
 				if len(v) >= 4 {
-					msg = strings.ReplaceAll(msg, v, "<redacted>")
+					msg = strings.ReplaceAll(msg, v, redact.Shown)
 				}
 			}
 		}
 		if la, ok := u.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok && len(la) >= 4 {
-			msg = strings.ReplaceAll(msg, la, "<redacted>")
+			msg = strings.ReplaceAll(msg, la, redact.Shown)
 		}
 	}
 	return msg

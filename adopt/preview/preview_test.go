@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -471,4 +472,62 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestPreviewHidesSecretValues (issue 26): a change whose value is a
+// secret is shown as <redacted> with its byte counts, never the value: a
+// Helm password that feeds an env var (the manifest holds the placeholder,
+// live the password), a literal that equals the value of a Secret the
+// object reads through secretKeyRef, and, when that Secret cannot be read,
+// every env value.
+func TestPreviewHidesSecretValues(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	helmPW, refPW, unreadPW := "helm-pw-"+fmt.Sprint(time.Now().UnixNano()), "ref-pw-7f3e9a1c", "unread-pw-5b6c7d8e"
+	// env is PASSWORD's literal value, then FROM read from Secret s.
+	env := func(v, s string) string {
+		return fmt.Sprintf("        env:\n        - name: PASSWORD\n          value: %q\n        - name: FROM\n          valueFrom:\n            secretKeyRef: {name: %s, key: password}\n", v, s)
+	}
+	handApply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: %s\nstringData:\n  password: %q\n", ns, refPW))
+	helmHide := &redact.Set{}
+	helmHide.Add(helmPW)
+	for _, c := range []struct {
+		name, live, git, secret string
+		hide                    *redact.Set
+		note                    string
+	}{
+		{name: "helm", live: env(helmPW, "db"), git: env(redact.Placeholder("db.password"), "db"), secret: helmPW, hide: helmHide},
+		{name: "ref", live: env(refPW, "db"), git: env("rotated-literal", "db"), secret: refPW},
+		{name: "unread", live: env(unreadPW, "missing"), git: env("rotated-literal", "missing"), secret: unreadPW, note: "Secret " + ns + "/missing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := "app-" + c.name
+			handApply(t, ctx, deployment(ns, name, "registry.invalid/app:1", 1, c.live))
+			m := parse(t, deployment(ns, name, "registry.invalid/app:1", 1, c.git))
+			r, err := (&preview.Previewer{Client: dyn()}).Object(ctx, preview.Input{Resource: deployments, Manifest: m, Live: live(t, ctx, deployments, ns, name), Hide: c.hide})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(r)
+			if strings.Contains(string(b), c.secret) {
+				t.Fatalf("the preview shows the secret: %s", b)
+			}
+			path := "spec.template.spec.containers[name=main].env[name=PASSWORD].value"
+			found := false
+			for _, ch := range r.Changes {
+				if ch.Path == path {
+					found = true
+					if ch.Before != redact.Shown || ch.After != redact.Shown || !strings.Contains(ch.Text, redact.Shown) || ch.BeforeBytes != len(c.secret) {
+						t.Errorf("change %+v: want %s both sides and the byte count %d", ch, redact.Shown, len(c.secret))
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no change at %s: %s", path, b)
+			}
+			if c.note != "" && !strings.Contains(strings.Join(r.Notes, "\n"), c.note) {
+				t.Errorf("no note naming %s: %v", c.note, r.Notes)
+			}
+		})
+	}
 }

@@ -47,7 +47,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels ma
 			Revision: r.Revision, Storage: r.Storage, Records: r.Records,
 			KeepSecrets: helmrelease.Secrets(r.Manifest, r.Namespace),
 		}
-		hs.Values, hs.Placeholders = helmrelease.Redact(r.Config, r.Manifest)
+		hs.Values, hs.Placeholders, _ = helmrelease.Redact(r.Config, r.Manifest, r.HookManifest)
 		if len(hs.Values) == 0 {
 			hs.Values = nil
 		}
@@ -94,6 +94,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 		if rel == nil {
 			continue
 		}
+		_, _, hide := helmrelease.Redact(rel.Config, rel.Manifest, rel.HookManifest)
 		proof := &plan.HelmProof{}
 		hs.Proof = proof
 		ch, err := helmrelease.Fetch(ctx, helmrelease.Source{RepoURL: hs.RepoURL, Chart: hs.Chart}, hs.Version)
@@ -144,7 +145,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 			if p.Tracking.Method != argoapp.TrackingLabel {
 				id = argoapp.TrackingID{AppName: app.Name, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
 			}
-			res, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: u, Live: live, TrackingID: id})
+			res, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: u, Live: live, TrackingID: id, Hide: hide})
 			if err != nil {
 				return explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
 			}
