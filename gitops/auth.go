@@ -1,6 +1,8 @@
 package gitops
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -133,6 +135,18 @@ func (f *AuthFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SSHKey, "ssh-key", "", "private key for ssh:// and git@host:path repos (default $"+EnvSSHKey+", else the SSH agent); its passphrase comes from $"+EnvSSHPassphrase)
 	fs.StringVar(&f.KnownHosts, "known-hosts", "", "known_hosts file the SSH host key is checked against (default $"+EnvKnownHosts+", else ~/.ssh/known_hosts)")
 	fs.BoolVar(&f.Insecure, "insecure-skip-host-key-check", false, "do not check the SSH host key (never on a network you do not control)")
+}
+
+// InsecureWarning is what every command that reads or writes the GitOps
+// repo prints to stderr, -q or not, when --insecure-skip-host-key-check is
+// set.
+const InsecureWarning = "warning: --insecure-skip-host-key-check: the SSH host key of the GitOps repo is NOT checked; anyone on the network path can pose as the Git server, read what adopt pushes and give it another tree. Use --known-hosts instead"
+
+// Warn prints InsecureWarning to w when host keys are not checked.
+func (f AuthFlags) Warn(w io.Writer) {
+	if f.Insecure {
+		fmt.Fprintln(w, InsecureWarning)
+	}
 }
 
 // Complete fills what the flags left empty from the environment (getenv;

@@ -121,6 +121,28 @@ func TestSSHHostKeyChecked(t *testing.T) {
 			checkGitError(t, err, ErrAuth, []string{sshPassphrase}, "known_hosts", "127.0.0.1")
 		})
 	}
+	// --insecure-skip-host-key-check is what lets the unknown key through,
+	// and the flags print the warning that says so.
+	t.Run("opted out", func(t *testing.T) {
+		a := f.auth
+		a.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
+		if err := os.WriteFile(a.KnownHostsFile, []byte(other.KnownHostsLine()+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.InsecureIgnoreHostKey = true
+		if _, err := Clone(context.Background(), CloneOptions{URL: f.s.URL("gitops"), Auth: a}); err != nil {
+			t.Fatalf("with host key checking off the clone failed: %v", err)
+		}
+		var b strings.Builder
+		AuthFlags{}.Warn(&b)
+		if b.Len() != 0 {
+			t.Errorf("a warning with checking on: %q", b.String())
+		}
+		AuthFlags{Insecure: true}.Warn(&b)
+		if b.String() != InsecureWarning+"\n" {
+			t.Errorf("warning %q", b.String())
+		}
+	})
 }
 
 // TestSSHUnauthorizedKeyRefused: a key the server does not know fails with
