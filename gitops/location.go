@@ -135,6 +135,16 @@ func (l Location) HasCredentials() bool {
 	return hasPass || l.Scheme == SchemeHTTP && u.User.Username() != ""
 }
 
+// CredentialsNote is the line a command prints when the location given with
+// flag carries credentials: they are used to reach the repository and
+// stripped from everything adopt writes or prints (Clean). "" otherwise.
+func (l Location) CredentialsNote(flag string) string {
+	if !l.HasCredentials() {
+		return ""
+	}
+	return fmt.Sprintf("note: %s carries credentials: adopt uses them to reach the repository and strips them from everything it writes or prints (%s)", flag, l.Clean())
+}
+
 // userinfo returns the user name and password an http(s) URL carries.
 func (l Location) userinfo() (string, string) {
 	u, err := url.Parse(strings.TrimSpace(l.Raw))

@@ -38,6 +38,12 @@ func TestParseLocation(t *testing.T) {
 		if strings.Contains(l.Clean(), "***") || strings.Contains(l.Clean(), "tok3n") || strings.Contains(l.Clean(), "pa55word") {
 			t.Errorf("%s: Clean %q is redacted or leaks", tc.in, l.Clean())
 		}
+		// The note says the credentials are stripped exactly when there are
+		// some, and never holds them.
+		note := l.CredentialsNote("--repo")
+		if (note != "") != tc.creds || strings.Contains(note, "tok3n") || strings.Contains(note, "pa55word") {
+			t.Errorf("%s: note %q", tc.in, note)
+		}
 	}
 	for _, bad := range []string{"", "ftp://host/x.git", "https:///nohost.git", "https://u:p4ss@[::1"} {
 		_, err := ParseLocation(bad)

@@ -175,7 +175,7 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 // templates.
 func (o *ApplyOptions) completeCommit() error {
 	o.auth, o.tokenFrom = o.Git.Complete(nil)
-	o.Git.Warn(o.ErrOut)
+	o.Git.Warn(o.ErrOut, o.Repo)
 	return o.commitFlags.Complete()
 }
 

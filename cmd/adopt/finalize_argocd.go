@@ -50,6 +50,11 @@ func (a *argoAPIFlags) Complete() {
 // Validate refuses API mode without a token (when one is needed) and the
 // connection flags without API mode.
 func (a *argoAPIFlags) Validate(needToken bool) error {
+	for _, s := range []struct{ from, v string }{{"--argocd-server", a.Server}, {"$ARGOCD_SERVER", a.envServer}} {
+		if strings.Contains(s.v, "@") {
+			return usageErrorf("%s carries credentials (user:password@, not shown): refused, so that they reach no message or log; give host:port, and the token with --argocd-token or $ARGOCD_AUTH_TOKEN", s.from)
+		}
+	}
 	if a.Server != "" && strings.TrimSpace(a.Token) == "" && needToken {
 		return usageErrorf("--argocd-server %s needs a token: pass --argocd-token or set $ARGOCD_AUTH_TOKEN", a.Server)
 	}

@@ -129,6 +129,7 @@ current-context: c
 		{"plan: a repo that does not exist", []string{"plan", "-n", ns, "--repo", missing}, ExitError, []string{"no-such-repo.git"}},
 		{"apply: a private repo without credentials", []string{"apply", "--plan", good, "--repo", private}, ExitError, []string{"private.git", "--git-token"}},
 		{"plan: a private repo without credentials", []string{"plan", "-n", ns, "--repo", private}, ExitError, []string{"private.git", "ADOPT_GIT_TOKEN"}},
+		{"finalize: credentials in --argocd-server", []string{"finalize", "--plan", good, "--argocd-server", "https://admin:argo-pw-31337@argocd.example.invalid", "--argocd-token", "t0ken-x"}, ExitUsage, []string{"--argocd-server carries credentials", "--argocd-token"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +144,9 @@ current-context: c
 				if !strings.Contains(errOut, w) {
 					t.Errorf("the error lacks %q: %s", w, errOut)
 				}
+			}
+			if strings.Contains(errOut, "argo-pw-31337") {
+				t.Errorf("the error leaks the password: %s", errOut)
 			}
 		})
 	}

@@ -117,7 +117,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	}
 	o.cfg = cfg
 	o.auth, _ = o.Git.Complete(nil)
-	o.Git.Warn(o.ErrOut)
+	o.Git.Warn(o.ErrOut, o.Repo)
 	if o.tpl, err = templates.New(o.Templates); err != nil {
 		return usageErrorf("%v", err)
 	}
