@@ -29,6 +29,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/runbook"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -208,7 +209,7 @@ func (a *Applier) Export(ctx context.Context) error {
 			e.helm = true
 			continue
 		}
-		if export.IsSecret(obj.Group, obj.Kind) {
+		if redact.IsSecret(obj.Group, obj.Kind) {
 			e.secret = a.o.Secrets
 		}
 		if obj.Git != nil {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -101,7 +101,7 @@ func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) 
 	for _, ref := range app.Objects {
 		e := a.objs[ref]
 		where := "rendered by Argo CD from chart " + h.Chart + " " + h.Version + " (never exported)"
-		if export.IsSecret(e.obj.Group, e.obj.Kind) && keep[e.obj.Namespace+"/"+e.obj.Name] {
+		if redact.IsSecret(e.obj.Group, e.obj.Kind) && keep[e.obj.Namespace+"/"+e.obj.Name] {
 			where += "; its data is kept from live"
 		}
 		s.Objects = append(s.Objects, ObjectSummary{Ref: ref, Where: where})

@@ -11,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/templates"
 )
 
@@ -177,7 +178,7 @@ func newPRData(in PRInput) prData {
 		d.Risks = append(d.Risks, fmt.Sprintf("(%s) %s", f.Severity, f.Message))
 	}
 	for _, s := range p.Skipped {
-		if s.Kind == "Secret" && s.Group == "" && s.Name != "" && s.Class != judge.SkipHelm {
+		if redact.IsSecret(s.Group, s.Kind) && s.Name != "" && s.Class != judge.SkipHelm {
 			d.Secrets = append(d.Secrets, prSecret{Ref: "Secret " + s.Namespace + "/" + s.Name, Reason: s.Reason})
 		}
 	}

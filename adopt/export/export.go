@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/yamlenc"
 )
 
@@ -72,9 +73,6 @@ func droppedAnnotation(k string) bool {
 	}
 	return strings.HasPrefix(k, "pv.kubernetes.io/")
 }
-
-// IsSecret reports whether gk is a core Secret.
-func IsSecret(group, kind string) bool { return group == "" && kind == "Secret" }
 
 // Fetch reads one live object.
 func Fetch(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
@@ -160,7 +158,7 @@ func listCore(ctx context.Context, core corev1client.CoreV1Interface, kind, name
 // SecretPlaceholder instead; Clean refuses them.
 func Clean(live *unstructured.Unstructured, o Options) (*unstructured.Unstructured, error) {
 	gvk := live.GroupVersionKind()
-	if IsSecret(gvk.Group, gvk.Kind) {
+	if redact.IsSecret(gvk.Group, gvk.Kind) {
 		return nil, fmt.Errorf("Secret %s/%s: refusing to export a Secret's values; use a placeholder or a secret-management source", live.GetNamespace(), live.GetName())
 	}
 	u := live.DeepCopy()

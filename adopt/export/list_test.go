@@ -20,6 +20,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // bodies are applied client-side with the real kubectl, as by hand, so they
@@ -207,7 +208,7 @@ func exportBytes(t *testing.T, live *unstructured.Unstructured) []byte {
 	var c *unstructured.Unstructured
 	var keys []string
 	var err error
-	if IsSecret("", live.GetKind()) {
+	if redact.IsSecret("", live.GetKind()) {
 		c, keys = SecretPlaceholder(live, Options{}), SecretKeys(live)
 	} else if c, err = Clean(live, Options{}); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -211,7 +212,7 @@ func (s step) noop() bool { return !s.hasAnnotation && s.managed == nil }
 // prepare verifies the preconditions on live and computes the change.
 func (f *Finalizer) prepare(t Target, live *unstructured.Unstructured) (step, error) {
 	owner := f.owner()
-	s := step{rv: live.GetResourceVersion(), secret: t.Group == "" && t.Kind == "Secret"}
+	s := step{rv: live.GetResourceVersion(), secret: redact.IsSecret(t.Group, t.Kind)}
 	ann := live.GetAnnotations()
 	s.annotation, s.hasAnnotation = ann[budget.LastAppliedKey]
 	s.before = budget.MeasureBudget(ann)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Entry results. Finalize writes pending before its patch and then
@@ -74,7 +75,7 @@ func NewEntry(t Target, rv, annotation string, has bool, result string, own Owne
 		sum := sha256.Sum256([]byte(annotation))
 		e.AnnotationHash = hex.EncodeToString(sum[:])
 		e.AnnotationBytes = len(annotation)
-		if !(t.Group == "" && t.Kind == "Secret") {
+		if !redact.IsSecret(t.Group, t.Kind) {
 			v := annotation
 			e.Annotation = &v
 		}

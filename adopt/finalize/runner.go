@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -57,7 +57,7 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 			t := Target{Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource, Namespace: ob.Namespace, Name: ob.Name, App: a.Name}
 			// apply never puts a Secret's values in Git and excludes it
 			// from sync, so the Application will never track it.
-			if export.IsSecret(ob.Group, ob.Kind) {
+			if redact.IsSecret(ob.Group, ob.Kind) {
 				s.LeftOut[a.Name] = append(s.LeftOut[a.Name], t)
 				continue
 			}

@@ -304,7 +304,7 @@ func ref(u *unstructured.Unstructured) string {
 }
 
 func isSecret(u *unstructured.Unstructured) bool {
-	return u.GetKind() == "Secret" && u.GroupVersionKind().Group == ""
+	return redact.IsSecret(u.GroupVersionKind().Group, u.GetKind())
 }
 
 // secretValues removes a Secret's values from a server message: the

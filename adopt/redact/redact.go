@@ -24,6 +24,10 @@ const PlaceholderPrefix = "adopt:redacted:"
 // Shown is what a preview or a message shows instead of a hidden value.
 const Shown = "<redacted>"
 
+// IsSecret reports whether an object of this group and kind is a core
+// Secret, whose values adopt never writes, shows or keeps.
+func IsSecret(group, kind string) bool { return group == "" && kind == "Secret" }
+
 // Placeholder is the value that replaces the secret at key path p.
 func Placeholder(p string) string { return PlaceholderPrefix + p }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -133,7 +134,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 					u.SetNamespace("")
 				}
 			}
-			if ob == nil || ob.App != app.Name || export.IsSecret(ob.Group, ob.Kind) {
+			if ob == nil || ob.App != app.Name || redact.IsSecret(ob.Group, ob.Kind) {
 				continue
 			}
 			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}

@@ -14,6 +14,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -30,7 +31,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	pv := &preview.Previewer{Client: o.Dynamic, Capacity: snap}
 	results := map[string]preview.Result{}
 	for i, ob := range p.Objects {
-		if export.IsSecret(ob.Group, ob.Kind) || ob.HelmRelease != "" {
+		if redact.IsSecret(ob.Group, ob.Kind) || ob.HelmRelease != "" {
 			continue
 		}
 		if o.Previewed != nil {

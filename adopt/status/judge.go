@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -120,7 +120,7 @@ func judgeApp(o *Object, f Facts, tracked bool, cmd commands) {
 		o.Stage = StageSynced
 		o.Reason = "synced and healthy at " + short(s.Revision) + "; ready to finalize"
 		o.Next = cmd.finalize("")
-	case waiting == "" && export.IsSecret(f.Object.Group, f.Object.Kind):
+	case waiting == "" && redact.IsSecret(f.Object.Group, f.Object.Kind):
 		o.Stuck = true
 		o.Reason = "a Secret: adopt apply left it out of Git and out of sync"
 		o.Next = "give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"
