@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -73,11 +74,20 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 		a = labelTrackedName(p, a, index(), out)
 		for _, path := range hs.Placeholders {
 			p.Findings = append(p.Findings, Finding{CodeHelmSecretValue, Warning, fmt.Sprintf(
-				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, "adopt:redacted:"+path)})
+				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, redact.Placeholder(path))})
 		}
 		for _, h := range hs.Hooks {
-			p.Findings = append(p.Findings, Finding{CodeHelmHook, Info, fmt.Sprintf(
-				"Application %s: Helm hook %s %s (%s) becomes an Argo CD hook: %s", a.Name, h.Kind, h.Name, strings.Join(h.Events, ","), h.ArgoCD)})
+			f := Finding{CodeHelmHook, Info, fmt.Sprintf(
+				"Application %s: Helm hook %s %s (%s) becomes an Argo CD hook: %s", a.Name, h.Kind, h.Name, strings.Join(h.Events, ","), h.ArgoCD)}
+			if redact.IsSecret("", h.Kind) && !strings.HasPrefix(h.ArgoCD, "never") {
+				// Argo CD deletes and re-creates a hook at each sync, from
+				// the chart rendered with the plan's values: placeholders
+				// (and values the chart generates) would replace the live
+				// Secret's data.
+				f.Severity = Critical
+				f.Message += ". Argo CD re-creates a hook Secret from the chart at each sync, with adopt's placeholders in place of its secret values, so the live values would be lost: move the Secret out of the hook (or into a secret-management source) before the Application syncs"
+			}
+			p.Findings = append(p.Findings, f)
 		}
 		out = append(out, a)
 	}
