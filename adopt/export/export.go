@@ -26,6 +26,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/yamlenc"
@@ -61,7 +62,7 @@ var droppedMetadata = []string{
 // droppedAnnotation reports annotations that record state rather than intent.
 func droppedAnnotation(k string) bool {
 	switch k {
-	case "kubectl.kubernetes.io/last-applied-configuration",
+	case budget.LastAppliedKey,
 		"argocd.argoproj.io/tracking-id",
 		"argocd.argoproj.io/installation-id",
 		"deployment.kubernetes.io/revision",

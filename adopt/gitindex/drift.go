@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/adopt-dev/adopt/adopt/budget"
 	"sort"
 	"strings"
 )
@@ -28,9 +29,9 @@ var comparedMeta = []string{"labels", "annotations"}
 
 // ignoredAnnotations are written by tools, not by the author of a manifest.
 var ignoredAnnotations = map[string]bool{
-	"kubectl.kubernetes.io/last-applied-configuration": true,
-	"argocd.argoproj.io/tracking-id":                   true,
-	"argocd.argoproj.io/installation-id":               true,
+	budget.LastAppliedKey:                true,
+	"argocd.argoproj.io/tracking-id":     true,
+	"argocd.argoproj.io/installation-id": true,
 }
 
 // Compare reports the fields the manifest sets that the live object does not

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -322,7 +323,7 @@ func secretValues(live, manifest *unstructured.Unstructured, msg string) string 
 				}
 			}
 		}
-		if la, ok := u.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok && len(la) >= 4 {
+		if la, ok := u.GetAnnotations()[budget.LastAppliedKey]; ok && len(la) >= 4 {
 			msg = strings.ReplaceAll(msg, la, redact.Shown)
 		}
 	}
