@@ -452,12 +452,9 @@ func (s SecretSummary) String() string {
 // Settings are the plan's recorded apps directory and Argo CD namespace,
 // with the defaults for plans that predate a field.
 func Settings(p *plan.Plan) (appsDir, argoNS string) {
-	appsDir, argoNS = p.Settings.AppsDir, p.Tracking.Namespace
+	appsDir, argoNS = p.Settings.AppsDir, p.ArgoCDNamespace()
 	if appsDir == "" {
 		appsDir = config.Default().AppsDir
-	}
-	if argoNS == "" {
-		argoNS = argoapp.DefaultNamespace
 	}
 	return appsDir, argoNS
 }

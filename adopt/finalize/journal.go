@@ -114,6 +114,10 @@ type holder struct {
 	Run     string    `json:"run"`
 }
 
+// JournalPath is where finalize keeps the journal of the plan file
+// planFile, and where status and --undo read it: <plan>.journal.
+func JournalPath(planFile string) string { return planFile + ".journal" }
+
 // OpenJournal opens (or creates, mode 0600) the journal at path for
 // appending, after taking its lock (<path>.lock). It fails, wrapping
 // ErrJournalInUse and naming the holder, while a Journal has it open, in

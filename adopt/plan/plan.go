@@ -44,6 +44,16 @@ type Plan struct {
 	NotScanned   []NotScanned  `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
 }
 
+// ArgoCDNamespace is the namespace of the Argo CD the plan was made
+// against: the one its tracking was read in, or argoapp.DefaultNamespace
+// for a plan that predates the field. Every verb takes it from here.
+func (p *Plan) ArgoCDNamespace() string {
+	if p.Tracking.Namespace != "" {
+		return p.Tracking.Namespace
+	}
+	return argoapp.DefaultNamespace
+}
+
 // Cluster names the cluster a plan was made for.
 type Cluster struct {
 	Server    string `json:"server" yaml:"server"`

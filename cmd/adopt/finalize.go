@@ -140,7 +140,7 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 		return usageErrorf("--plan %s: %v", o.PlanFile, err)
 	}
 	if o.JournalFile == "" {
-		o.JournalFile = o.PlanFile + ".journal"
+		o.JournalFile = finalize.JournalPath(o.PlanFile)
 	}
 	c, err := connect(o.ConfigFlags)
 	if err != nil {
@@ -157,10 +157,7 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 // the plan's cluster.
 func (o *FinalizeOptions) completeCluster(c *cluster) error {
 	if o.ArgoCDNamespace == "" {
-		o.ArgoCDNamespace = o.plan.Tracking.Namespace
-	}
-	if o.ArgoCDNamespace == "" {
-		o.ArgoCDNamespace = "argocd"
+		o.ArgoCDNamespace = o.plan.ArgoCDNamespace()
 	}
 	if o.Quiet || o.Output != "table" {
 		o.Quiet = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/fleet"
 )
 
@@ -79,7 +80,7 @@ func (o *FinalizeOptions) finalizeCluster(ctx context.Context, name string) erro
 		return err
 	}
 	one := *o
-	one.fleet, one.plan, one.JournalFile = nil, o.fleet.Generated(name), o.fleet.Files[name]+".journal"
+	one.fleet, one.plan, one.JournalFile = nil, o.fleet.Generated(name), finalize.JournalPath(o.fleet.Files[name])
 	if err := one.completeCluster(c); err != nil {
 		return err
 	}

@@ -91,10 +91,7 @@ func (fc *fleetConnector) connect(ctx context.Context, f *fleet.Fleet, name stri
 	if fc.hub == nil {
 		return nil, needsHub(name)
 	}
-	ns := f.Plans[name].Tracking.Namespace
-	if ns == "" {
-		ns = argoapp.DefaultNamespace
-	}
+	ns := f.Plans[name].ArgoCDNamespace()
 	if fc.regs == nil {
 		fc.regs = map[string][]argoapp.Registration{}
 	}

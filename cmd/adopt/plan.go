@@ -57,7 +57,7 @@ type PlanOptions struct {
 }
 
 func newPlanCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", ArgoCDNamespace: "argocd"}
+	o := &PlanOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", ArgoCDNamespace: argoapp.DefaultNamespace}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Find untracked objects, judge their risk, match them with Git and propose Applications",

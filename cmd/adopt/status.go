@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/status"
@@ -109,7 +110,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 		if err != nil {
 			return usageErrorf("--plan %s: %v", file, err)
 		}
-		o.inputs = append(o.inputs, status.Input{Plan: p, File: file, Journal: file + ".journal"})
+		o.inputs = append(o.inputs, status.Input{Plan: p, File: file, Journal: finalize.JournalPath(file)})
 	}
 	cfg, err := config.Load(o.ConfigFile)
 	if err != nil {
@@ -162,10 +163,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	first := o.inputs[0].Plan
-	argoNS := first.Tracking.Namespace
-	if argoNS == "" {
-		argoNS = argoapp.DefaultNamespace
-	}
+	argoNS := first.ArgoCDNamespace()
 	tracking, err := argoapp.ReadTracking(ctx, o.cluster.kube, argoNS, first.Tracking.Version)
 	if err != nil {
 		return o.cluster.explain(err)
