@@ -256,11 +256,11 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
-// ReadFile reads and checks a plan file.
+// ReadFile reads and checks a plan file; its errors name the file.
 func ReadFile(path string) (*Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
+		return nil, fmt.Errorf("cannot read plan: %w", err)
 	}
 	p, err := Unmarshal(b)
 	if err != nil {

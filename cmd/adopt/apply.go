@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -142,12 +141,9 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 		return o.completeFleet(cmd.Context())
 	}
 	if o.PlanFile != "" {
-		data, err := os.ReadFile(o.PlanFile)
-		if err != nil {
-			return usageErrorf("cannot read --plan %s: %v", o.PlanFile, err)
-		}
-		if o.plan, err = plan.Unmarshal(data); err != nil {
-			return usageErrorf("--plan %s: %v", o.PlanFile, err)
+		var err error
+		if o.plan, err = plan.ReadFile(o.PlanFile); err != nil {
+			return usageErrorf("--plan: %v", err)
 		}
 	} else {
 		cfg, err := config.Load(o.ConfigFile)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -132,12 +131,9 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if fleet.IsIndex(o.PlanFile) {
 		return o.completeFleet()
 	}
-	b, err := os.ReadFile(o.PlanFile)
-	if err != nil {
-		return usageErrorf("cannot read --plan: %v", err)
-	}
-	if o.plan, err = plan.Unmarshal(b); err != nil {
-		return usageErrorf("--plan %s: %v", o.PlanFile, err)
+	var err error
+	if o.plan, err = plan.ReadFile(o.PlanFile); err != nil {
+		return usageErrorf("--plan: %v", err)
 	}
 	if o.JournalFile == "" {
 		o.JournalFile = finalize.JournalPath(o.PlanFile)

@@ -108,7 +108,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	for _, file := range o.PlanFiles {
 		p, err := plan.ReadFile(file)
 		if err != nil {
-			return usageErrorf("--plan %s: %v", file, err)
+			return usageErrorf("--plan: %v", err)
 		}
 		o.inputs = append(o.inputs, status.Input{Plan: p, File: file, Journal: finalize.JournalPath(file)})
 	}
