@@ -29,15 +29,62 @@ func (synced) Application(_ context.Context, name string) (argoapp.AppState, err
 		Health: argoapp.HealthHealthy, Revision: "0123456789abcdef", History: []string{"0123456789abcdef"}}, nil
 }
 
-// countingClient counts patches per object and checks each is guarded,
-// and how many run at once; it counts GETs and lists too.
+// countingClient counts patches per object and checks each is guarded; it
+// counts GETs and lists too. Its patches pass through overlap, shared by
+// every namespace's client.
 type countingClient struct {
 	finalize.Client
-	mu               sync.Mutex
-	patches          map[string]int
-	unguarded        []string
-	inFlight, maxNow int
-	gets, lists      int
+	overlap     *overlap
+	mu          sync.Mutex
+	patches     map[string]int
+	unguarded   []string
+	gets, lists int
+}
+
+// overlap counts the patches in flight across all clients, and holds each
+// one until want of them are in flight at once; from then on it holds
+// none. So the runner's patches overlap by construction, not by luck of
+// scheduling: a runner that never has want patches in flight keeps its
+// first patch held, and after a minute overlap notes that and lets every
+// patch go (the test then fails saying so).
+type overlap struct {
+	want   int
+	met    chan struct{} // closed once want patches were in flight at once
+	once   sync.Once
+	mu     sync.Mutex
+	now    int
+	max    int
+	failed string
+}
+
+func newOverlap(want int) *overlap { return &overlap{want: want, met: make(chan struct{})} }
+
+// enter counts a patch in flight and holds it until want are.
+func (o *overlap) enter() {
+	o.mu.Lock()
+	o.now++
+	o.max = max(o.max, o.now)
+	if o.now >= o.want {
+		o.once.Do(func() { close(o.met) })
+	}
+	o.mu.Unlock()
+	select {
+	case <-o.met:
+	case <-time.After(time.Minute):
+		o.mu.Lock()
+		if o.failed == "" {
+			o.failed = fmtpkg.Sprintf("a patch waited a minute for %d patches in flight at once (in flight then: %d, most ever: %d)", o.want, o.now, o.max)
+		}
+		o.mu.Unlock()
+		o.once.Do(func() { close(o.met) })
+	}
+}
+
+// leave counts a patch that came back.
+func (o *overlap) leave() {
+	o.mu.Lock()
+	o.now--
+	o.mu.Unlock()
 }
 
 func (c *countingClient) Get(ctx context.Context, n string, o metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error) {
@@ -68,18 +115,17 @@ func (c *countingClient) Patch(ctx context.Context, n string, pt types.PatchType
 	if pt != types.JSONPatchType || !guarded["/metadata/resourceVersion"] || !guarded["/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"] {
 		c.unguarded = append(c.unguarded, n)
 	}
-	c.inFlight++
-	c.maxNow = max(c.maxNow, c.inFlight)
 	c.mu.Unlock()
-	time.Sleep(5 * time.Millisecond) // let patches overlap
-	defer func() { c.mu.Lock(); c.inFlight--; c.mu.Unlock() }()
+	c.overlap.enter()
+	defer c.overlap.leave()
 	return c.Client.Patch(ctx, n, pt, data, o, sub...)
 }
 
 // TestRunnerParallel finalizes 3 Applications of 20 ConfigMaps each, 8 at
 // a time, against a real API server: every object is patched exactly
 // once, each patch tests the resourceVersion and the annotation's value,
-// patches do overlap but never more than 8, the tracking check read each
+// 8 patches are in flight at once (each is held until they are) and never
+// more, over all namespaces, the tracking check read each
 // namespace with one list and no GET, the report lists the objects in the
 // plan's order whatever order they finished in, and the journal (written
 // concurrently) lets undo restore every annotation byte for byte.
@@ -126,11 +172,13 @@ func TestRunnerParallel(t *testing.T) {
 	}
 	clients := map[string]*countingClient{}
 	var cmu sync.Mutex
+	const parallel = 8
+	inFlight := newOverlap(parallel)
 	client := func(tg finalize.Target) finalize.Client {
 		cmu.Lock()
 		defer cmu.Unlock()
 		if clients[tg.Namespace] == nil {
-			clients[tg.Namespace] = &countingClient{Client: d.Resource(tg.GVR()).Namespace(tg.Namespace), patches: map[string]int{}}
+			clients[tg.Namespace] = &countingClient{Client: d.Resource(tg.GVR()).Namespace(tg.Namespace), overlap: inFlight, patches: map[string]int{}}
 		}
 		return clients[tg.Namespace]
 	}
@@ -140,12 +188,15 @@ func TestRunnerParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &finalize.Finalizer{Client: client, Tracking: &p.Tracking, Journal: j}
-	r := &finalize.Runner{Plan: p, Selection: sel, Finalizer: f, Reader: synced{}, Timeout: time.Minute, PollInterval: 50 * time.Millisecond, Parallel: 8}
+	r := &finalize.Runner{Plan: p, Selection: sel, Finalizer: f, Reader: synced{}, Timeout: time.Minute, PollInterval: 50 * time.Millisecond, Parallel: parallel}
 	rep := &finalize.Report{}
 	if err := r.Run(ctx, rep); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
+	if inFlight.failed != "" {
+		t.Fatalf("the patches did not overlap: %s", inFlight.failed)
+	}
 	var got []string
 	for _, res := range rep.Objects {
 		got = append(got, res.Object)
@@ -156,7 +207,6 @@ func TestRunnerParallel(t *testing.T) {
 	if !reflect.DeepEqual(got, order) {
 		t.Fatalf("report order\n%v\nwant the plan's\n%v", got, order)
 	}
-	maxNow := 0
 	for ns, c := range clients {
 		if len(c.unguarded) > 0 {
 			t.Errorf("%s: unguarded patches of %v", ns, c.unguarded)
@@ -172,10 +222,9 @@ func TestRunnerParallel(t *testing.T) {
 				t.Errorf("%s/%s patched %d times", ns, n, k)
 			}
 		}
-		maxNow = max(maxNow, c.maxNow)
 	}
-	if maxNow < 2 || maxNow > 8 {
-		t.Fatalf("at most %d patches at once, want between 2 and 8", maxNow)
+	if maxNow := inFlight.max; maxNow < 2 || maxNow > parallel {
+		t.Fatalf("at most %d patches at once, want between 2 and %d", maxNow, parallel)
 	}
 	for _, tg := range sel.All() {
 		u, err := d.Resource(cmGVR).Namespace(tg.Namespace).Get(ctx, tg.Name, metav1.GetOptions{})
