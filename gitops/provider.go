@@ -176,12 +176,22 @@ func InferProvider(host string) string {
 }
 
 // ParseRepoURL reads owner and name from an HTTPS, SSH or scp-like
-// (git@host:owner/name.git) repository URL. Credentials in the URL are
-// dropped.
+// (git@host:owner/name.git) repository URL: ParseLocation's parse, then
+// Location.Ref. Credentials in the URL are dropped.
 func ParseRepoURL(raw string) (RepoRef, error) {
-	s := strings.TrimSpace(raw)
-	if !strings.Contains(s, "://") && strings.Contains(s, ":") && !strings.HasPrefix(s, "/") {
-		// scp-like: [user@]host:path
+	l, err := ParseLocation(raw)
+	if err != nil || !l.Remote() {
+		return RepoRef{}, fmt.Errorf("repository URL %q is not a remote URL (want https://host/owner/name.git or git@host:owner/name.git)", Redact(raw))
+	}
+	return l.Ref()
+}
+
+// Ref is the provider's view of a remote location: its web scheme and
+// host, owner and name. An SSH remote's web side is https on the same host
+// (an SSH port says nothing about the web port).
+func (l Location) Ref() (RepoRef, error) {
+	s := strings.TrimSpace(l.Raw)
+	if l.SCP {
 		host, p, _ := strings.Cut(s, ":")
 		if i := strings.LastIndex(host, "@"); i >= 0 {
 			host = host[i+1:]
@@ -190,20 +200,16 @@ func ParseRepoURL(raw string) (RepoRef, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return RepoRef{}, fmt.Errorf("repository URL %q is not a remote URL (want https://host/owner/name.git or git@host:owner/name.git)", Redact(raw))
+		return RepoRef{}, fmt.Errorf("repository URL %q is not a remote URL (want https://host/owner/name.git or git@host:owner/name.git)", Redact(l.Raw))
 	}
 	p := strings.Trim(strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git"), "/")
 	i := strings.LastIndex(p, "/")
 	if i <= 0 || i == len(p)-1 {
-		return RepoRef{}, fmt.Errorf("repository URL %q has no owner/name path", Redact(raw))
+		return RepoRef{}, fmt.Errorf("repository URL %q has no owner/name path", Redact(l.Raw))
 	}
-	scheme := u.Scheme
-	if scheme != "http" {
-		scheme = "https" // the web side of an SSH remote
-	}
-	host := u.Host
-	if u.Scheme != "http" && u.Scheme != "https" {
-		host = u.Hostname() // an SSH port says nothing about the web port
+	scheme, host := "https", u.Hostname()
+	if l.Scheme == SchemeHTTP {
+		scheme, host = strings.ToLower(u.Scheme), u.Host
 	}
 	return RepoRef{Scheme: scheme, Host: host, Owner: p[:i], Name: p[i+1:]}, nil
 }
