@@ -148,9 +148,12 @@ func TestFleetPlan(t *testing.T) {
 
 // TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
 // while plan --contexts is listing it (a real kube-apiserver behind a
-// proxy that holds its ConfigMap list until the server is stopped): the
-// other cluster is planned, and the one that went down is reported not
-// scanned, with the reason, in the index and on stderr.
+// proxy that holds its ConfigMap list; the test stops the server while the
+// list is held, and releases it once kube-apiserver and etcd have exited:
+// the scan meets the outage on that list or on the requests beside it):
+// the other cluster is planned, and the one that went down is reported not
+// scanned, with the reason, in the index and on stderr. No step waits a
+// guessed time.
 func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -161,26 +164,32 @@ func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 	}
 	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
 	kc(t, hook, "apply", "-n", ns, "-f", "-")
-	fp, err := testenv.StartFaultProxy(w3, t.TempDir(), testenv.Fault{Kind: testenv.Slow, Path: "/namespaces/" + ns + "/configmaps", Times: 1, Delay: 3 * time.Second})
+	fp, err := testenv.StartFaultProxy(w3, t.TempDir(), testenv.Fault{Kind: testenv.Hold, Path: "/namespaces/" + ns + "/configmaps", Times: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(fp.Close)
 	go func() {
-		for ctx.Err() == nil && fp.Injected(testenv.Slow) == 0 {
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-fp.Holding():
+		case <-ctx.Done():
+			return
 		}
-		w3.Stop() // mid-plan: the held list is forwarded to a stopped server
+		w3.Stop()    // mid-plan: returns once kube-apiserver and etcd have exited
+		fp.Release() // the held list now goes to a stopped server
 	}()
 	kubeconfig := fleetKubeconfigFiles(t, map[string]string{"w1": cp.Kubeconfig, "w3": fp.Kubeconfig})
 	dir := filepath.Join(t.TempDir(), "fleet")
 	var out, errb bytes.Buffer
-	code := runAdopt(t, "adopt", []string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "5s"}, strings.NewReader(""), &out, &errb)
+	// The held list waits as long as Stop takes (each process gets 10 s
+	// after SIGTERM before SIGKILL): the request timeout outlasts that, so
+	// the client never gives up on the list before the server is gone.
+	code := runAdopt(t, "adopt", []string{"--kubeconfig", kubeconfig, "plan", "--contexts", "w1,w3", "-n", ns, "--out-dir", dir, "-o", "json", "--request-timeout", "1m"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("plan --contexts exited %d: %s %s", code, out.String(), errb.String())
 	}
-	if fp.Injected(testenv.Slow) != 1 {
-		t.Fatalf("the proxy held %d lists, want 1", fp.Injected(testenv.Slow))
+	if fp.Injected(testenv.Hold) != 1 {
+		t.Fatalf("the proxy held %d lists, want 1", fp.Injected(testenv.Hold))
 	}
 	var ix fleet.Index
 	if err := json.Unmarshal(out.Bytes(), &ix); err != nil {

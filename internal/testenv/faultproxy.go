@@ -34,10 +34,15 @@ const (
 	// ExpiredContinue answers 410 Gone (reason Expired) to a list request
 	// that carries a continue token.
 	ExpiredContinue
+	// Hold keeps the request until the test calls Release, then forwards
+	// it: the test does what it must while the client waits (Holding says
+	// when a request is held), with no delay to guess. A request whose
+	// client goes away while held is dropped, not forwarded.
+	Hold
 )
 
 func (k FaultKind) String() string {
-	return [...]string{"429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable", "connection reset mid-body", "slow response", "410 Gone on continue"}[k]
+	return [...]string{"429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable", "connection reset mid-body", "slow response", "410 Gone on continue", "held until released"}[k]
 }
 
 // Fault is one scheduled fault.
@@ -62,6 +67,11 @@ type FaultProxy struct {
 	faults   []*Fault
 	injected map[FaultKind]int
 	srv      *httptest.Server
+
+	// holding is closed when a Hold fault first holds a request; release
+	// when Release (or Close) lets held requests go on.
+	holding, release      chan struct{}
+	holdOnce, releaseOnce sync.Once
 }
 
 // StartFaultProxy starts a proxy to cp with the given faults, and writes an
@@ -73,7 +83,7 @@ func StartFaultProxy(cp *ControlPlane, dir string, faults ...Fault) (*FaultProxy
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
-	fp := &FaultProxy{injected: map[FaultKind]int{}}
+	fp := &FaultProxy{injected: map[FaultKind]int{}, holding: make(chan struct{}), release: make(chan struct{})}
 	for i := range faults {
 		f := faults[i]
 		fp.faults = append(fp.faults, &f)
@@ -140,6 +150,14 @@ func (fp *FaultProxy) inject(f *Fault, w http.ResponseWriter, r *http.Request, r
 		writeStatus(w, http.StatusServiceUnavailable, "ServiceUnavailable", "injected: service unavailable")
 	case ExpiredContinue:
 		writeStatus(w, http.StatusGone, "Expired", "injected: The provided continue parameter is too old to display a consistent list result.")
+	case Hold:
+		fp.holdOnce.Do(func() { close(fp.holding) })
+		select {
+		case <-fp.release:
+		case <-r.Context().Done():
+			return true
+		}
+		return false
 	case Slow:
 		select {
 		case <-time.After(f.Delay):
@@ -185,8 +203,17 @@ func (fp *FaultProxy) Injected(k FaultKind) int {
 	return fp.injected[k]
 }
 
-// Close stops the proxy.
+// Holding is closed once a Hold fault holds a request (its handler has it
+// and has not forwarded it).
+func (fp *FaultProxy) Holding() <-chan struct{} { return fp.holding }
+
+// Release lets every held request, and any later Hold, go on to the
+// server. It may be called more than once.
+func (fp *FaultProxy) Release() { fp.releaseOnce.Do(func() { close(fp.release) }) }
+
+// Close releases held requests and stops the proxy.
 func (fp *FaultProxy) Close() {
+	fp.Release() // the server's Close waits for every handler
 	fp.srv.Close()
 	os.Remove(fp.Kubeconfig)
 }
