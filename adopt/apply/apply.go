@@ -34,6 +34,7 @@ import (
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
+	"golang.org/x/sync/errgroup"
 )
 
 // Fetcher reads one live object (export.Fetch with the cluster's dynamic
@@ -264,30 +265,27 @@ func (a *Applier) Export(ctx context.Context) error {
 	if readers <= 0 {
 		readers = DefaultReaders
 	}
-	sem := make(chan struct{}, readers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(readers)
 	for _, e := range order {
 		if done[e] {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			obj := e.obj
 			gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
 			live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
 			if err != nil {
 				fail(e, &ObjectError{Ref: obj.Ref(), Op: "read to export it", Err: err})
-				return
+				return nil
 			}
 			if err := a.clean(e, live); err != nil {
 				fail(e, err)
 			}
-		}()
+			return nil // each object's error is kept in errs, in plan order
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	for _, e := range order {
 		if err := errs[e]; err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"golang.org/x/sync/errgroup"
 )
 
 // Get reads one object's full body. The caller must not keep a Secret's
@@ -38,25 +39,22 @@ func Each(ctx context.Context, c Clients, objs []Object, workers int, want func(
 		workers = 4
 	}
 	var mu sync.Mutex
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i := range objs {
 		o := &objs[i]
 		if !want(o) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			body, err := Get(ctx, c, o.Type, o.Namespace, o.Name)
 			mu.Lock()
 			defer mu.Unlock()
 			fn(o, body, err)
-		}()
+			return nil // fn has the error
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 // serverFields are metadata fields the API server owns; a manifest written

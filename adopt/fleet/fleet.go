@@ -20,6 +20,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
+	"golang.org/x/sync/errgroup"
 )
 
 // APIVersion and Kind identify the fleet index.
@@ -65,20 +66,16 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 		parallel = 4
 	}
 	out := make([]Result, len(clusters))
-	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, c := range clusters {
 		out[i].Cluster, out[i].Via, out[i].Server = c.Name, c.Via, c.Server
 		if c.Err != nil {
 			out[i].Err = c.Err
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			p, err := scan.Plan(ctx, c.Scan)
 			if err = wentDown(p, err, c.Scan); err != nil {
 				p = nil
@@ -89,9 +86,10 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 				progress(c.Name, err)
 				mu.Unlock()
 			}
-		}()
+			return nil // each cluster's error is its Result's
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +21,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
+	"golang.org/x/sync/errgroup"
 )
 
 // Input is one plan to report on.
@@ -225,21 +225,18 @@ func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
 	if workers <= 0 {
 		workers = 8
 	}
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i, ob := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
 			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
-				return
+				return nil
 			case err != nil:
 				out[i].err = strings.Join(strings.Fields(err.Error()), " ")
-				return
+				return nil // kept per object
 			}
 			l := live{found: true, labels: u.GetLabels(), ann: u.GetAnnotations()}
 			for _, m := range u.GetManagedFields() {
@@ -248,8 +245,9 @@ func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
 				}
 			}
 			out[i] = l
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out
 }
