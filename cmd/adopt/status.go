@@ -18,7 +18,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/status"
-	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
 )
@@ -157,52 +156,23 @@ func (o *StatusOptions) Validate() error {
 	return nil
 }
 
-// Run reads everything, judges, prints, and writes what was asked for.
+// Run calls the status engine, prints its report, and writes the HTML
+// file when asked.
 func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	first := o.inputs[0].Plan
-	argoNS := first.ArgoCDNamespace()
-	tracking, err := argoapp.ReadTracking(ctx, o.cluster.kube, argoNS, first.Tracking.Version)
-	if err != nil {
-		return o.cluster.explain(err)
+	r, err := status.Run(ctx, status.Options{
+		Inputs: o.inputs, Clients: o.cluster.clients, Kube: o.cluster.kube,
+		Repo: o.Repo, Auth: o.auth, Base: o.Base, Provider: o.Provider, APIURL: o.APIURL,
+		Coverage: !o.NoCoverage, Config: o.cfg, Record: o.Record, Now: o.now(), Explain: o.cluster.explain,
+	})
+	var ie *status.InputError
+	if errors.As(err, &ie) {
+		return usageErrorf("%v", ie.Err)
 	}
-	src := status.Sources{Dynamic: o.cluster.clients.Dynamic, Kube: o.cluster.kube, Tracking: tracking}
-	if o.Repo != "" {
-		repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.auth})
-		if err != nil {
-			return err
-		}
-		src.Repo, src.RepoName, src.Base = repo, repo.URL(), o.Base
-		if err := o.provider(&src, repo); err != nil {
-			return err
-		}
-	}
-	refs, facts, notes, err := status.Collect(ctx, src, o.inputs)
 	if err != nil {
 		return err
-	}
-	var cov *status.Coverage
-	if !o.NoCoverage {
-		apps, err := argoapp.ListApplications(ctx, o.cluster.clients.Metadata)
-		if err != nil {
-			return o.cluster.explain(err)
-		}
-		cov, err = status.Count(ctx, status.CoverageOptions{Clients: o.cluster.clients, Namespaces: o.namespaces(), Config: o.cfg, Tracking: tracking, Apps: apps})
-		if err != nil {
-			return o.cluster.explain(err)
-		}
-	}
-	r := status.Assemble(o.now(), refs, facts, cov, notes)
-	if o.Record != "" {
-		if r.History, err = status.History(o.Record); err != nil {
-			return usageErrorf("%v", err)
-		}
-		if _, err := status.Record(o.Record, r.Snapshot()); err != nil {
-			return err
-		}
-		r.History = append(r.History, r.Snapshot())
 	}
 	if err := printer.Status(o.Out, r, o.Output); err != nil {
 		return err
@@ -225,54 +195,6 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return &exitError{code: ExitFindings, err: fmt.Errorf("--fail-on %s: %s (see the reasons above)", strings.Join(o.FailOn, ","), strings.Join(why, ", "))}
 	}
 	return nil
-}
-
-// provider sets up the pull-request lookup apply's provider would answer,
-// or says in src.PRNote why there is none.
-func (o *StatusOptions) provider(src *status.Sources, repo *gitops.Repo) error {
-	if repo.Local() {
-		src.PRNote = "--repo is a local path: no pull-request host to ask"
-		return nil
-	}
-	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: repo.URL(), Provider: o.Provider, APIURL: o.APIURL, Token: o.auth.Token})
-	switch {
-	case errors.Is(err, gitops.ErrPRProvider), errors.Is(err, gitops.ErrNoToken):
-		src.PRNote = err.Error()
-		return nil
-	case err != nil:
-		// A plain Git server (no owner/name path) hosts no pull requests.
-		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", repo.URL())
-		return nil
-	}
-	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token})
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	sr, ok := p.(gitops.PRStateReader)
-	if !ok {
-		src.PRNote = ch.Name + " cannot report pull-request states"
-		return nil
-	}
-	src.PRs, src.PRRepo = sr, ch.Repo
-	return nil
-}
-
-// namespaces is the coverage scope: every namespace when any plan scanned
-// all of them, else the plans' namespaces.
-func (o *StatusOptions) namespaces() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, i := range o.inputs {
-		ns := i.Plan.Cluster.Namespace
-		if ns == "" {
-			return nil
-		}
-		if !seen[ns] {
-			seen[ns] = true
-			out = append(out, ns)
-		}
-	}
-	return out
 }
 
 // writeHTML renders the report and writes it atomically.

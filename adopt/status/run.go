@@ -1,0 +1,150 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// Options are one status run's inputs, flags already resolved.
+type Options struct {
+	// Inputs are the plans to report on (at least one; the first's Argo CD
+	// namespace and version are read).
+	Inputs  []Input
+	Clients discover.Clients
+	Kube    kubernetes.Interface
+	// Repo is the GitOps repo apply wrote to ("" for none), Auth its
+	// credentials and Base the branch adoptions merge into.
+	Repo string
+	Auth gitops.Auth
+	Base string
+	// Provider and APIURL choose the pull-request host as apply does.
+	Provider, APIURL string
+	// Coverage counts user objects and tracked ones, as plan counts them;
+	// Config is adopt.yaml (its exclusions).
+	Coverage bool
+	Config   *config.Config
+	// Record is the directory of past snapshots ("" for none): the report
+	// draws its history from it, and this run's snapshot is added.
+	Record string
+	Now    time.Time
+	// Explain turns a cluster error into one a user can act on (nil: as it
+	// is).
+	Explain func(error) error
+}
+
+// InputError is a status run refused for its input (a snapshot directory
+// that cannot be read, provider flags that do not make a client), as
+// opposed to a cluster or Git failure.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Run reads the plans' objects, Applications, the repo and the pull
+// requests, judges every object's stage, counts coverage, and records the
+// snapshot when asked. It prints nothing: the caller prints the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	explain := o.Explain
+	if explain == nil {
+		explain = func(err error) error { return err }
+	}
+	first := o.Inputs[0].Plan
+	tracking, err := argoapp.ReadTracking(ctx, o.Kube, first.ArgoCDNamespace(), first.Tracking.Version)
+	if err != nil {
+		return nil, explain(err)
+	}
+	src := Sources{Dynamic: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
+	if o.Repo != "" {
+		repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.Auth})
+		if err != nil {
+			return nil, err
+		}
+		src.Repo, src.RepoName, src.Base = repo, repo.URL(), o.Base
+		if err := o.provider(&src, repo); err != nil {
+			return nil, err
+		}
+	}
+	refs, facts, notes, err := Collect(ctx, src, o.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	var cov *Coverage
+	if o.Coverage {
+		apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+		if err != nil {
+			return nil, explain(err)
+		}
+		cov, err = Count(ctx, CoverageOptions{Clients: o.Clients, Namespaces: Namespaces(o.Inputs), Config: o.Config, Tracking: tracking, Apps: apps})
+		if err != nil {
+			return nil, explain(err)
+		}
+	}
+	r := Assemble(o.Now, refs, facts, cov, notes)
+	if o.Record != "" {
+		if r.History, err = History(o.Record); err != nil {
+			return nil, &InputError{err}
+		}
+		if _, err := Record(o.Record, r.Snapshot()); err != nil {
+			return nil, err
+		}
+		r.History = append(r.History, r.Snapshot())
+	}
+	return r, nil
+}
+
+// provider sets up the pull-request lookup apply's provider would answer,
+// or says in src.PRNote why there is none.
+func (o Options) provider(src *Sources, repo *gitops.Repo) error {
+	if repo.Local() {
+		src.PRNote = "--repo is a local path: no pull-request host to ask"
+		return nil
+	}
+	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: repo.URL(), Provider: o.Provider, APIURL: o.APIURL, Token: o.Auth.Token})
+	switch {
+	case errors.Is(err, gitops.ErrPRProvider), errors.Is(err, gitops.ErrNoToken):
+		src.PRNote = err.Error()
+		return nil
+	case err != nil:
+		// A plain Git server (no owner/name path) hosts no pull requests.
+		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", repo.URL())
+		return nil
+	}
+	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token})
+	if err != nil {
+		return &InputError{err}
+	}
+	sr, ok := p.(gitops.PRStateReader)
+	if !ok {
+		src.PRNote = ch.Name + " cannot report pull-request states"
+		return nil
+	}
+	src.PRs, src.PRRepo = sr, ch.Repo
+	return nil
+}
+
+// Namespaces is the coverage scope of the plans: every namespace (nil)
+// when any plan scanned all of them, else the plans' namespaces.
+func Namespaces(in []Input) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, i := range in {
+		ns := i.Plan.Cluster.Namespace
+		if ns == "" {
+			return nil
+		}
+		if !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	return out
+}
