@@ -226,51 +226,34 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		Tracking: &o.plan.Tracking,
 		DryRun:   o.DryRun,
 	}
-	if !o.DryRun {
-		j, err := finalize.OpenJournal(o.JournalFile)
-		switch {
-		case errors.Is(err, finalize.ErrJournalInUse):
-			return err
-		case err != nil && !o.Undo:
-			return usageErrorf("%v. Pick a writable --journal", err)
-		}
-		if j != nil {
-			defer j.Close()
-			f.Journal = j // undo records what it restored, so a second undo is a no-op
-		}
-	}
-	rep := &finalize.Report{DryRun: o.DryRun, Undo: o.Undo}
 	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
-	if o.Undo {
-		read := func() ([]finalize.Entry, error) { return finalize.ReadJournal(o.JournalFile) }
-		if f.Journal != nil {
-			read = f.Journal.Entries // this run holds it
-		}
-		entries, err := read()
-		if errors.Is(err, finalize.ErrJournalInUse) {
-			return err
-		}
-		if err != nil {
-			return usageErrorf("%v. Nothing was restored: an unreadable journal could hide a removed annotation; repair or restore the file, then re-run --undo", err)
-		}
-		r.Undo(ctx, entries, rep)
-	} else {
-		argo, explain, err := o.connectArgoCD(ctx)
+	explain := func(err error) error { return err }
+	var info *finalize.ArgoCD
+	if !o.Undo {
+		argo, ex, err := o.connectArgoCD(ctx)
 		if err != nil {
 			return err
 		}
 		defer argo.Close()
-		rep.ArgoCD = argo.Info
+		explain, info = ex, argo.Info
 		r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
 		r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
 		r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
 		if !o.Quiet {
 			r.Progress = o.progress
 		}
-		if err := r.Run(ctx, rep); err != nil {
-			return explain(err)
-		}
 	}
+	rep, err := (&finalize.Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}).Run(ctx)
+	var ie *finalize.InputError
+	switch {
+	case errors.As(err, &ie):
+		return usageErrorf("%v", ie.Err)
+	case errors.Is(err, finalize.ErrJournalInUse):
+		return err
+	case err != nil:
+		return explain(err)
+	}
+	rep.ArgoCD = info
 	if err := printer.Finalize(o.Out, rep, o.Output); err != nil {
 		return err
 	}

@@ -1,0 +1,64 @@
+package finalize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Session is one finalize run over one plan: it opens the plan's journal
+// (unless DryRun), then either restores what the journal removed (Undo) or
+// waits for each Application and finalizes its objects (Runner.Run). It
+// prints nothing; the caller prints the report.
+type Session struct {
+	// Runner does the work; its Finalizer gets the journal.
+	Runner *Runner
+	// JournalFile is the plan's journal (JournalPath).
+	JournalFile string
+	DryRun      bool
+	Undo        bool
+}
+
+// InputError is a session refused for its input (a journal that cannot be
+// opened for writing, or read for --undo), as opposed to a cluster or Argo
+// CD failure. Nothing was changed.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Run runs the session and returns its report. ErrJournalInUse (another
+// finalize holds the journal) and InputError stop it before any change; any
+// other error is Argo CD's or the cluster's, with the report so far.
+func (s *Session) Run(ctx context.Context) (*Report, error) {
+	if !s.DryRun {
+		j, err := OpenJournal(s.JournalFile)
+		switch {
+		case errors.Is(err, ErrJournalInUse):
+			return nil, err
+		case err != nil && !s.Undo:
+			return nil, &InputError{fmt.Errorf("%v. Pick a writable --journal", err)}
+		}
+		if j != nil {
+			defer j.Close()
+			s.Runner.Finalizer.Journal = j // undo records what it restored, so a second undo is a no-op
+		}
+	}
+	rep := &Report{DryRun: s.DryRun, Undo: s.Undo}
+	if !s.Undo {
+		return rep, s.Runner.Run(ctx, rep)
+	}
+	read := func() ([]Entry, error) { return ReadJournal(s.JournalFile) }
+	if j := s.Runner.Finalizer.Journal; j != nil {
+		read = j.Entries // this run holds it
+	}
+	entries, err := read()
+	if errors.Is(err, ErrJournalInUse) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("%v. Nothing was restored: an unreadable journal could hide a removed annotation; repair or restore the file, then re-run --undo", err)}
+	}
+	s.Runner.Undo(ctx, entries, rep)
+	return rep, nil
+}
