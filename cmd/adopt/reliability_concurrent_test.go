@@ -69,9 +69,12 @@ func lastApplied(t *testing.T, ns string) map[string]string {
 // plan, stops before any request that writes, naming A. Once the
 // Application is Healthy, A finalizes all 60 objects; B run again finds
 // nothing to do. Over all runs each object was patched exactly once, and
-// --undo restores every annotation byte for byte. Then both runs are
-// started at the same instant on a fresh namespace: whichever wins, each
-// object is patched once and --undo restores all 60.
+// --undo restores every annotation byte for byte. Then two runs start
+// together on a fresh namespace, and overlap for certain: the proxy holds
+// each one's first request (its permission check, just before it takes
+// the journal) until both are held at once, then lets both go on, so they
+// race for the journal from the same instant. Whichever wins, each object
+// is patched once and --undo restores all 60.
 func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 	installApplicationCRD(t)
 	const n = 60
@@ -193,16 +196,35 @@ func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 
 	t.Run("both start at once", func(t *testing.T) {
 		s := prepare(t, "Healthy")
+		// A run's first request is its first SelfSubjectAccessReview, and
+		// it sends them one at a time: two held at once are one per run.
+		// Once both are held, both runs are between their check and the
+		// journal lock, released together.
+		bothHeld := s.proxy.gather(http.MethodPost, "/selfsubjectaccessreviews", 2)
 		a, b := finalizeCmd(s, "-q"), finalizeCmd(s, "-q")
 		var aOut, bOut bytes.Buffer
 		a.Stdout, a.Stderr, b.Stdout, b.Stderr = &aOut, &aOut, &bOut, &bOut
 		if err := a.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = a.Process.Kill() })
 		if err := b.Start(); err != nil {
 			t.Fatal(err)
 		}
-		aErr, bErr := a.Wait(), b.Wait()
+		t.Cleanup(func() { _ = b.Process.Kill() })
+		aDone, bDone := make(chan error, 1), make(chan error, 1)
+		go func() { aDone <- a.Wait() }()
+		go func() { bDone <- b.Wait() }()
+		select {
+		case <-bothHeld:
+		case err := <-aDone:
+			t.Fatalf("run A ended (%v) before both runs were held at their permission check:\n%s", err, aOut.String())
+		case err := <-bDone:
+			t.Fatalf("run B ended (%v) before both runs were held at their permission check:\n%s", err, bOut.String())
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("after 2 minutes the proxy held %d permission checks, want both runs' at once", s.proxy.gathering())
+		}
+		aErr, bErr := <-aDone, <-bDone
 		// Each either finalized, found everything done, or stopped on the
 		// lock before writing; at least one of them finalized.
 		for _, r := range []struct {

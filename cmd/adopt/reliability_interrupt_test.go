@@ -68,7 +68,8 @@ func adoptBinary(t *testing.T) string {
 // stallProxy forwards everything to target and holds the stallAt-th request
 // matching method and path suffix until the client goes away: before
 // forwarding it (the write never happens) or after (the write happened, the
-// client never hears). It counts the requests it forwarded, by path.
+// client never hears). It counts the requests it forwarded, by path. With
+// gather it also holds requests until several are held at once.
 type stallProxy struct {
 	URL     string
 	method  string
@@ -81,6 +82,16 @@ type stallProxy struct {
 	mu        sync.Mutex
 	seen      int
 	forwarded map[string]int
+	gate      *gate
+}
+
+// gate holds the requests matching method and path suffix until n are
+// held at once, then lets them all go on together (open is closed) and
+// holds no more (see stallProxy.gather).
+type gate struct {
+	method, suffix string
+	n, held        int
+	open           chan struct{}
 }
 
 func startStallProxy(t *testing.T, target string, tlsOn bool, method, suffix string, stallAt int, after bool) *stallProxy {
@@ -93,6 +104,9 @@ func startStallProxy(t *testing.T, target string, tlsOn bool, method, suffix str
 	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	p := &stallProxy{method: method, suffix: suffix, stallAt: stallAt, after: after, stalled: make(chan struct{}), release: make(chan struct{}), forwarded: map[string]int{}}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.pass(r) {
+			return
+		}
 		match := r.Method == p.method && strings.HasSuffix(r.URL.Path, p.suffix)
 		p.mu.Lock()
 		stall := false
@@ -127,6 +141,56 @@ func startStallProxy(t *testing.T, target string, tlsOn bool, method, suffix str
 	t.Cleanup(func() { close(p.release) }) // runs first: no handler outlives the test
 	p.URL = srv.URL
 	return p
+}
+
+// gather makes the proxy hold every request matching method and path
+// suffix until n of them are held at once, then let those n go on
+// together; later ones pass. The returned channel is closed at that
+// moment. Call it before the requests are sent.
+func (p *stallProxy) gather(method, suffix string, n int) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gate = &gate{method: method, suffix: suffix, n: n, open: make(chan struct{})}
+	return p.gate.open
+}
+
+// gathering is how many requests the gate holds now.
+func (p *stallProxy) gathering() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gate == nil {
+		return 0
+	}
+	return p.gate.held
+}
+
+// pass holds r at the gate, if it is one the gate holds, until the gate
+// opens; it reports false when r's client went away first or the test
+// ended (nothing was forwarded).
+func (p *stallProxy) pass(r *http.Request) bool {
+	p.mu.Lock()
+	g := p.gate
+	if g == nil || r.Method != g.method || !strings.HasSuffix(r.URL.Path, g.suffix) || g.held >= g.n {
+		p.mu.Unlock()
+		return true
+	}
+	g.held++
+	if g.held == g.n {
+		close(g.open) // the n-th: all go on, and the gate holds no more
+	}
+	p.mu.Unlock()
+	select {
+	case <-g.open:
+		return true
+	case <-r.Context().Done():
+	case <-p.release:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g.held < g.n {
+		g.held--
+	}
+	return false
 }
 
 // hold blocks a stalled request until its client is gone or the test ends.
