@@ -71,10 +71,10 @@ func lastApplied(t *testing.T, ns string) map[string]string {
 // nothing to do. Over all runs each object was patched exactly once, and
 // --undo restores every annotation byte for byte. Then two runs start
 // together on a fresh namespace, and overlap for certain: the proxy holds
-// each one's first request (its permission check, just before it takes
-// the journal) until both are held at once, then lets both go on, so they
-// race for the journal from the same instant. Whichever wins, each object
-// is patched once and --undo restores all 60.
+// each one's first request (its permission check, which comes before it
+// takes the journal) until both are held at once, then lets both go on, so
+// they race for the journal from the same point. Whichever wins, each
+// object is patched once and --undo restores all 60.
 func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 	installApplicationCRD(t)
 	const n = 60
@@ -197,9 +197,8 @@ func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 	t.Run("both start at once", func(t *testing.T) {
 		s := prepare(t, "Healthy")
 		// A run's first request is its first SelfSubjectAccessReview, and
-		// it sends them one at a time: two held at once are one per run.
-		// Once both are held, both runs are between their check and the
-		// journal lock, released together.
+		// it sends them one at a time: two held at once are one per run,
+		// both before the journal lock, and they are released together.
 		bothHeld := s.proxy.gather(http.MethodPost, "/selfsubjectaccessreviews", 2)
 		a, b := finalizeCmd(s, "-q"), finalizeCmd(s, "-q")
 		var aOut, bOut bytes.Buffer
