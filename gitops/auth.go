@@ -142,14 +142,14 @@ func (f *AuthFlags) AddFlags(fs *pflag.FlagSet) {
 // set.
 const InsecureWarning = "warning: --insecure-skip-host-key-check: the SSH host key of the GitOps repo is NOT checked; anyone on the network path can pose as the Git server, read what adopt pushes and give it another tree. Use --known-hosts instead"
 
-// Warn prints to w, -q or not, InsecureWarning when host keys are not
-// checked, and the location's CredentialsNote when repo (the --repo value)
-// carries credentials.
-func (f AuthFlags) Warn(w io.Writer, repo string) {
+// Warn prints to w InsecureWarning when host keys are not checked, quiet
+// or not, and, unless quiet, the location's CredentialsNote when repo (the
+// --repo value) carries credentials.
+func (f AuthFlags) Warn(w io.Writer, repo string, quiet bool) {
 	if f.Insecure {
 		fmt.Fprintln(w, InsecureWarning)
 	}
-	if l, err := ParseLocation(repo); repo != "" && err == nil && l.HasCredentials() {
+	if l, err := ParseLocation(repo); !quiet && repo != "" && err == nil && l.HasCredentials() {
 		fmt.Fprintln(w, l.CredentialsNote("--repo"))
 	}
 }

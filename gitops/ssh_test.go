@@ -134,11 +134,11 @@ func TestSSHHostKeyChecked(t *testing.T) {
 			t.Fatalf("with host key checking off the clone failed: %v", err)
 		}
 		var b strings.Builder
-		AuthFlags{}.Warn(&b, "")
+		AuthFlags{}.Warn(&b, "https://u:p4ss@host/x.git", true)
 		if b.Len() != 0 {
 			t.Errorf("a warning with checking on: %q", b.String())
 		}
-		AuthFlags{Insecure: true}.Warn(&b, "")
+		AuthFlags{Insecure: true}.Warn(&b, "", true)
 		if b.String() != InsecureWarning+"\n" {
 			t.Errorf("warning %q", b.String())
 		}

@@ -171,7 +171,7 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 // templates.
 func (o *ApplyOptions) completeCommit() error {
 	o.auth, o.tokenFrom = o.Git.Complete(nil)
-	o.Git.Warn(o.ErrOut, o.Repo)
+	o.Git.Warn(o.ErrOut, o.Repo, o.Quiet)
 	return o.commitFlags.Complete()
 }
 

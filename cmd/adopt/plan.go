@@ -141,7 +141,7 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 	}
 	if o.Repo != "" {
 		auth, _ := o.Git.Complete(nil)
-		o.Git.Warn(o.ErrOut, o.Repo)
+		o.Git.Warn(o.ErrOut, o.Repo, o.Quiet)
 		o.gitSrc = gitindex.Source{Location: o.Repo, Revision: o.Revision, Auth: auth}
 	}
 	c, err := connect(o.ConfigFlags)

@@ -117,7 +117,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	}
 	o.cfg = cfg
 	o.auth, _ = o.Git.Complete(nil)
-	o.Git.Warn(o.ErrOut, o.Repo)
+	o.Git.Warn(o.ErrOut, o.Repo, false)
 	if o.tpl, err = templates.New(o.Templates); err != nil {
 		return usageErrorf("%v", err)
 	}
