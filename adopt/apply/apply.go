@@ -169,7 +169,10 @@ func Check(p *plan.Plan) error {
 	return nil
 }
 
-// ContractError is bad input: a plan or an override apply refuses.
+// ContractError is bad input: a plan or an override apply refuses, an Argo
+// CD version it cannot tell, a repository without a default branch and no
+// --base, or a pull request with no provider or token. The command maps it
+// to a usage error (exit 2).
 type ContractError struct{ msg string }
 
 func (e *ContractError) Error() string { return e.msg }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,10 +12,8 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/fleet"
-	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
-	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -50,9 +47,10 @@ type ApplyOptions struct {
 	auth      gitops.Auth
 	tokenFrom string
 	// fleet is a fleet plan (--plan DIR or its fleet.yaml), with a
-	// connection per cluster by context.
+	// connection per cluster by context, and the engine's view of each.
 	fleet    *fleet.Fleet
 	clusters map[string]*cluster
+	members  map[string]apply.Cluster
 }
 
 func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -218,7 +216,8 @@ func (o *ApplyOptions) Validate() error {
 	return o.pr.Validate()
 }
 
-// Run writes the adoption into the repo.
+// Run writes the adoption into the repo: the plan engine (or the fleet's),
+// then the printer, then the pull request.
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -226,87 +225,21 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
-	p := o.plan
-	if p == nil {
-		if !o.Quiet {
-			fmt.Fprintln(o.ErrOut, "no --plan given: computing the plan from the cluster now, as `adopt plan` would; review it with `adopt plan --out plan.yaml` first for anything that matters")
-		}
-		var err error
-		if p, err = o.computePlan(ctx); err != nil {
-			return err
-		}
+	if o.plan == nil && !o.Quiet {
+		fmt.Fprintln(o.ErrOut, "no --plan given: computing the plan from the cluster now, as `adopt plan` would; review it with `adopt plan --out plan.yaml` first for anything that matters")
 	}
-	version, err := o.argoVersion(ctx, p, o.cluster)
-	if err != nil {
-		return err
+	res, err := apply.Run(ctx, o.runOptions())
+	if res != nil {
+		o.warn(res.Warnings)
 	}
-	if w := apply.VersionMismatch(p, version); w != "" {
-		fmt.Fprintln(o.ErrOut, "warning: "+w)
-	}
-	if len(p.Applications) == 0 {
-		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
-		return nil
-	}
-	a, co, err := apply.ExportWhileCloning(ctx, func(ctx context.Context) (*apply.Applier, error) {
-		return o.export(ctx, p, o.cluster, version)
-	}, o.checkout(o.auth))
 	if err != nil {
 		return contractOr(err)
 	}
-	res, err := o.write(ctx, co, a)
-	if err != nil {
-		return err
+	if res.Commit == nil {
+		fmt.Fprintln(o.Out, "the plan proposes no Application: nothing to write")
+		return nil
 	}
-	printer.Apply(o.Out, printer.ApplyResult{Summary: a.Summary(), Repo: co.Repo.URL(), Base: co.Base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
-	return o.openPR(ctx, a.Summary().PRInput(apply.PRInput{RepoURL: co.Repo.URL(), Head: res.Branch, Base: co.Base, Plan: p, PlanPath: o.PlanFile, TemplatesDir: o.Templates}))
-}
-
-// argoVersion resolves the Argo CD version the Applications of p will run
-// on: --argocd-version, else the application controller's on the hub (or
-// on c), else the plan's.
-func (o *ApplyOptions) argoVersion(ctx context.Context, p *plan.Plan, c *cluster) (argoapp.DetectedVersion, error) {
-	_, argoNS := apply.Settings(p)
-	if o.hub != nil {
-		c = o.hub
-	}
-	v, err := argoapp.ResolveVersion(ctx, argoapp.VersionQuery{
-		Flag: o.ArgoCDVersion, Kube: c.kube, Namespace: argoNS,
-		Recorded: p.Tracking.Version, RecordedSource: p.Tracking.VersionSource, RecordedBy: p.ID,
-	})
-	if err != nil {
-		return v, usageErrorf("%v", err)
-	}
-	return v, nil
-}
-
-// export makes the Applier of plan p and exports its objects from c.
-func (o *ApplyOptions) export(ctx context.Context, p *plan.Plan, c *cluster, version argoapp.DetectedVersion) (*apply.Applier, error) {
-	fetch, list := apply.Live(c.clients.Dynamic, c.clients.Core)
-	a, err := apply.New(apply.Options{
-		Plan: p, Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
-		CSAMigration: apply.CSAMode(o.CSAMigration), Version: version, Templates: o.tpl, Fetch: fetch, List: list,
-	})
-	if err != nil {
-		return nil, contractOr(err)
-	}
-	if err := a.Export(ctx); err != nil {
-		var oe *apply.ObjectError
-		if errors.As(err, &oe) {
-			return nil, fmt.Errorf("%s %s: %w", oe.Op, oe.Ref, c.explain(oe.Err))
-		}
-		return nil, err
-	}
-	return a, nil
-}
-
-// computePlan runs the plan pipeline for apply without --plan, with the
-// content flags already folded into adopt.yaml.
-func (o *ApplyOptions) computePlan(ctx context.Context) (*plan.Plan, error) {
-	argoNS := o.Overrides.ArgoCDNamespace
-	if argoNS == "" {
-		argoNS = argoapp.DefaultNamespace
-	}
-	so := o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
-	so.Hub = o.hub.scanHub()
-	return scan.Plan(ctx, so)
+	o.noteAuthor()
+	printer.Apply(o.Out, printer.ApplyResult{Summary: res.Summary, Repo: res.Checkout.Repo.URL(), Base: res.Checkout.Base, Result: res.Commit, DryRun: o.DryRun, CloneDir: res.Checkout.Dir})
+	return o.openPR(ctx, res.PRInput(o.PlanFile, o.Templates))
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
 )
@@ -78,16 +81,55 @@ func (c *commitFlags) checkout(auth gitops.Auth) apply.CheckoutOptions {
 // pushes reports whether the commit is pushed.
 func (c *commitFlags) pushes() bool { return !c.NoPush && !c.DryRun }
 
-// write commits c into co as the flags say, and tells the author it chose.
-func (o *ApplyOptions) write(ctx context.Context, co *apply.Checkout, c apply.Change) (*gitops.Result, error) {
-	res, err := apply.Write(ctx, co, c, apply.WriteOptions{Branch: o.Branch, RepoURL: o.Overrides.RepoURL, Author: o.author, DryRun: o.DryRun, NoPush: o.NoPush, Force: o.Force})
-	if err != nil {
-		return nil, contractOr(err)
+// runOptions are the plan engine's inputs: the plan (or how to compute
+// it now, with the content flags already folded into adopt.yaml), where
+// its objects and the Argo CD version are read, and how to write.
+func (o *ApplyOptions) runOptions() apply.RunOptions {
+	ro := apply.RunOptions{Plan: o.plan, Cluster: applyCluster(o.cluster), ArgoCDVersion: o.ArgoCDVersion,
+		Render: o.render(), Checkout: o.checkout(o.auth), Write: o.writeOptions()}
+	if o.hub != nil {
+		ro.Hub = o.hub.kube
 	}
+	if o.plan == nil {
+		argoNS := o.Overrides.ArgoCDNamespace
+		if argoNS == "" {
+			argoNS = argoapp.DefaultNamespace
+		}
+		ro.Scan = o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
+		ro.Scan.Hub = o.hub.scanHub()
+	}
+	return ro
+}
+
+// applyCluster is the apply engine's view of c: where a plan's objects
+// are read, and how its errors are explained.
+func applyCluster(c *cluster) apply.Cluster {
+	return apply.Cluster{Dynamic: c.clients.Dynamic, Core: c.clients.Core, Kube: c.kube, Explain: c.explain}
+}
+
+// render is how the flags say every plan's Applications are written.
+func (o *ApplyOptions) render() apply.RenderOptions {
+	return apply.RenderOptions{Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
+		CSAMigration: apply.CSAMode(o.CSAMigration), Templates: o.tpl}
+}
+
+// writeOptions are how the flags say the change is committed.
+func (o *ApplyOptions) writeOptions() apply.WriteOptions {
+	return apply.WriteOptions{Branch: o.Branch, RepoURL: o.Overrides.RepoURL, Author: o.author, DryRun: o.DryRun, NoPush: o.NoPush, Force: o.Force}
+}
+
+// warn prints the engine's warnings, one line each.
+func (o *ApplyOptions) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(o.ErrOut, "warning: "+w)
+	}
+}
+
+// noteAuthor tells the author apply chose, once the commit is made.
+func (o *ApplyOptions) noteAuthor() {
 	if o.authorNote != "" && !o.Quiet && !o.DryRun {
 		fmt.Fprintf(o.ErrOut, "author %s <%s> (%s)\n", o.author.Name, o.author.Email, o.authorNote)
 	}
-	return res, nil
 }
 
 // openPR opens (or updates) the pull request for the pushed branch when

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // completeFleet loads a fleet plan (--plan DIR or its fleet.yaml) and
@@ -26,14 +24,14 @@ func (o *ApplyOptions) completeFleet(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	o.fleet, o.clusters = f, map[string]*cluster{}
+	o.fleet, o.clusters, o.members = f, map[string]*cluster{}, map[string]apply.Cluster{}
 	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
 	for _, name := range f.Contexts() {
 		c, err := fc.connect(ctx, f, name)
 		if err != nil {
 			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, name, err)
 		}
-		o.clusters[name] = c
+		o.clusters[name], o.members[name] = c, applyCluster(c)
 	}
 	return o.completeCommit()
 }
@@ -65,37 +63,22 @@ func (o *ApplyOptions) validateFleet() error {
 	return o.pr.Validate()
 }
 
-// runFleet exports each cluster's objects from that cluster and writes the
-// ApplicationSets and the other Applications as one commit.
+// runFleet runs the fleet engine (the first cluster decides the Argo CD
+// version), prints its result and opens the pull request.
 func (o *ApplyOptions) runFleet(ctx context.Context) error {
-	f := &apply.Fleet{Index: o.fleet.Index, Members: map[string]*apply.Applier{}}
-	var version argoapp.DetectedVersion
-	for i, name := range o.fleet.Contexts() {
-		p, c := o.fleet.Plans[name], o.clusters[name]
-		if i == 0 {
-			v, err := o.argoVersion(ctx, p, c)
-			if err != nil {
-				return err
-			}
-			version = v
-		}
-		if w := apply.VersionMismatch(p, version); w != "" {
-			fmt.Fprintf(o.ErrOut, "warning: cluster %s: %s\n", name, w)
-		}
-		a, err := o.export(ctx, p, c, version)
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", name, err)
-		}
-		f.Members[name] = a
+	fo := apply.FleetOptions{Fleet: o.fleet, Clusters: o.members, ArgoCDVersion: o.ArgoCDVersion,
+		Render: o.render(), Checkout: o.checkout(o.auth), Write: o.writeOptions()}
+	if o.hub != nil {
+		fo.Hub = o.hub.kube
 	}
-	co, err := apply.Clone(ctx, o.checkout(o.auth))
+	res, err := apply.RunFleet(ctx, fo)
+	if res != nil {
+		o.warn(res.Warnings)
+	}
 	if err != nil {
 		return contractOr(err)
 	}
-	res, err := o.write(ctx, co, f)
-	if err != nil {
-		return err
-	}
-	printer.FleetApply(o.Out, f.Summary(), printer.ApplyResult{Repo: co.Repo.URL(), Base: co.Base, Result: res, DryRun: o.DryRun, CloneDir: co.Dir})
-	return o.openPR(ctx, f.Summary().PR(apply.PRInput{RepoURL: co.Repo.URL(), Head: res.Branch, Base: co.Base, PlanPath: o.fleet.Path, TemplatesDir: o.Templates}))
+	o.noteAuthor()
+	printer.FleetApply(o.Out, res.Summary, printer.ApplyResult{Repo: res.Checkout.Repo.URL(), Base: res.Checkout.Base, Result: res.Commit, DryRun: o.DryRun, CloneDir: res.Checkout.Dir})
+	return o.openPR(ctx, res.PRInput(o.fleet.Path, o.Templates))
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/gitops"
 )
 
@@ -90,36 +89,15 @@ func (o *prOptions) Validate() error {
 // variable is read. The one line saying which provider, API and token
 // source were used goes to out.
 func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom string, out io.Writer) (string, error) {
-	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: in.RepoURL, Provider: o.Provider, APIURL: o.APIURL, Token: token, TokenFrom: tokenFrom, Getenv: o.getenv})
-	if errors.Is(err, gitops.ErrPRProvider) || errors.Is(err, gitops.ErrNoToken) {
-		return "", usageErrorf("%v", err)
-	} else if err != nil {
-		return "", err
-	}
-	title, body, err := apply.RenderPR(in, o.Title)
-	if err != nil {
-		return "", usageErrorf("%v", err)
-	}
-	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff})
-	if err != nil {
-		return "", err
-	}
-	if out != nil {
-		fmt.Fprintf(out, "Pull request: provider %s (%s), API %s, token from %s\n", ch.Name, ch.Why, gitops.Redact(ch.APIURL, ch.Token), ch.TokenFrom)
-	}
-	pr, err := p.EnsurePR(ctx, gitops.PROptions{
-		Repo: ch.Repo, Head: in.Head, Base: in.Base, Title: title, Body: body,
-		Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
+	r, err := apply.OpenPR(ctx, apply.OpenPROptions{
+		Input: in, Provider: o.Provider, APIURL: o.APIURL, Title: o.Title, Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
+		Token: token, TokenFrom: tokenFrom, Getenv: o.getenv, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff,
 	})
-	if err != nil {
-		return "", err
-	}
 	if out != nil {
-		verb := "Updated"
-		if pr.Created {
-			verb = "Opened"
-		}
-		fmt.Fprintf(out, "%s pull request #%d: %s\n", verb, pr.Number, pr.URL)
+		printer.PullRequest(out, r)
 	}
-	return pr.URL, nil
+	if err != nil {
+		return "", contractOr(err)
+	}
+	return r.PR.URL, nil
 }
