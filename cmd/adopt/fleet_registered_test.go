@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,9 +191,9 @@ func TestFleetArgoCDClusters(t *testing.T) {
 		}
 	}
 	leak.WriteString(everything(t, g.BarePath("gitops")))
+	scan := &leakScan{texts: map[string]string{"the output, plan files, index and Git": leak.String()}, secrets: map[string]string{}}
 	for i, c := range canaries {
-		if strings.Contains(leak.String(), c) {
-			t.Fatalf("canary %d of the cluster Secrets (a token, CA or exec setting) leaked", i)
-		}
+		scan.secrets[fmt.Sprintf("canary %d of the cluster Secrets (a token, CA or exec setting)", i)] = c
 	}
+	scan.check(t)
 }

@@ -7,97 +7,20 @@ package main
 // Failing runs (a 401 from the real API server, a wrong git password, a
 // closed port) make client-go, go-git and the Argo CD client wrap errors
 // that carry URLs and credentials.
+//
+// The scanner (leakScan, forms, refNames) is leakscan_test.go's, shared
+// with the leak suite (leak_test.go).
 
 import (
-	"encoding/base64"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
-
-// leakScan collects everything adopt printed or wrote, by where it was,
-// and looks for each secret in every form it could be printed in.
-type leakScan struct {
-	secrets map[string]string // name -> value
-	texts   map[string]string // where -> text
-}
-
-func (s *leakScan) add(where, text string) { s.texts[where] += text }
-
-// addTree adds every file under dir (a clone's .git included).
-func (s *leakScan) addTree(t *testing.T, dir string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		s.add(p, string(b))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// forms are the ways a secret shows up in text: as is, URL-escaped, in
-// base64 (an Authorization header), and as basic auth with a user.
-func forms(user, secret string) []string {
-	return []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
-		base64.StdEncoding.EncodeToString([]byte(secret)),
-		base64.StdEncoding.EncodeToString([]byte(user + ":" + secret))}
-}
-
-// find names the secrets text holds, in any form.
-func (s *leakScan) find(text string) []string {
-	var found []string
-	for name, secret := range s.secrets {
-		for _, f := range forms("alice", secret) {
-			if strings.Contains(text, f) {
-				found = append(found, name)
-				break
-			}
-		}
-	}
-	return found
-}
-
-func (s *leakScan) check(t *testing.T) {
-	t.Helper()
-	for where, text := range s.texts {
-		for _, name := range s.find(text) {
-			t.Errorf("%s leaked into %s", name, where)
-		}
-	}
-}
-
-// refNames lists every ref name of a bare repo, for the scan.
-func refNames(t *testing.T, bare string) string {
-	t.Helper()
-	r, err := git.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := r.References()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	_ = refs.ForEach(func(ref *plumbing.Reference) error {
-		b.WriteString(ref.Name().String() + " " + ref.Target().String() + "\n")
-		return nil
-	})
-	return b.String()
-}
 
 func closedPort(t *testing.T) string {
 	t.Helper()
