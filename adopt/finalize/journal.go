@@ -11,9 +11,7 @@ package finalize
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,71 +19,7 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-
-	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/redact"
 )
-
-// Entry results. Finalize writes pending before its patch and then
-// finalized (StatusFinalized) or not-applied; Undo writes restored after the
-// annotation is back. Any other result (skipped, ...) is kept but means
-// nothing to Removed.
-const (
-	resultPending    = "pending"
-	resultNotApplied = "not-applied"
-	resultRestored   = "restored"
-)
-
-// maxLine bounds one journal line: an entry holds at most one annotation
-// value (under the 262,144-byte cap), JSON-escaped.
-const maxLine = 8 * budget.AnnotationCap
-
-// Entry is one line of the journal: an object, its resourceVersion and
-// annotation before the change, and what happened.
-type Entry struct {
-	Time time.Time `json:"time"`
-	// Run identifies the process that wrote the entry (set by Record), so
-	// that a not-applied is matched with its own run's pending. Journals
-	// written before it existed have none.
-	Run             string `json:"run,omitempty"`
-	Target          Target `json:"target"`
-	ResourceVersion string `json:"resourceVersion"`
-	HadAnnotation   bool   `json:"hadAnnotation"`
-	AnnotationBytes int    `json:"annotationBytes,omitempty"`
-	AnnotationHash  string `json:"annotationSHA256,omitempty"`
-	// Annotation is the removed value, kept so --undo can restore it. It is
-	// not kept for Secrets, whose last-applied copy holds the secret data.
-	Annotation *string   `json:"annotation,omitempty"`
-	Managers   Ownership `json:"managers"`
-	// Result is pending (about to patch), finalized or not-applied; or
-	// restored (undo put the annotation back: AnnotationBytes and
-	// AnnotationSHA256 describe the restored value, which is not repeated).
-	Result string `json:"result"`
-}
-
-// NewEntry builds a journal entry.
-func NewEntry(t Target, rv, annotation string, has bool, result string, own Ownership) Entry {
-	e := Entry{Time: time.Now().UTC(), Target: t, ResourceVersion: rv, HadAnnotation: has, Managers: own, Result: result}
-	if has {
-		sum := sha256.Sum256([]byte(annotation))
-		e.AnnotationHash = hex.EncodeToString(sum[:])
-		e.AnnotationBytes = len(annotation)
-		if !redact.IsSecret(t.Group, t.Kind) {
-			v := annotation
-			e.Annotation = &v
-		}
-	}
-	return e
-}
-
-// ErrJournalInUse is wrapped by the error OpenJournal and ReadJournal return
-// when another process (or another open Journal) holds the journal's lock.
-var ErrJournalInUse = errors.New("journal in use")
 
 // Journal appends entries, one JSON document per line, synced to disk
 // before the patch it announces is sent. It holds the journal's lock until
@@ -103,15 +37,6 @@ type Journal struct {
 	// covered. Concurrent Records share one fsync (group commit).
 	syncMu sync.Mutex
 	synced int64
-}
-
-// holder is what the lock file says about the process that holds it.
-type holder struct {
-	PID     int       `json:"pid"`
-	Host    string    `json:"host"`
-	Since   time.Time `json:"since"`
-	Command string    `json:"command"`
-	Run     string    `json:"run"`
 }
 
 // JournalPath is where finalize keeps the journal of the plan file
@@ -348,240 +273,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func parseEntry(line []byte) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, err
-	}
-	if e.Result == "" || e.Target.Name == "" {
-		return e, errors.New("not a journal entry (no result or target name)")
-	}
-	return e, nil
-}
-
-// Removed returns the entry to restore for each object whose annotation a
-// run removed and no later undo restored, in the order the objects first
-// appear.
-//
-// An object's annotation was removed by a finalized entry, or by a pending
-// entry that no outcome settles (the process died after sending the patch:
-// whether it landed is unknown, and Undo never overwrites a present
-// annotation, so it is counted). Each not-applied or finalized settles the
-// latest unsettled pending of the same object, resourceVersion and run;
-// lines from other runs, interleaved in any order, never cancel a removal.
-// A restored entry after an object's last removal means it is back
-// already, so a second undo restores nothing.
-func Removed(entries []Entry) []Entry {
-	type key struct{ ref, rv, run string }
-	settled := make([]bool, len(entries))
-	open := map[key][]int{} // unsettled pending entries, oldest first
-	for i, e := range entries {
-		k := key{e.Target.Ref(), e.ResourceVersion, e.Run}
-		switch e.Result {
-		case resultPending:
-			open[k] = append(open[k], i)
-		case resultNotApplied, string(StatusFinalized):
-			if s := open[k]; len(s) > 0 {
-				settled[s[len(s)-1]] = true
-				open[k] = s[:len(s)-1]
-			}
-		}
-	}
-	type state struct{ removed, restored int } // entry indexes, -1 for none
-	objects := map[string]*state{}
-	var order []string
-	for i, e := range entries {
-		ref := e.Target.Ref()
-		removal := e.HadAnnotation && (e.Result == string(StatusFinalized) || e.Result == resultPending && !settled[i])
-		if !removal && e.Result != resultRestored {
-			continue
-		}
-		s, ok := objects[ref]
-		if !ok {
-			if !removal {
-				continue // restored before any removal this journal knows of
-			}
-			s = &state{removed: -1, restored: -1}
-			objects[ref] = s
-			order = append(order, ref)
-		}
-		if removal {
-			s.removed = i
-		} else {
-			s.restored = i
-		}
-	}
-	var out []Entry
-	for _, ref := range order {
-		if s := objects[ref]; s.removed > s.restored {
-			out = append(out, entries[s.removed])
-		}
-	}
-	return out
-}
-
-// Undo puts back the annotation that e records as removed, with a guarded
-// JSON patch (test of the resourceVersion just read). It never overwrites
-// an annotation that is present. When f.Journal is set, a restored (or
-// found restored) annotation is journaled as restored, so that Removed no
-// longer returns it.
-func (f *Finalizer) Undo(ctx context.Context, e Entry) Result {
-	t := e.Target
-	res := Result{Object: t.Ref(), App: t.App}
-	if e.Annotation == nil {
-		res.Status = StatusFailed
-		res.Reason = fmt.Sprintf("%s: the journal keeps only a digest of its annotation (Secret data is never written to disk); re-create it with kubectl apply if you need it", t.Ref())
-		return res
-	}
-	c := f.Client(t)
-	backoff := f.Backoff
-	if backoff.Steps == 0 {
-		backoff = retry.DefaultRetry
-	}
-	rv := ""
-	err := retry.OnError(backoff, retriable, func() error {
-		res.Attempts++
-		live, err := c.Get(ctx, t.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		rv = live.GetResourceVersion()
-		ann := live.GetAnnotations()
-		res.Before = budget.MeasureBudget(ann)
-		if v, ok := ann[budget.LastAppliedKey]; ok {
-			if v == *e.Annotation {
-				res.Status, res.After = StatusAlready, res.Before
-				res.Reason = "annotation already restored"
-				return nil
-			}
-			return &refusal{msg: fmt.Sprintf("%s carries another %s now; left as is", t.Ref(), budget.LastAppliedKey)}
-		}
-		ops := []Op{{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()}}
-		if ann == nil {
-			ops = append(ops, Op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{budget.LastAppliedKey: *e.Annotation}})
-		} else {
-			ops = append(ops, Op{Op: "add", Path: annotationPath, Value: *e.Annotation})
-		}
-		if f.DryRun {
-			res.Status = StatusWould
-			res.Patch = append(ops[:1:1], Op{Op: ops[1].Op, Path: annotationPath, Value: Digest(*e.Annotation)})
-			return nil
-		}
-		body, err := json.Marshal(ops)
-		if err != nil {
-			return err
-		}
-		out, err := c.Patch(ctx, t.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: f.fieldManager()})
-		if err != nil {
-			return err
-		}
-		res.Status, res.After = StatusRestored, budget.MeasureBudget(out.GetAnnotations())
-		return nil
-	})
-	if err != nil {
-		res.Status, res.Reason = StatusFailed, explain(t, err, res.Attempts)
-		return res
-	}
-	if f.Journal != nil && !f.DryRun && (res.Status == StatusRestored || res.Status == StatusAlready) {
-		// Best effort, as finalize's own after-patch line: the annotation
-		// is back either way, and a later undo finds it present.
-		sum := sha256.Sum256([]byte(*e.Annotation))
-		_ = f.Journal.Record(Entry{Time: time.Now().UTC(), Target: t, ResourceVersion: rv, Result: resultRestored,
-			AnnotationBytes: len(*e.Annotation), AnnotationHash: hex.EncodeToString(sum[:])})
-	}
-	return res
-}
-
-// flockFile opens path (creating it when create is set) and locks it,
-// exclusive or shared, without waiting. It returns an error wrapping
-// errLocked when
-// someone holds a conflicting lock, and (nil, nil) when path does not exist
-// and create is unset. A lock taken on a file its last holder removed in
-// the meantime is dropped and taken again on the new file.
-func flockFile(path string, exclusive, create bool) (*os.File, error) {
-	for range 10 {
-		var f *os.File
-		var err error
-		if create {
-			f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-		} else {
-			f, err = os.Open(path)
-		}
-		if err != nil {
-			if !create && errors.Is(err, os.ErrNotExist) {
-				return nil, nil
-			}
-			return nil, err
-		}
-		if err := lockFile(f, exclusive); err != nil {
-			f.Close()
-			return nil, err
-		}
-		mine, err1 := f.Stat()
-		now, err2 := os.Stat(path)
-		if err1 == nil && err2 == nil && os.SameFile(mine, now) {
-			return f, nil
-		}
-		f.Close()
-		if !create && errors.Is(err2, os.ErrNotExist) {
-			return nil, nil
-		}
-	}
-	return nil, fmt.Errorf("%s keeps being replaced while being locked", path)
-}
-
-func writeHolder(lock *os.File, run string) error {
-	host, _ := os.Hostname()
-	b, err := json.Marshal(holder{PID: os.Getpid(), Host: host, Since: time.Now().UTC().Truncate(time.Second), Command: "adopt finalize", Run: run})
-	if err != nil {
-		return err
-	}
-	if err := lock.Truncate(0); err != nil {
-		return err
-	}
-	_, err = lock.WriteAt(append(b, '\n'), 0)
-	return err
-}
-
-// inUse is the error for a journal whose lock someone else holds, naming
-// the holder as its lock file does.
-func inUse(path, lockPath string) error {
-	who := "another adopt finalize (its lock file names no holder yet)"
-	if b, err := os.ReadFile(lockPath); err == nil {
-		var h holder
-		if json.Unmarshal(b, &h) == nil && h.PID > 0 {
-			cmd := h.Command
-			if cmd == "" {
-				cmd = "adopt finalize"
-			}
-			who = fmt.Sprintf("%s (pid %d on host %s, since %s)", cmd, h.PID, h.Host, h.Since.UTC().Format(time.RFC3339))
-		}
-	}
-	return &inUseError{msg: fmt.Sprintf("journal %s is in use by %s: wait for it to finish, or remove %s if that process is gone, then run again", path, who, lockPath)}
-}
-
-// inUseError is ErrJournalInUse for errors.Is, with its own one-line text.
-type inUseError struct{ msg string }
-
-func (e *inUseError) Error() string { return e.msg }
-func (e *inUseError) Unwrap() error { return ErrJournalInUse }
-
 func runID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// entryStart is how every entry's JSON starts (Time is Entry's first field).
-var entryStart = []byte(`{"time":"`)
-
-// looksTorn says whether b could be an entry cut short: it starts as every
-// entry starts (or is a beginning of that start).
-func looksTorn(b []byte) bool {
-	if len(b) < len(entryStart) {
-		return bytes.HasPrefix(entryStart, b)
-	}
-	return bytes.HasPrefix(b, entryStart)
 }
 
 // cutTornTail drops a torn last line (no newline ends it, see looksTorn),

@@ -1,0 +1,88 @@
+package finalize
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/redact"
+)
+
+// Entry results. Finalize writes pending before its patch and then
+// finalized (StatusFinalized) or not-applied; Undo writes restored after the
+// annotation is back. Any other result (skipped, ...) is kept but means
+// nothing to Removed.
+const (
+	resultPending    = "pending"
+	resultNotApplied = "not-applied"
+	resultRestored   = "restored"
+)
+
+// maxLine bounds one journal line: an entry holds at most one annotation
+// value (under the 262,144-byte cap), JSON-escaped.
+const maxLine = 8 * budget.AnnotationCap
+
+// Entry is one line of the journal: an object, its resourceVersion and
+// annotation before the change, and what happened.
+type Entry struct {
+	Time time.Time `json:"time"`
+	// Run identifies the process that wrote the entry (set by Record), so
+	// that a not-applied is matched with its own run's pending. Journals
+	// written before it existed have none.
+	Run             string `json:"run,omitempty"`
+	Target          Target `json:"target"`
+	ResourceVersion string `json:"resourceVersion"`
+	HadAnnotation   bool   `json:"hadAnnotation"`
+	AnnotationBytes int    `json:"annotationBytes,omitempty"`
+	AnnotationHash  string `json:"annotationSHA256,omitempty"`
+	// Annotation is the removed value, kept so --undo can restore it. It is
+	// not kept for Secrets, whose last-applied copy holds the secret data.
+	Annotation *string   `json:"annotation,omitempty"`
+	Managers   Ownership `json:"managers"`
+	// Result is pending (about to patch), finalized or not-applied; or
+	// restored (undo put the annotation back: AnnotationBytes and
+	// AnnotationSHA256 describe the restored value, which is not repeated).
+	Result string `json:"result"`
+}
+
+// NewEntry builds a journal entry.
+func NewEntry(t Target, rv, annotation string, has bool, result string, own Ownership) Entry {
+	e := Entry{Time: time.Now().UTC(), Target: t, ResourceVersion: rv, HadAnnotation: has, Managers: own, Result: result}
+	if has {
+		sum := sha256.Sum256([]byte(annotation))
+		e.AnnotationHash = hex.EncodeToString(sum[:])
+		e.AnnotationBytes = len(annotation)
+		if !redact.IsSecret(t.Group, t.Kind) {
+			v := annotation
+			e.Annotation = &v
+		}
+	}
+	return e
+}
+
+func parseEntry(line []byte) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, err
+	}
+	if e.Result == "" || e.Target.Name == "" {
+		return e, errors.New("not a journal entry (no result or target name)")
+	}
+	return e, nil
+}
+
+// entryStart is how every entry's JSON starts (Time is Entry's first field).
+var entryStart = []byte(`{"time":"`)
+
+// looksTorn says whether b could be an entry cut short: it starts as every
+// entry starts (or is a beginning of that start).
+func looksTorn(b []byte) bool {
+	if len(b) < len(entryStart) {
+		return bytes.HasPrefix(entryStart, b)
+	}
+	return bytes.HasPrefix(b, entryStart)
+}
