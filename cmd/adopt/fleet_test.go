@@ -130,20 +130,19 @@ func TestFleetPlan(t *testing.T) {
 		t.Fatalf("second run (--all-contexts) exited %d: %s", code, errOut)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	leak := out + errOut
+	scan := &leakScan{texts: map[string]string{"plan (stdout)": out, "plan (stderr)": errOut}, secrets: map[string]string{}}
+	for name, tok := range tokens {
+		scan.secrets[name+"'s cluster Secret token"] = tok
+	}
 	for _, f := range files {
 		a, _ := os.ReadFile(f)
 		b, err := os.ReadFile(filepath.Join(again, filepath.Base(f)))
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs on re-run (%v)", filepath.Base(f), err)
 		}
-		leak += string(a)
+		scan.add(f, string(a))
 	}
-	for _, tok := range tokens {
-		if strings.Contains(leak, tok) {
-			t.Fatalf("a cluster Secret's token leaked")
-		}
-	}
+	scan.check(t)
 }
 
 // TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
@@ -235,11 +234,13 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	}
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2})
 	dir := filepath.Join(t.TempDir(), "fleet")
-	var leak strings.Builder
+	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"the Gitea token": g.Token,
+		"workload-1's cluster Secret token": tokens["workload-1"], "workload-2's cluster Secret token": tokens["workload-2"]}}
 	cli := func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
 		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
-		leak.WriteString(out.String() + errb.String())
+		scan.add(strings.Join(args[:2], " ")+" (stdout)", out.String())
+		scan.add(strings.Join(args[:2], " ")+" (stderr)", errb.String())
 		return out.String(), errb.String(), code
 	}
 	if out, errOut, code := cli("plan", "--contexts", "w1,w2", "--argocd-kubeconfig", mgmt.Kubeconfig, "--argocd-version", "v3.2.6", "-n", ns, "--out-dir", dir, "-q"); code != 0 {
@@ -279,13 +280,9 @@ func TestFleetApplyOpenPR(t *testing.T) {
 			!strings.Contains(pr.Body, fleet.GeneratedName("workload-1", set.Name)+", "+fleet.GeneratedName("workload-2", set.Name)) {
 			t.Fatalf("run %d: pull request head %q base %q title %q body:\n%s", i, pr.Head.Ref, pr.Base.Ref, pr.Title, pr.Body)
 		}
-		leak.WriteString(pr.Title + pr.Body)
+		scan.add("the pull request's title and body", pr.Title+"\n"+pr.Body)
 	}
-	for _, tok := range append([]string{g.Token}, tokens["workload-1"], tokens["workload-2"]) {
-		if strings.Contains(leak.String(), tok) {
-			t.Fatalf("a token leaked into the output or the pull request")
-		}
-	}
+	scan.check(t)
 }
 
 // registerWorkloads registers each named server with mgmt's Argo CD as a

@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -345,6 +347,33 @@ func TestLeakSuite(t *testing.T) {
 		}
 		checkPlaceholders(t, "plan file of plan -o "+format, app.Helm.Values, redactedPaths)
 	}
+	// The preview of the Deployment whose env var is the password shows
+	// <redacted> and the byte counts, not the live value; the hook Secret,
+	// which Argo CD would re-create from placeholders at each sync, is a
+	// critical finding.
+	var pw *preview.Change
+	for i := range p.Objects {
+		ob := &p.Objects[i]
+		if ob.Kind != "Deployment" || ob.Namespace != nsHelm || ob.Preview == nil {
+			continue
+		}
+		for j, ch := range ob.Preview.Changes {
+			if strings.HasSuffix(ch.Path, "env[name=DB_PASSWORD].value") {
+				pw = &ob.Preview.Changes[j]
+			}
+		}
+	}
+	if pw == nil || pw.Before != redact.Shown || pw.After != redact.Shown || !strings.Contains(pw.Text, redact.Shown) || pw.BeforeBytes == 0 {
+		t.Errorf("the preview of DB_PASSWORD is not shown as %s with its byte counts: %+v", redact.Shown, pw)
+	}
+	hookCritical := false
+	for _, f := range p.Findings {
+		hookCritical = hookCritical || f.Code == plan.CodeHelmHook && f.Severity == plan.Critical && strings.Contains(f.Message, release+"-migration")
+	}
+	if !hookCritical {
+		t.Errorf("the hook Secret %s-migration is not a critical %s finding: %+v", release, plan.CodeHelmHook, p.Findings)
+	}
+
 	// A failing run: whatever error the wrong token meets must not carry it.
 	res := r.run(t, "plan with a wrong token in --repo's URL", kubeconfig, nil, "plan", "-n", ns1, "--repo", withToken(wrongToken))
 	t.Logf("plan with a wrong token in --repo's URL: exit %d", res.code)
