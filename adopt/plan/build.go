@@ -245,9 +245,7 @@ type classified struct {
 // objects are classified at once.
 func classify(o *discover.Object, cfg *config.Config, in Inputs) classified {
 	var c classified
-	if rule := cfg.Excluded(o.Type.Group, o.Type.Kind, o.Namespace, o.Name); rule != "" {
-		c.skipped, c.skip = true, skippedObject(o, judge.SkipExcluded, "excluded by adopt.yaml "+rule)
-	} else if v := judge.Classify(o, in.Tracking, in.Apps); v.Skip != "" {
+	if v := judge.UserObject(o, cfg, in.Tracking, in.Apps); v.Skip != "" {
 		c.skipped, c.skip = true, skippedObject(o, v.SkipClass, v.Skip)
 	} else if v.TrackedBy != "" {
 		c.tracked = true

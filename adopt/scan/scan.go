@@ -96,16 +96,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 		argoDone <- a
 	}()
-	skipType := func(t discover.Type) string {
-		if why := judge.SkipType(t); why != "" {
-			return why
-		}
-		if rule := cfg.ExcludesType(t.Group, t.Kind); rule != "" {
-			return "excluded by adopt.yaml " + rule
-		}
-		return ""
-	}
-	res, err := discover.Collect(listCtx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: skipType, PageSize: o.ChunkSize, Progress: o.Listed})
+	res, err := discover.Collect(listCtx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: judge.UserTypes(cfg), PageSize: o.ChunkSize, Progress: o.Listed})
 	a := <-argoDone
 	if a.err != nil {
 		return nil, a.err

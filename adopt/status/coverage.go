@@ -29,35 +29,19 @@ type CoverageOptions struct {
 // object the judge skips or adopt.yaml excludes; an object is tracked when
 // its mark names an existing Application (argoapp.Tracking.Check).
 func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
-	cfg := o.Config
-	if cfg == nil {
-		cfg = config.Default()
-	}
-	skipType := func(t discover.Type) string {
-		if why := judge.SkipType(t); why != "" {
-			return why
-		}
-		if rule := cfg.ExcludesType(t.Group, t.Kind); rule != "" {
-			return "excluded by adopt.yaml " + rule
-		}
-		return ""
-	}
 	scopes := o.Namespaces
 	if len(scopes) == 0 {
 		scopes = []string{""}
 	}
 	byNS := map[string]*NamespaceCoverage{}
 	for _, ns := range scopes {
-		res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: ns, SkipType: skipType})
+		res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: ns, SkipType: judge.UserTypes(o.Config)})
 		if err != nil {
 			return nil, err
 		}
 		for i := range res.Objects {
 			ob := &res.Objects[i]
-			if cfg.Excluded(ob.Type.Group, ob.Type.Kind, ob.Namespace, ob.Name) != "" {
-				continue
-			}
-			v := judge.Judge(ob, o.Tracking, o.Apps)
+			v := judge.UserObject(ob, o.Config, o.Tracking, o.Apps)
 			if v.Skip != "" {
 				continue
 			}
