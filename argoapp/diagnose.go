@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/adopt-dev/adopt/gitops"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -43,7 +44,7 @@ func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceStat
 	}
 	pods, err := kube.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ls.String()})
 	if err != nil {
-		return []string{"pods not readable: " + oneLine(err.Error())}
+		return []string{"pods not readable: " + gitops.OneLine(err.Error())}
 	}
 	var out []string
 	for i := range pods.Items {
@@ -64,7 +65,7 @@ func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceStat
 func PodProblem(p *corev1.Pod, probe string) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return "Pending: " + orUnknown(oneLine(c.Message))
+			return "Pending: " + orUnknown(gitops.OneLine(c.Message))
 		}
 	}
 	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -78,19 +79,19 @@ func PodProblem(p *corev1.Pod, probe string) string {
 						line += " (" + t.Reason + ")"
 					}
 					if commandMissing(t.Message, t.ExitCode) {
-						line += ": the container command does not exist: " + oneLine(t.Message)
+						line += ": the container command does not exist: " + gitops.OneLine(t.Message)
 					}
 				}
 				return line
 			}
 			if commandMissing(w.Message, 0) {
-				return "container " + cs.Name + ": the container command does not exist: " + oneLine(w.Message)
+				return "container " + cs.Name + ": the container command does not exist: " + gitops.OneLine(w.Message)
 			}
-			return "container " + cs.Name + ": " + w.Reason + ": " + oneLine(w.Message)
+			return "container " + cs.Name + ": " + w.Reason + ": " + gitops.OneLine(w.Message)
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 			if commandMissing(t.Message, t.ExitCode) {
-				return "container " + cs.Name + ": the container command does not exist: " + oneLine(t.Message)
+				return "container " + cs.Name + ": the container command does not exist: " + gitops.OneLine(t.Message)
 			}
 			return fmt.Sprintf("container %s: exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
 		}
@@ -100,7 +101,7 @@ func PodProblem(p *corev1.Pod, probe string) string {
 			line := "container " + cs.Name + ": Running but not Ready"
 			switch {
 			case probe != "":
-				line += ": " + oneLine(probe)
+				line += ": " + gitops.OneLine(probe)
 			case readinessProbe(p, cs.Name) != "":
 				line += ": readiness probe " + readinessProbe(p, cs.Name) + " failing"
 			}
@@ -108,7 +109,7 @@ func PodProblem(p *corev1.Pod, probe string) string {
 		}
 	}
 	if p.Status.Phase == corev1.PodPending {
-		return "Pending: " + orUnknown(oneLine(p.Status.Reason+" "+p.Status.Message))
+		return "Pending: " + orUnknown(gitops.OneLine(p.Status.Reason+" "+p.Status.Message))
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/adopt-dev/adopt/gitops"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -50,7 +51,7 @@ func ResolveVersion(ctx context.Context, q VersionQuery) (DetectedVersion, error
 		v, err := VersionFromCluster(ctx, q.Kube, q.Namespace)
 		switch {
 		case err != nil:
-			tried = append(tried, fmt.Sprintf("read the %s workload in namespace %s: %v", ControllerName, q.Namespace, oneLine(err.Error())))
+			tried = append(tried, fmt.Sprintf("read the %s workload in namespace %s: %v", ControllerName, q.Namespace, gitops.OneLine(err.Error())))
 		case v.Version.Known():
 			return v, nil
 		default:

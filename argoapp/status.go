@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adopt-dev/adopt/gitops"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -172,7 +173,7 @@ func (s AppState) Waiting(w Want) string {
 	case s.Phase == "" && len(s.History) == 0:
 		return "no sync yet (use --sync to start one)"
 	case s.Phase != PhaseSucceeded:
-		return fmt.Sprintf("last sync %s: %s", s.Phase, oneLine(s.Message))
+		return fmt.Sprintf("last sync %s: %s", s.Phase, gitops.OneLine(s.Message))
 	case w.Revision != "" && !slices.Contains(s.History, w.Revision) && s.Revision != w.Revision:
 		return fmt.Sprintf("revision %s not synced yet (last synced %s)", short(w.Revision), short(s.Revision))
 	case s.Sync != SyncSynced:
@@ -180,7 +181,7 @@ func (s AppState) Waiting(w Want) string {
 	case s.Health != HealthHealthy && !slices.Contains(w.AllowHealth, s.Health):
 		msg := "health " + orUnknown(s.Health)
 		if s.HealthMessage != "" {
-			msg += ": " + oneLine(s.HealthMessage)
+			msg += ": " + gitops.OneLine(s.HealthMessage)
 		}
 		return msg
 	}
@@ -341,8 +342,6 @@ func short(rev string) string {
 	return orUnknown(rev)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // Explain says why an Application is not Healthy: one line per resource
 // that is not, from status.resources, and for workloads one line per pod
 // that is stuck, read from the pods (scheduler reason, crash loop with the
@@ -355,7 +354,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []strin
 		}
 		line := r.Ref() + ": " + r.Health
 		if r.HealthMessage != "" {
-			line += ": " + oneLine(r.HealthMessage)
+			line += ": " + gitops.OneLine(r.HealthMessage)
 		}
 		out = append(out, line)
 		if r.Group == "apps" && kube != nil {
@@ -367,7 +366,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []strin
 	if len(out) == 0 && s.Health != "" && s.Health != HealthHealthy {
 		line := "Application " + s.Name + ": " + s.Health
 		if s.HealthMessage != "" {
-			line += ": " + oneLine(s.HealthMessage)
+			line += ": " + gitops.OneLine(s.HealthMessage)
 		}
 		out = append(out, line)
 	}

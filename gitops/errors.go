@@ -44,6 +44,11 @@ func Redact(s string, secrets ...string) string {
 	return s
 }
 
+// OneLine is s with every run of white space, line breaks included, as
+// one space: how adopt quotes an error from a library or a server in its
+// one-line messages.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // redactedError keeps the sentinel for errors.Is while its text is redacted.
 type redactedError struct {
 	kind error

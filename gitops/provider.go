@@ -264,7 +264,7 @@ func prError(provider string, r RepoRef, op string, status int, detail string, t
 		kind = ErrPRInvalid
 		msg = fmt.Sprintf("%s answered %d while trying to %s on %s", provider, status, op, repo)
 	}
-	if d := oneLine(detail); d != "" {
+	if d := shortLine(detail); d != "" {
 		msg += " (" + provider + " said: " + d + ")"
 	}
 	return &redactedError{kind: kind, msg: Redact(msg, token)}
@@ -302,7 +302,7 @@ func rateLimitedError(provider string, r RepoRef, op string, status int, rl rate
 		todo = "wait until then"
 	}
 	msg := fmt.Sprintf("%s rate-limited the token while trying to %s on %s (%s): %s and run again; re-running makes no duplicate pull request", provider, op, r.FullName(), what, todo)
-	if d := oneLine(detail); d != "" {
+	if d := shortLine(detail); d != "" {
 		msg += " (" + provider + " said: " + d + ")"
 	}
 	return &redactedError{kind: ErrRateLimited, msg: Redact(msg, token)}
@@ -332,7 +332,7 @@ func transportError(provider string, r RepoRef, op string, err error, token stri
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &redactedError{kind: err, msg: Redact(fmt.Sprintf("%s: %s on %s stopped: %v", provider, op, r.FullName(), err), token)}
 	}
-	msg := fmt.Sprintf("could not reach the %s API to %s on %s: %s: check --api-url and the network", provider, op, r.FullName(), oneLine(err.Error()))
+	msg := fmt.Sprintf("could not reach the %s API to %s on %s: %s: check --api-url and the network", provider, op, r.FullName(), shortLine(err.Error()))
 	return &redactedError{kind: ErrPRUnavailable, msg: Redact(msg, token)}
 }
 
@@ -350,9 +350,9 @@ func permissionHint(provider string) string {
 	return "use a token with the write:repository and write:issue scopes and write access to the repository"
 }
 
-// oneLine trims a provider's message to one short line.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+// shortLine trims a provider's message to one short line.
+func shortLine(s string) string {
+	s = OneLine(s)
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // Target is one adopted object and the Application that adopted it.
@@ -326,7 +326,5 @@ func explain(t Target, err error, attempts int) string {
 	case retriable(err):
 		return fmt.Sprintf("%s kept changing while finalize patched it (%d attempts, nothing written); re-run adopt finalize", t.Ref(), attempts)
 	}
-	return fmt.Sprintf("%s: %s", t.Ref(), oneLine(err.Error()))
+	return fmt.Sprintf("%s: %s", t.Ref(), gitops.OneLine(err.Error()))
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -16,6 +16,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // Selection is what one finalize run covers: the chosen Applications of a
@@ -181,7 +182,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		if !ar.Ready {
 			why := fmt.Sprintf("Application %s is not ready after %s (%s): left untouched; fix it, then re-run", a.Name, r.Timeout, waiting)
 			if s.Terminal() {
-				why = fmt.Sprintf("Application %s: its last sync %s (%s), and no sync is running: left untouched; fix it, then re-run with --sync", a.Name, s.Phase, oneLine(s.Message))
+				why = fmt.Sprintf("Application %s: its last sync %s (%s), and no sync is running: left untouched; fix it, then re-run with --sync", a.Name, s.Phase, gitops.OneLine(s.Message))
 			}
 			if hint := CSATrapHint(r.Version, s); hint != "" {
 				ar.Problems = append(ar.Problems, hint)

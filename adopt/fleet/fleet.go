@@ -20,6 +20,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -191,7 +192,7 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 	for _, r := range results {
 		e := ClusterEntry{Context: r.Cluster, Via: r.Via}
 		if r.Err != nil {
-			e.Server, e.NotScanned = r.Server, oneLine(r.Err.Error())
+			e.Server, e.NotScanned = r.Server, gitops.OneLine(r.Err.Error())
 			ix.Clusters = append(ix.Clusters, e)
 			continue
 		}
@@ -312,5 +313,3 @@ func PlanFile(cluster string) string {
 	}, cluster)
 	return safe + ".yaml"
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // Fleet is a fleet plan read back: the index and every scanned cluster's
@@ -74,7 +75,7 @@ func Load(path string) (*Fleet, error) {
 	}
 	var ix Index
 	if err := yaml.UnmarshalStrict(b, &ix); err != nil {
-		return nil, fmt.Errorf("fleet plan %s: not a readable %s: %s", path, Kind, oneLine(err.Error()))
+		return nil, fmt.Errorf("fleet plan %s: not a readable %s: %s", path, Kind, gitops.OneLine(err.Error()))
 	}
 	if ix.Kind != Kind || ix.APIVersion != APIVersion {
 		return nil, fmt.Errorf("fleet plan %s: apiVersion %q kind %q, want %s %s", path, ix.APIVersion, ix.Kind, APIVersion, Kind)

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adopt-dev/adopt/gitops"
 	"gopkg.in/yaml.v3"
 )
 
@@ -316,7 +317,7 @@ func (ix *Index) FilesIn(dir string) map[string][]*Manifest {
 // reason explains a parse error in one line, saying so when the file looks
 // like a template.
 func reason(data []byte, err error) string {
-	r := oneLine(err.Error())
+	r := gitops.OneLine(err.Error())
 	if bytes.Contains(data, []byte("{{")) {
 		r = "looks like a template (has {{ }}), not rendered: " + r
 	}
@@ -329,8 +330,4 @@ func lineOf(err error) int {
 		return n
 	}
 	return 0
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -55,7 +55,7 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 	}
 	ix, err := indexRepo(snap.Repo, snap.Commit, src.Revision)
 	if err != nil {
-		return nil, fmt.Errorf("repo %s: %s", snap.URL, oneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
+		return nil, fmt.Errorf("repo %s: %s", snap.URL, gitops.OneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
 	}
 	ix.Source = snap.URL
 	return ix, nil
