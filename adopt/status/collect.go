@@ -58,7 +58,7 @@ type Sources struct {
 	Parallel int
 }
 
-// Collect reads every fact the judge needs, for every object of every
+// Collect reads every fact Place needs, for every object of every
 // plan, in plan order. An error means a source could not be read at all
 // (the repo's base branch, an Application, the journal); a missing or
 // unreadable object is a fact, not an error.

@@ -25,8 +25,8 @@ type CoverageOptions struct {
 
 // Count lists every listable object and counts, per namespace, the user
 // objects and those an Argo CD Application tracks, the way plan does: the
-// types the judge skips or adopt.yaml excludes are left out, then each
-// object the judge skips or adopt.yaml excludes; an object is tracked when
+// types judge.UserTypes skips or adopt.yaml excludes are left out, then each
+// object judge.UserObject skips or adopt.yaml excludes; an object is tracked when
 // its mark names an existing Application (argoapp.Tracking.Check).
 func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
 	scopes := o.Namespaces

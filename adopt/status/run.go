@@ -50,7 +50,7 @@ func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
 // Run reads the plans' objects, Applications, the repo and the pull
-// requests, judges every object's stage, counts coverage, and records the
+// requests, places every object in its stage, counts coverage, and records the
 // snapshot when asked. It prints nothing: the caller prints the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	explain := o.Explain

@@ -11,9 +11,9 @@ import (
 	"github.com/adopt-dev/adopt/gitops"
 )
 
-// TestJudge places one set of facts in each stage, and the stuck cases,
+// TestPlace places one set of facts in each stage, and the stuck cases,
 // without a cluster.
-func TestJudge(t *testing.T) {
+func TestPlace(t *testing.T) {
 	ob := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm"}
 	app := plan.Application{Name: "adopt-ns"}
 	clean := budget.MeasureBudget(map[string]string{"team": "x"})
@@ -48,7 +48,7 @@ func TestJudge(t *testing.T) {
 		{"gone from the cluster", with(func(f *Facts) { f.Found = false }), StagePlanned, true, "re-run adopt plan"},
 	}
 	for _, c := range cases {
-		o := Judge(c.f)
+		o := Place(c.f)
 		if o.Stage != c.stage || o.Stuck != c.stuck || !strings.Contains(o.Next, c.next) || (c.stage != StageFinalized && o.Reason == "") {
 			t.Errorf("%s: stage %s stuck %v reason %q next %q; want %s stuck %v next containing %q", c.name, o.Stage, o.Stuck, o.Reason, o.Next, c.stage, c.stuck, c.next)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/adopt-dev/adopt/gitops"
 )
 
-// Facts are what was read about one planned object; Judge decides its
+// Facts are what was read about one planned object; Place decides its
 // stage from them alone.
 type Facts struct {
 	PlanID, PlanFile string
@@ -54,9 +54,9 @@ type Facts struct {
 	Explain  []string
 }
 
-// Judge decides the object's stage, whether it is stuck, why, and what
+// Place decides the object's stage, whether it is stuck, why, and what
 // moves it on.
-func Judge(f Facts) Object {
+func Place(f Facts) Object {
 	o := Object{Ref: f.Object.Ref(), Namespace: f.Object.Namespace, Plan: f.PlanID, App: f.App.Name, Budget: f.Budget, FinalizedAt: f.FinalizedAt}
 	if !f.Found {
 		o.Budget = f.Object.Budget
@@ -80,13 +80,13 @@ func Judge(f Facts) Object {
 		o.Stage = StageFinalized
 		o.Reason = "finalized " + f.FinalizedAt.UTC().Format(time.RFC3339)
 	case f.AppState != nil && f.AppState.Found:
-		judgeApp(&o, f, tracked, cmd)
+		placeApp(&o, f, tracked, cmd)
 	case f.Merged:
 		o.Stage = StageMerged
 		o.Reason = fmt.Sprintf("merged; Application %s/%s is not in the cluster yet", f.ArgoNS, f.App.Name)
 		o.Next = fmt.Sprintf("kubectl apply -n %s -f %s (or let the app-of-apps sync it)", f.ArgoNS, f.AppFile)
 	case f.Pushed || f.PR != nil:
-		judgeReview(&o, f, cmd)
+		placeReview(&o, f, cmd)
 	default:
 		o.Stage = StagePlanned
 		o.Reason = "not in any branch yet"
@@ -107,8 +107,8 @@ func Judge(f Facts) Object {
 	return o
 }
 
-// judgeApp places an object whose Application exists.
-func judgeApp(o *Object, f Facts, tracked bool, cmd commands) {
+// placeApp places an object whose Application exists.
+func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 	s := *f.AppState
 	waiting := s.Waiting(argoapp.Want{})
 	o.Stage = StageAppPresent
@@ -151,8 +151,8 @@ func judgeApp(o *Object, f Facts, tracked bool, cmd commands) {
 	}
 }
 
-// judgeReview places an object whose branch is pushed but not merged.
-func judgeReview(o *Object, f Facts, cmd commands) {
+// placeReview places an object whose branch is pushed but not merged.
+func placeReview(o *Object, f Facts, cmd commands) {
 	o.Stage = StageInReview
 	switch {
 	case f.PR == nil && f.PRNote != "":
@@ -222,7 +222,7 @@ func thousands(n int) string {
 	return b.String()
 }
 
-// Assemble judges every object and builds the report: counts, stuck,
+// Assemble places every object and builds the report: counts, stuck,
 // Application rows (each at its least advanced object's stage).
 func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, notes []string) *Report {
 	r := &Report{Time: now.UTC(), Plans: plans, Coverage: cov, Notes: notes, Objects: []Object{}, Applications: []App{}}
@@ -230,7 +230,7 @@ func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, note
 	apps := map[key]*App{}
 	var order []key
 	for _, f := range facts {
-		o := Judge(f)
+		o := Place(f)
 		r.Objects = append(r.Objects, o)
 		r.Counts.add(o.Stage)
 		if o.Stuck {
