@@ -11,7 +11,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
@@ -42,7 +42,7 @@ type RenderOptions struct {
 type RunOptions struct {
 	// Plan is the reviewed plan; nil computes it now with Scan.
 	Plan *plan.Plan
-	Scan scan.Options
+	Scan planner.Options
 	// Cluster is where the plan's objects are read.
 	Cluster Cluster
 	// Hub is the management cluster's client, where the Argo CD version is
@@ -76,7 +76,7 @@ type Result struct {
 func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	res := &Result{Plan: o.Plan}
 	if res.Plan == nil {
-		p, err := scan.Plan(ctx, o.Scan)
+		p, err := planner.Plan(ctx, o.Scan)
 		if err != nil {
 			return nil, err
 		}

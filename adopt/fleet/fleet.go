@@ -1,5 +1,5 @@
 // Package fleet owns planning across several workload clusters: it runs
-// the plan pipeline (adopt/scan) for each cluster with bounded
+// the plan pipeline (adopt/planner) for each cluster with bounded
 // concurrency, each cluster failing alone, and proposes one Argo CD
 // ApplicationSet for a group of objects proposed identically on two or more
 // clusters that one management cluster's Argo CD deploys to. It writes no
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"golang.org/x/sync/errgroup"
@@ -44,7 +44,7 @@ type Cluster struct {
 	// registration's), recorded for a cluster that is not scanned.
 	Server string
 	// Scan is the pipeline's input for it; a nil Connect error means ready.
-	Scan scan.Options
+	Scan planner.Options
 	// Err is set when the cluster could not even be connected to.
 	Err error
 }
@@ -77,7 +77,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			continue
 		}
 		g.Go(func() error {
-			p, err := scan.Plan(ctx, c.Scan)
+			p, err := planner.Plan(ctx, c.Scan)
 			if err = wentDown(p, err, c.Scan); err != nil {
 				p = nil
 			}
@@ -102,7 +102,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 // what it could not see, so the cluster counts as not scanned. Otherwise
 // it is err: a plan whose types failed on a server that still answers
 // (forbidden, one failing API) stands, with those types listed.
-func wentDown(p *plan.Plan, err error, o scan.Options) error {
+func wentDown(p *plan.Plan, err error, o planner.Options) error {
 	var what string
 	switch {
 	case err != nil:

@@ -18,7 +18,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 )
 
 // cluster is a resolved connection to one cluster.
@@ -139,8 +139,8 @@ func (c *cluster) explain(err error) error {
 
 // scanOptions are the plan pipeline's inputs for this cluster, with
 // adopt.yaml's grouping and kubectl's default chunk size.
-func (c *cluster) scanOptions(namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) scan.Options {
-	return scan.Options{
+func (c *cluster) scanOptions(namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) planner.Options {
+	return planner.Options{
 		Clients: c.clients, Kube: c.kube, Dynamic: c.clients.Dynamic,
 		Cluster: plan.Cluster{Server: c.rest.Host, Context: c.context, Namespace: namespace},
 		Config:  cfg, GroupBy: plan.GroupBy(cfg.GroupBy), ArgoCDNamespace: argoNS, ArgoCDVersion: argoVersion,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/scan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -49,11 +49,11 @@ func (h *hubFlags) connect(main *genericclioptions.ConfigFlags) (*cluster, error
 }
 
 // scanHub is the plan pipeline's view of the management cluster.
-func (c *cluster) scanHub() *scan.Hub {
+func (c *cluster) scanHub() *planner.Hub {
 	if c == nil {
 		return nil
 	}
-	return &scan.Hub{Kube: c.kube, Dynamic: c.clients.Dynamic, Server: c.rest.Host, Context: c.context, Explain: c.explain}
+	return &planner.Hub{Kube: c.kube, Dynamic: c.clients.Dynamic, Server: c.rest.Host, Context: c.context, Explain: c.explain}
 }
 
 // checkHub refuses a management cluster other than the one the plan was

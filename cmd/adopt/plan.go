@@ -13,8 +13,8 @@ import (
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/adopt/printer"
-	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -231,7 +231,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 }
 
 // scanOptions are the pipeline's inputs from the flags.
-func (o *PlanOptions) scanOptions() scan.Options {
+func (o *PlanOptions) scanOptions() planner.Options {
 	so := o.cluster.scanOptions(o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.GroupBy, so.ChunkSize, so.Preview, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview, o.hub.scanHub()
 	so.Unsealed = o.OutFile != "" // WriteFile seals it as it writes
@@ -254,5 +254,5 @@ func (o *PlanOptions) scanOptions() scan.Options {
 }
 
 func (o *PlanOptions) build(ctx context.Context) (*plan.Plan, error) {
-	return scan.Plan(ctx, o.scanOptions())
+	return planner.Plan(ctx, o.scanOptions())
 }

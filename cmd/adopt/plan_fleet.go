@@ -12,8 +12,8 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/adopt/printer"
-	"github.com/adopt-dev/adopt/adopt/scan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -143,7 +143,7 @@ func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 	return fleet.Cluster{Name: r.Name, Via: fleet.ViaArgoCDCluster, Server: r.Server, Scan: o.fleetScan(c)}
 }
 
-func (o *PlanOptions) fleetScan(c *cluster) scan.Options {
+func (o *PlanOptions) fleetScan(c *cluster) planner.Options {
 	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.Cluster.Namespace = o.scopeNS
 	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()

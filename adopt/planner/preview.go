@@ -1,4 +1,4 @@
-package scan
+package planner
 
 import (
 	"context"

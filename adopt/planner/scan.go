@@ -1,4 +1,4 @@
-// Package scan is the plan pipeline shared by `adopt plan` and by `adopt
+// Package planner is the plan pipeline shared by `adopt plan` and by `adopt
 // apply` without --plan: read the GitOps repo, read Argo CD's tracking and
 // Applications, discover every listable object, judge and match them into
 // an AdoptionPlan (with the Helm releases read from their records), and,
@@ -6,7 +6,7 @@
 // its release recorded). It only reads:
 // nothing here writes to the cluster or to Git, and nothing prints (progress
 // goes to the caller's callbacks).
-package scan
+package planner
 
 import (
 	"context"
