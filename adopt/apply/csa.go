@@ -28,6 +28,23 @@ const (
 // CSAModes lists the accepted values.
 var CSAModes = []string{string(CSAAuto), string(CSAKeep), string(CSADisable)}
 
+// csaOption appends ClientSideApplyMigration=false to an Application's
+// sync options when csaMigration says so, and records why on its summary
+// (the reason, or a warning among its notes).
+func (a *Applier) csaOption(app plan.Application, s *AppSummary, opts []string) ([]string, error) {
+	add, why, err := a.csaMigration(app)
+	switch {
+	case err != nil:
+		return opts, err
+	case add:
+		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
+		s.CSAMigration = why
+	case why != "":
+		s.Notes = append(s.Notes, why)
+	}
+	return opts, nil
+}
+
 // csaMigration decides whether Application app gets
 // ClientSideApplyMigration=false, and says why; when it does not but an
 // object is at risk, why is a warning for the summary. With the version

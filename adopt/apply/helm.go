@@ -84,15 +84,9 @@ func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) 
 	if len(ignore) > 0 {
 		opts = append(opts, argoapp.SyncOptionRespectIgnoreDifferences)
 	}
-	add, why, err := a.csaMigration(app)
+	opts, err = a.csaOption(app, s, opts)
 	if err != nil {
 		return pl, err
-	}
-	if add {
-		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
-		s.CSAMigration = why
-	} else if why != "" {
-		s.Notes = append(s.Notes, why)
 	}
 	keep := map[string]bool{}
 	for _, ref := range h.KeepSecrets {

@@ -155,16 +155,9 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	sort.Strings(include)
 	sort.Strings(exclude)
-	opts := []string{argoapp.SyncOptionServerSideApply}
-	add, why, err := a.csaMigration(app)
+	opts, err := a.csaOption(app, s, []string{argoapp.SyncOptionServerSideApply})
 	if err != nil {
 		return pl, err
-	}
-	if add {
-		opts = append(opts, argoapp.SyncOptionNoCSAMigration)
-		s.CSAMigration = why
-	} else if why != "" {
-		s.Notes = append(s.Notes, why)
 	}
 	d := argoapp.ApplicationData{
 		RepoURL: a.repoURL(app), Path: srcPath, TargetRevision: a.o.TargetRevision,
