@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -122,13 +121,8 @@ func ListApplicationsTo(ctx context.Context, dyn dynamic.Interface, here Here) (
 		elsewhere[key] = dest
 		return nil
 	})
-	switch {
-	case apierrors.IsNotFound(err):
-		return Applications{Note: "Argo CD is not installed on the management cluster (no applications.argoproj.io CRD): tracking marks are taken at their word"}, nil
-	case apierrors.IsForbidden(err):
-		return Applications{Installed: true, Note: "may not list applications.argoproj.io on the management cluster (403): tracking ids are not checked against Applications"}, nil
-	case err != nil:
-		return Applications{}, fmt.Errorf("list argoproj.io/Application on the management cluster: %w", err)
+	if err != nil {
+		return notListed(err, " on the management cluster")
 	}
 	a := NewApplications(keys)
 	a.elsewhere = elsewhere

@@ -259,15 +259,24 @@ func ListApplications(ctx context.Context, c metadata.Interface) (Applications, 
 		}
 		return nil
 	})
-	switch {
-	case apierrors.IsNotFound(err):
-		return Applications{Note: "Argo CD is not installed (no applications.argoproj.io CRD): tracking marks are taken at their word"}, nil
-	case apierrors.IsForbidden(err):
-		return Applications{Installed: true, Note: "may not list applications.argoproj.io (403): tracking ids are not checked against Applications"}, nil
-	case err != nil:
-		return Applications{}, fmt.Errorf("list argoproj.io/Application: %w", err)
+	if err != nil {
+		return notListed(err, "")
 	}
 	return NewApplications(keys), nil
+}
+
+// notListed is what a failed list of Applications (on: where, "" for this
+// cluster) leaves tracking: no CRD means Argo CD is not installed and marks
+// are taken at their word; a 403 means ids are not checked; anything else
+// is an error.
+func notListed(err error, on string) (Applications, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return Applications{Note: "Argo CD is not installed" + on + " (no applications.argoproj.io CRD): tracking marks are taken at their word"}, nil
+	case apierrors.IsForbidden(err):
+		return Applications{Installed: true, Note: "may not list applications.argoproj.io" + on + " (403): tracking ids are not checked against Applications"}, nil
+	}
+	return Applications{}, fmt.Errorf("list argoproj.io/Application%s: %w", on, err)
 }
 
 // Tracked is the verdict on one object's tracking.
