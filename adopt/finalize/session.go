@@ -17,6 +17,13 @@ type Session struct {
 	JournalFile string
 	DryRun      bool
 	Undo        bool
+	// ArgoCD, when set, says how the Runner talks to Argo CD and which
+	// version it is; the report carries it.
+	ArgoCD *ArgoCD
+	// Explain, when set, words an error of Argo CD's or the cluster's for
+	// where it happened (the caller knows the connection); InputError and
+	// ErrJournalInUse are returned as they are.
+	Explain func(error) error
 }
 
 // InputError is a session refused for its input (a journal that cannot be
@@ -44,9 +51,9 @@ func (s *Session) Run(ctx context.Context) (*Report, error) {
 			s.Runner.Finalizer.Journal = j // undo records what it restored, so a second undo is a no-op
 		}
 	}
-	rep := &Report{DryRun: s.DryRun, Undo: s.Undo}
+	rep := &Report{DryRun: s.DryRun, Undo: s.Undo, ArgoCD: s.ArgoCD}
 	if !s.Undo {
-		return rep, s.Runner.Run(ctx, rep)
+		return rep, s.explain(s.Runner.Run(ctx, rep))
 	}
 	read := func() ([]Entry, error) { return ReadJournal(s.JournalFile) }
 	if j := s.Runner.Finalizer.Journal; j != nil {
@@ -61,4 +68,13 @@ func (s *Session) Run(ctx context.Context) (*Report, error) {
 	}
 	s.Runner.Undo(ctx, entries, rep)
 	return rep, nil
+}
+
+// explain is Explain on an error of Argo CD's or the cluster's.
+func (s *Session) explain(err error) error {
+	var ie *InputError
+	if err == nil || s.Explain == nil || errors.As(err, &ie) || errors.Is(err, ErrJournalInUse) {
+		return err
+	}
+	return s.Explain(err)
 }

@@ -213,13 +213,32 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
+	s, closeConn, err := o.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	rep, err := s.Run(ctx)
+	var ie *finalize.InputError
+	switch {
+	case errors.As(err, &ie):
+		return usageErrorf("%v", ie.Err)
+	case err != nil:
+		return err
+	}
+	return o.print(rep)
+}
+
+// session checks permissions and connects to Argo CD (unless --undo), and
+// returns the run as a finalize.Session, with what closes its connections.
+func (o *FinalizeOptions) session(ctx context.Context) (*finalize.Session, func(), error) {
 	kube := o.cluster.kube
 	if err := o.checkAccess(ctx, kube); err != nil {
-		return err
+		return nil, nil, err
 	}
 	objects, err := o.cluster.dynamicFor(o.Parallel)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	f := &finalize.Finalizer{
 		Client:   func(t finalize.Target) finalize.Client { return objects.Resource(t.GVR()).Namespace(t.Namespace) },
@@ -227,33 +246,26 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		DryRun:   o.DryRun,
 	}
 	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
-	explain := func(err error) error { return err }
-	var info *finalize.ArgoCD
-	if !o.Undo {
-		argo, ex, err := o.connectArgoCD(ctx)
-		if err != nil {
-			return err
-		}
-		defer argo.Close()
-		explain, info = ex, argo.Info
-		r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
-		r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
-		r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
-		if !o.Quiet {
-			r.Progress = o.progress
-		}
+	s := &finalize.Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}
+	if o.Undo {
+		return s, func() {}, nil
 	}
-	rep, err := (&finalize.Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}).Run(ctx)
-	var ie *finalize.InputError
-	switch {
-	case errors.As(err, &ie):
-		return usageErrorf("%v", ie.Err)
-	case errors.Is(err, finalize.ErrJournalInUse):
-		return err
-	case err != nil:
-		return explain(err)
+	argo, explain, err := o.connectArgoCD(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	rep.ArgoCD = info
+	s.ArgoCD, s.Explain = argo.Info, explain
+	r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
+	r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
+	r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
+	if !o.Quiet {
+		r.Progress = o.progress
+	}
+	return s, argo.Close, nil
+}
+
+// print prints the report; objects not finalized are ExitPartial.
+func (o *FinalizeOptions) print(rep *finalize.Report) error {
 	if err := printer.Finalize(o.Out, rep, o.Output); err != nil {
 		return err
 	}

@@ -36,28 +36,36 @@ func (o *FinalizeOptions) validateFleet() error {
 	return nil
 }
 
-// runFleet finalizes each cluster of the fleet plan in turn, with its own
-// plan as Argo CD runs it (the Applications its ApplicationSets generate)
-// and its own journal (<plan>.journal). A cluster that fails is reported
-// and the others go on.
+// runFleet runs finalize.RunFleet (each cluster in turn, with its own plan
+// as Argo CD runs it and its own journal; a cluster that fails is reported
+// and the others go on) and prints each cluster's report as it ends.
 func (o *FinalizeOptions) runFleet(ctx context.Context) error {
 	var failed []string
 	partial := false
-	for _, name := range o.fleet.Contexts() {
-		if o.Output == "table" {
-			fmt.Fprintf(o.Out, "cluster %s:\n", name)
-		}
-		err := o.finalizeCluster(ctx, name)
-		var ee *exitError
-		switch {
-		case errors.As(err, &ee) && ee.code == ExitPartial:
-			partial = true
-			fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", name, err)
-		case err != nil:
-			failed = append(failed, fmt.Sprintf("cluster %s: %v", name, err))
-			fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", name, err)
-		}
-	}
+	finalize.RunFleet(ctx, finalize.FleetRun{
+		Fleet:   o.fleet,
+		Session: o.clusterSession,
+		Started: func(name string) {
+			if o.Output == "table" {
+				fmt.Fprintf(o.Out, "cluster %s:\n", name)
+			}
+		},
+		Done: func(c finalize.ClusterReport) {
+			err := c.Err
+			if err == nil {
+				err = o.print(c.Report)
+			}
+			var ee *exitError
+			switch {
+			case errors.As(err, &ee) && ee.code == ExitPartial:
+				partial = true
+				fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", c.Cluster, err)
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("cluster %s: %v", c.Cluster, err))
+				fmt.Fprintf(o.ErrOut, "cluster %s: %v\n", c.Cluster, err)
+			}
+		},
+	})
 	for _, c := range o.fleet.Index.Clusters {
 		if c.NotScanned != "" {
 			fmt.Fprintf(o.ErrOut, "cluster %s: not in the fleet plan (not scanned: %s)\n", c.Context, c.NotScanned)
@@ -72,20 +80,20 @@ func (o *FinalizeOptions) runFleet(ctx context.Context) error {
 	return nil
 }
 
-// finalizeCluster is one cluster's finalize, as `finalize --plan
-// <cluster's plan>` with the fleet's flags.
-func (o *FinalizeOptions) finalizeCluster(ctx context.Context, name string) error {
-	c, err := o.connector.connect(ctx, o.fleet, name)
+// clusterSession connects to one cluster of the fleet and returns its
+// session, as `finalize --plan <cluster's plan>` with the fleet's flags.
+func (o *FinalizeOptions) clusterSession(ctx context.Context, fc finalize.FleetCluster) (*finalize.Session, func(), error) {
+	c, err := o.connector.connect(ctx, o.fleet, fc.Name)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	one := *o
-	one.fleet, one.plan, one.JournalFile = nil, o.fleet.Generated(name), finalize.JournalPath(o.fleet.Files[name])
+	one.fleet, one.plan, one.JournalFile = nil, fc.Plan, fc.JournalFile
 	if err := one.completeCluster(c); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := one.Validate(); err != nil {
-		return err
+		return nil, nil, err
 	}
-	return one.Run(ctx)
+	return one.session(ctx)
 }
