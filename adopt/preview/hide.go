@@ -3,7 +3,8 @@ package preview
 import (
 	"context"
 	"encoding/base64"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ func (p *Previewer) hidden(ctx context.Context, in Input, r *Result) (set *redac
 	secretRefs(in.Live.Object, names)
 	secretRefs(in.Manifest.Object, names)
 	ns := in.Live.GetNamespace()
-	for _, name := range sortedNames(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		s, err := p.Client.Resource(secretsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			allEnv = true
@@ -73,15 +74,6 @@ func secretRefs(v any, names map[string]bool) {
 			secretRefs(e, names)
 		}
 	}
-}
-
-func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // isEnvPath reports whether a change path is an env var's value.

@@ -51,33 +51,21 @@ func helmE2E(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Stop)
-	h, err := testenv.NewHelm(c, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	charts, err := filepath.Abs("testdata/charts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := testenv.ServeChartRepo(ctx, h, filepath.Join(charts, "web"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(repo.Close)
+	h, repo := servedChart(ctx, t, c, "web")
 	helm := func(args ...string) string {
 		t.Helper()
-		out, err := h.Run(ctx, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return helmRun(ctx, t, h, args...)
 	}
 	helm("repo", "add", "stable", repo.URL)
 	ns1, ns2, ns3 := c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	helm("install", "web1", "stable/web", "--version", "1.2.3", "-n", ns1, "--set", "auth.password="+helmPassword)
 	helm("install", "web2", "stable/web", "--version", "1.2.3", "-n", ns2, "--set", "auth.password=other-"+helmPassword)
 	helm("upgrade", "web2", "stable/web", "--version", "1.2.3", "-n", ns2, "--reuse-values", "--set", "greeting=upgraded")
-	helm("install", "orphan", filepath.Join(charts, "orphan"), "-n", ns3)
+	orphan, err := filepath.Abs("testdata/charts/orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm("install", "orphan", orphan, "-n", ns3)
 	uidsOf := func() map[string]types.UID {
 		out := map[string]types.UID{}
 		for _, ns := range []string{ns1, ns2} {

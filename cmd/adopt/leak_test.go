@@ -135,16 +135,7 @@ func TestLeakSuite(t *testing.T) {
 	defer cancel()
 
 	// Gitea starts while the control plane and Argo CD do.
-	var g *testenv.Gitea
-	var giteaErr error
-	giteaUp := make(chan struct{})
-	go func() { defer close(giteaUp); g, giteaErr = testenv.StartGitea(ctx) }()
-	t.Cleanup(func() {
-		<-giteaUp
-		if g != nil {
-			g.Stop()
-		}
-	})
+	giteaUp := giteaInBackground(ctx, t)
 	c := startControlPlane(ctx, t)
 	a, err := testenv.StartArgoCD(ctx, c, "v3.2.6")
 	if err != nil {
@@ -157,10 +148,7 @@ func TestLeakSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sched.Stop)
-	<-giteaUp
-	if giteaErr != nil {
-		t.Fatalf("the real Gitea did not start: %v", giteaErr)
-	}
+	g := giteaUp()
 	phase("control plane, Argo CD and Gitea up")
 
 	plants := &leakPlants{}
@@ -217,26 +205,10 @@ func TestLeakSuite(t *testing.T) {
 	}
 
 	// A real Helm release whose values hold secrets of every type.
-	h, err := testenv.NewHelm(c, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	charts, err := filepath.Abs("testdata/charts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := testenv.ServeChartRepo(ctx, h, filepath.Join(charts, "leak"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(repo.Close)
+	h, repo := servedChart(ctx, t, c, "leak")
 	helm := func(h *testenv.Helm, args ...string) string {
 		t.Helper()
-		out, err := h.Run(ctx, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return helmRun(ctx, t, h, args...)
 	}
 	helm(h, "repo", "add", "stable", repo.URL)
 	nsHelm := c.Namespace(t)
@@ -274,15 +246,7 @@ func TestLeakSuite(t *testing.T) {
 
 	// A chart repository in repositories.yaml whose URL carries a
 	// password, in a Helm home of its own: adopt must refuse it.
-	h2, err := testenv.NewHelm(c, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo2, err := testenv.ServeChartRepo(ctx, h2, filepath.Join(charts, "vault"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(repo2.Close)
+	h2, repo2 := servedChart(ctx, t, c, "vault")
 	credsPass := plants.add("the password in a repositories.yaml URL", randomWord(t, "Rp", 24))
 	const credsRepo = "creds-repo"
 	helm(h2, "repo", "add", credsRepo, strings.Replace(repo2.URL, "http://", "http://robot:"+credsPass+"@", 1))

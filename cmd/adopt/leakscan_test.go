@@ -736,16 +736,7 @@ func TestLeakScannerForms(t *testing.T) {
 func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var g *testenv.Gitea
-	var giteaErr error
-	giteaUp := make(chan struct{})
-	go func() { defer close(giteaUp); g, giteaErr = testenv.StartGitea(ctx) }()
-	t.Cleanup(func() {
-		<-giteaUp
-		if g != nil {
-			g.Stop()
-		}
-	})
+	giteaUp := giteaInBackground(ctx, t)
 
 	col := newLeakCollector()
 	r := &leakRunner{col: col}
@@ -851,10 +842,7 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 
 	// A pull request on the real Gitea, its title and body holding probes;
 	// its repository is scanned too, and holds neither.
-	<-giteaUp
-	if giteaErr != nil {
-		t.Fatalf("the real Gitea did not start: %v", giteaErr)
-	}
+	g := giteaUp()
 	cloneURL, err := g.CreateRepo(ctx, "probe")
 	if err != nil {
 		t.Fatal(err)
@@ -901,5 +889,29 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 		if !covered[ch] {
 			t.Errorf("no probe for the %s channel", ch)
 		}
+	}
+}
+
+// giteaInBackground starts the real Gitea while the caller starts its other
+// parts; the function it returns waits for it and fails the test (never a
+// skip) when it did not start. Gitea is stopped when the test ends.
+func giteaInBackground(ctx context.Context, t *testing.T) func() *testenv.Gitea {
+	var g *testenv.Gitea
+	var err error
+	up := make(chan struct{})
+	go func() { defer close(up); g, err = testenv.StartGitea(ctx) }()
+	t.Cleanup(func() {
+		<-up
+		if g != nil {
+			g.Stop()
+		}
+	})
+	return func() *testenv.Gitea {
+		t.Helper()
+		<-up
+		if err != nil {
+			t.Fatalf("the real Gitea did not start: %v", err)
+		}
+		return g
 	}
 }

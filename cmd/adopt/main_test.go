@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,4 +52,34 @@ func startControlPlane(ctx context.Context, t testing.TB) *testenv.ControlPlane 
 	}
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// servedChart is a helm CLI for control plane c and a chart repository on
+// loopback serving testdata/charts/<chart>, closed when the test ends.
+func servedChart(ctx context.Context, t *testing.T, c *testenv.ControlPlane, chart string) (*testenv.Helm, *testenv.ChartRepo) {
+	t.Helper()
+	h, err := testenv.NewHelm(c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.Abs(filepath.Join("testdata/charts", chart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := testenv.ServeChartRepo(ctx, h, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(repo.Close)
+	return h, repo
+}
+
+// helmRun runs the real helm CLI and fails the test when it fails.
+func helmRun(ctx context.Context, t *testing.T, h *testenv.Helm, args ...string) string {
+	t.Helper()
+	out, err := h.Run(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
