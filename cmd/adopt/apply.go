@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -186,7 +187,7 @@ func (o *ApplyOptions) Validate() error {
 		return usageErrorf("--prune only applies to automated sync: add --auto-sync, or drop --prune")
 	case o.pr.OpenPR && o.NoPush && !o.DryRun:
 		return usageErrorf("--open-pr needs the branch pushed: drop --no-push")
-	case !oneOf(apply.CSAModes, o.CSAMigration):
+	case !slices.Contains(apply.CSAModes, o.CSAMigration):
 		return usageErrorf("--csa-migration %q: use auto, keep or disable", o.CSAMigration)
 	case o.plan != nil && o.ConfigFile != "":
 		return usageErrorf("--config shapes a plan computed now; with --plan, the plan already records adopt.yaml's settings: drop --config")

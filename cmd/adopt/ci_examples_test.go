@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestCIExamples(t *testing.T) {
 					t.Errorf("%s: adopt plan has no flag %s (in %q)", file, a, r)
 				}
 				if (a == "-o" || a == "--output") && i+1 < len(args) {
-					if !oneOf(printer.Formats, args[i+1]) {
+					if !slices.Contains(printer.Formats, args[i+1]) {
 						t.Errorf("%s: unknown format %s", file, args[i+1])
 					}
 					formats[args[i+1]] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func (o *FinalizeOptions) Validate() error {
 	if o.fleet != nil {
 		return o.validateFleet()
 	}
-	if !oneOf(printer.FinalizeFormats, o.Output) {
+	if !slices.Contains(printer.FinalizeFormats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.FinalizeFormats, ", "))
 	}
 	if err := o.API.Validate(!o.Undo); err != nil {
@@ -227,41 +228,6 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.print(rep)
-}
-
-// session checks permissions and connects to Argo CD (unless --undo), and
-// returns the run as a finalize.Session, with what closes its connections.
-func (o *FinalizeOptions) session(ctx context.Context) (*finalize.Session, func(), error) {
-	kube := o.cluster.kube
-	if err := o.checkAccess(ctx, kube); err != nil {
-		return nil, nil, err
-	}
-	objects, err := o.cluster.dynamicFor(o.Parallel)
-	if err != nil {
-		return nil, nil, err
-	}
-	f := &finalize.Finalizer{
-		Client:   func(t finalize.Target) finalize.Client { return objects.Resource(t.GVR()).Namespace(t.Namespace) },
-		Tracking: &o.plan.Tracking,
-		DryRun:   o.DryRun,
-	}
-	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
-	s := &finalize.Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}
-	if o.Undo {
-		return s, func() {}, nil
-	}
-	argo, explain, err := o.connectArgoCD(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.ArgoCD, s.Explain = argo.Info, explain
-	r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
-	r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
-	r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
-	if !o.Quiet {
-		r.Progress = o.progress
-	}
-	return s, argo.Close, nil
 }
 
 // print prints the report; objects not finalized are ExitPartial.

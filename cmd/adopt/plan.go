@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -161,10 +162,10 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 
 // Validate rejects bad input.
 func (o *PlanOptions) Validate() error {
-	if !oneOf(printer.Formats, o.Output) && o.Output != "md" {
+	if !slices.Contains(printer.Formats, o.Output) && o.Output != "md" {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.Formats, ", "))
 	}
-	if !oneOf(plan.GroupByValues, o.GroupBy) {
+	if !slices.Contains(plan.GroupByValues, o.GroupBy) {
 		return usageErrorf("unknown --group-by %q: use one of %s", o.GroupBy, strings.Join(plan.GroupByValues, ", "))
 	}
 	if o.FailOn != "" && o.FailOn != "critical" && o.FailOn != "warning" {
@@ -190,15 +191,6 @@ func (o *PlanOptions) Validate() error {
 		}
 	}
 	return nil
-}
-
-func oneOf(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Run scans the cluster, prints the plan and applies --fail-on.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,7 +111,7 @@ func (o *PlanOptions) validateFleet() error {
 		return usageErrorf("--out-dir goes with --contexts or --argocd-clusters; for one cluster use --out FILE")
 	case o.Parallel < 1:
 		return usageErrorf("--parallel must be at least 1")
-	case len(o.fleet) > 0 && !oneOf([]string{"table", "json", "yaml"}, o.Output):
+	case len(o.fleet) > 0 && !slices.Contains([]string{"table", "json", "yaml"}, o.Output):
 		return usageErrorf("a fleet plan prints as table, json or yaml, not %s", o.Output)
 	}
 	return nil

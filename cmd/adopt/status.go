@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,11 +130,11 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 
 // Validate rejects bad flags and plans made for another cluster.
 func (o *StatusOptions) Validate() error {
-	if !oneOf(printer.StatusFormats, o.Output) {
+	if !slices.Contains(printer.StatusFormats, o.Output) {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.StatusFormats, ", "))
 	}
 	for _, f := range o.FailOn {
-		if !oneOf(statusFailOn, f) {
+		if !slices.Contains(statusFailOn, f) {
 			return usageErrorf("unknown --fail-on %q: use stuck, regressed or both (comma-separated)", f)
 		}
 	}
@@ -145,7 +146,7 @@ func (o *StatusOptions) Validate() error {
 	if (o.Provider != "" || o.APIURL != "") && o.Repo == "" {
 		return usageErrorf("--provider and --api-url look up pull requests in --repo: add --repo")
 	}
-	if o.Provider != "" && !oneOf(gitops.ProviderNames(), o.Provider) {
+	if o.Provider != "" && !slices.Contains(gitops.ProviderNames(), o.Provider) {
 		return usageErrorf("--provider %q is not supported: use one of %s", o.Provider, strings.Join(gitops.ProviderNames(), ", "))
 	}
 	for _, i := range o.inputs {
