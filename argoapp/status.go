@@ -301,31 +301,53 @@ func TriggerSync(ctx context.Context, c dynamic.Interface, ns, name, revision st
 	return KubeStatus{Client: c, Namespace: ns}.Sync(ctx, name, revision, Version{})
 }
 
+// syncAttempts bounds how often Sync reads an Application again when it
+// changed between the read and the guarded patch: Argo CD's controller
+// writes an Application's status at every refresh.
+const syncAttempts = 5
+
 // Sync asks Argo CD for a sync by setting the Application's .operation,
 // with a JSON patch guarded by the resourceVersion it read. It refuses
-// while another operation is running.
+// while another operation is running. When the Application changed between
+// the read and the patch (the guard failed), it reads it again, up to
+// syncAttempts times.
 func (k KubeStatus) Sync(ctx context.Context, name, revision string, v Version) error {
+	for attempt := 1; ; attempt++ {
+		changed, err := k.trySync(ctx, name, revision, v)
+		if !changed || attempt == syncAttempts {
+			return err
+		}
+	}
+}
+
+// trySync is one read and guarded patch; changed reports a patch refused
+// because the Application was written meanwhile.
+func (k KubeStatus) trySync(ctx context.Context, name, revision string, v Version) (changed bool, err error) {
 	ns := k.Namespace
 	apps := k.Client.Resource(ApplicationGVR).Namespace(ns)
 	u, err := apps.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read Application %s/%s: %w", ns, name, err)
+		return false, fmt.Errorf("read Application %s/%s: %w", ns, name, err)
 	}
 	s := StateOf(u)
 	if s.Operation {
-		return fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", ns, name)
+		return false, fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", ns, name)
 	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": u.GetResourceVersion()},
 		{"op": "add", "path": "/operation", "value": SyncOperation(revision, SyncOptions(s.SyncOptions, v))},
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := apps.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "adopt"}); err != nil {
-		return fmt.Errorf("start a sync of Application %s/%s: %w (it changed meanwhile? re-run)", ns, name, err)
+		// A failed test op is 422 Invalid; a write racing the patch, 409.
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			return true, fmt.Errorf("start a sync of Application %s/%s: %w (it changed between each of %d reads and the guarded patch; re-run)", ns, name, err, syncAttempts)
+		}
+		return false, fmt.Errorf("start a sync of Application %s/%s: %w", ns, name, err)
 	}
-	return nil
+	return false, nil
 }
 
 func orUnknown(s string) string {

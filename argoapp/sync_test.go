@@ -1,74 +1,63 @@
 package argoapp
 
 import (
-	"errors"
-	"reflect"
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/adopt-dev/adopt/gitops"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
-func TestSyncOptions(t *testing.T) {
-	v2, v32, v332 := Version{2, 14, 21}, Version{3, 2, 6}, Version{3, 3, 2}
-	cases := []struct {
-		name string
-		app  []string
-		v    Version
-		want []string
+// TestSyncRereadsAChangedApplication: Argo CD's controller writes an
+// Application's status all the time, so the guarded patch that starts a
+// sync can meet a newer resourceVersion (a failed test op, 422). Sync reads
+// the Application again and patches it, up to syncAttempts times, and then
+// gives up saying so. A fake client, because a real API server cannot be
+// made to change the object between the read and the patch on demand.
+func TestSyncRereadsAChangedApplication(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refusals int
+		wantErr  string
 	}{
-		{"none, v2", nil, v2, []string{"ServerSideApply=true"}},
-		{"none, unknown version", nil, Version{}, []string{"ServerSideApply=true"}},
-		{"the application's options are kept", []string{"CreateNamespace=true", "PruneLast=true"}, v2,
-			[]string{"CreateNamespace=true", "PruneLast=true", "ServerSideApply=true"}},
-		{"client-side sync is overridden", []string{"ServerSideApply=false", "Validate=false"}, v2,
-			[]string{"Validate=false", "ServerSideApply=true"}},
-		{"no duplicate", []string{"ServerSideApply=true"}, v2, []string{"ServerSideApply=true"}},
-		{"trap version: migration off", nil, v32, []string{"ServerSideApply=true", "ClientSideApplyMigration=false"}},
-		{"trap version, the application already decides", []string{"ClientSideApplyMigration=false"}, v32,
-			[]string{"ClientSideApplyMigration=false", "ServerSideApply=true"}},
-		{"trap version, the application keeps the migration", []string{"ClientSideApplyMigration=true"}, v32,
-			[]string{"ClientSideApplyMigration=true", "ServerSideApply=true"}},
-		{"fixed in 3.3.2", nil, v332, []string{"ServerSideApply=true"}},
-	}
-	for _, c := range cases {
-		if got := SyncOptions(c.app, c.v); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: SyncOptions(%v, %v) = %v, want %v", c.name, c.app, c.v, got, c.want)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	tok := "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"
-	cases := map[string]string{
-		"rpc error: token " + tok + " is invalid": "rpc error: token *** is invalid",
-		"twice " + tok + tok:                      "twice ******",
-		"nothing to hide":                         "nothing to hide",
-	}
-	for in, want := range cases {
-		if got := gitops.Redact(in, tok); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := gitops.Redact("keep", ""); got != "keep" {
-		t.Errorf("an empty secret changed the text: %q", got)
-	}
-	a := &API{server: "127.0.0.1:1", token: tok}
-	if err := a.redact(errors.New("bad " + tok)); strings.Contains(err.Error(), tok) {
-		t.Errorf("API.redact kept the token: %v", err)
-	}
-}
-
-// DialAPI refuses to run without a token, and its refusal names the flag
-// and the variable; a closed port is a connect error that says where.
-func TestDialAPIErrors(t *testing.T) {
-	if _, err := DialAPI(APIOptions{Server: "127.0.0.1:1"}, "argocd"); err == nil ||
-		!strings.Contains(err.Error(), "--argocd-token") || !strings.Contains(err.Error(), "ARGOCD_AUTH_TOKEN") {
-		t.Fatalf("no token: %v", err)
-	}
-	tok := "s3cr3t-token-value"
-	_, err := DialAPI(APIOptions{Server: "http://127.0.0.1:1", Token: tok}, "argocd")
-	if err == nil || strings.Contains(err.Error(), tok) || !strings.Contains(err.Error(), "cannot connect to argocd-server at 127.0.0.1:1") {
-		t.Fatalf("connect error: %v", err)
+		{"changed twice", 2, ""},
+		{"changed every time", syncAttempts, "changed between each of 5 reads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+				"metadata": map[string]any{"name": "adopt-x", "namespace": "argocd", "resourceVersion": "7"},
+				"spec":     map[string]any{},
+			}}
+			c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{ApplicationGVR: "ApplicationList"}, app)
+			patches := 0
+			c.PrependReactor("patch", "applications", func(k8stesting.Action) (bool, runtime.Object, error) {
+				patches++
+				if patches <= tc.refusals {
+					return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "argoproj.io", Kind: "Application"}, "adopt-x", nil)
+				}
+				return false, nil, nil
+			})
+			err := KubeStatus{Client: c, Namespace: "argocd"}.Sync(context.Background(), "adopt-x", "", Version{})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("sync after %d refusals: %v", tc.refusals, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+			want := tc.refusals + 1
+			if tc.wantErr != "" {
+				want = syncAttempts
+			}
+			if patches != want {
+				t.Errorf("%d patches, want %d", patches, want)
+			}
+		})
 	}
 }
