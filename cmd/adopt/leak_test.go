@@ -445,6 +445,24 @@ func TestLeakSuite(t *testing.T) {
 	}
 	phase("status reported")
 
+	// finalize --dry-run and --undo, whose output and the journal the undo
+	// adds to are scanned too; and apply --secrets=placeholder, whose diff
+	// holds the Secrets' keys, never their values.
+	again := []string{"finalize", "--plan", planFile, "--timeout", "3m", "--poll-interval", "500ms"}
+	for _, name := range apps {
+		again = append(again, "--app", name)
+	}
+	if res := r.run(t, "finalize --dry-run", kubeconfig, nil, append(again, "--dry-run")...); res.code != 0 {
+		t.Errorf("finalize --dry-run: exit %d: %s\n%s", res.code, res.out, res.errOut)
+	}
+	if res := r.run(t, "finalize --undo", kubeconfig, nil, append(again, "--undo")...); res.code != 0 || !strings.Contains(res.out, "restored") {
+		t.Errorf("finalize --undo: exit %d: %s\n%s", res.code, res.out, res.errOut)
+	}
+	if res := r.run(t, "apply --secrets=placeholder --dry-run", kubeconfig, tokenEnv, append(applyArgs, "--secrets", "placeholder", "--dry-run")...); res.code != 0 || !strings.Contains(res.out, "adopt.dev/secret-placeholder") {
+		t.Errorf("apply --secrets=placeholder --dry-run: exit %d: %s\n%s", res.code, res.out, res.errOut)
+	}
+	phase("undone, and Secrets as placeholders")
+
 	// Hub and spoke: the package control plane, registered with the Argo
 	// CD cluster by a cluster Secret whose bearer token is a canary; and a
 	// fleet of the registered clusters, one reached with a real
