@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -58,7 +59,11 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 			why = codeHelmBlockedShort
 		}
 		if why != "" {
-			msg := fmt.Sprintf("Helm release %s (chart %s %s) is not adopted, so Application %s is not proposed: %s. Add the chart's repository to adopt.yaml helmRepositories (chart name: repo URL or oci://) and plan again", key, orUnknown(a.Helm.Chart), a.Helm.Version, a.Name, why)
+			next := "Plan again once that is done"
+			if strings.HasPrefix(why, helmrelease.ErrUnknownSource.Error()) {
+				next = "Add the chart's repository to adopt.yaml helmRepositories (chart name: repo URL or oci://) and plan again"
+			}
+			msg := fmt.Sprintf("Helm release %s (chart %s %s) is not adopted, so Application %s is not proposed: %s. %s", key, orUnknown(a.Helm.Chart), a.Helm.Version, a.Name, why, next)
 			p.Findings = append(p.Findings, Finding{CodeHelmBlocked, Critical, msg})
 			for _, ref := range a.Objects {
 				c := index()[ref]
