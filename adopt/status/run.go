@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, explain(err)
 		}
-		cov, err = Count(ctx, CoverageOptions{Clients: o.Clients, Namespaces: Namespaces(o.Inputs), Config: o.Config, Tracking: tracking, Apps: apps})
+		cov, err = Count(ctx, CoverageOptions{Clients: o.Clients, Namespaces: namespaces(o.Inputs), Config: o.Config, Tracking: tracking, Apps: apps})
 		if err != nil {
 			return nil, explain(err)
 		}
@@ -131,9 +131,9 @@ func (o Options) provider(src *Sources, repo *gitops.Repo) error {
 	return nil
 }
 
-// Namespaces is the coverage scope of the plans: every namespace (nil)
+// namespaces is the coverage scope of the plans: every namespace (nil)
 // when any plan scanned all of them, else the plans' namespaces.
-func Namespaces(in []Input) []string {
+func namespaces(in []Input) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, i := range in {
