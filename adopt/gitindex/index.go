@@ -1,8 +1,9 @@
 // Package gitindex reads the GitOps repo and indexes the Kubernetes
 // manifests in it: every YAML or JSON document with an apiVersion, kind and
 // name, keyed by group/kind/namespace/name, with the file and line it starts
-// on. It recognises kustomization directories and reports them without
-// rendering them, and it compares a live object with its manifest (drift),
+// on. It renders kustomizations the way Argo CD's repo-server does (with
+// kustomize's own library), and it compares a live object with its
+// manifest (drift),
 // looking only at the fields the manifest sets. It reads Git; it never
 // writes to it and never talks to the cluster.
 package gitindex
@@ -16,8 +17,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/adopt-dev/adopt/gitops"
 	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/adopt-dev/adopt/gitops"
 )
 
 // MaxFileBytes is the largest file indexed; larger files are reported as
@@ -41,10 +44,24 @@ type Manifest struct {
 	Line int
 	// Object is the decoded document.
 	Object map[string]any
+	// Render is the kustomization directory whose build holds the object
+	// ("" for an object read from a plain file); Path is then that
+	// kustomization's file and Line is 0.
+	Render string
+	// Generated is a generated ConfigMap's or Secret's name without its
+	// hash suffix.
+	Generated string
 }
 
-// Dir is the manifest's directory ("." for the root).
-func (m *Manifest) Dir() string { return path.Dir(m.Path) }
+// Dir is where an Application would point to get the manifest: the
+// kustomization that renders it, or the file's directory ("." for the
+// root).
+func (m *Manifest) Dir() string {
+	if m.Render != "" {
+		return m.Render
+	}
+	return path.Dir(m.Path)
+}
 
 // Skipped is a file (or one document in it) that was not indexed.
 type Skipped struct {
@@ -60,23 +77,37 @@ type Index struct {
 	// Revision is the commit the index was built from ("" for a plain
 	// directory).
 	Revision string
-	// Kustomizations are directories holding a kustomization file; they are
-	// reported, not rendered.
+	// Kustomizations are directories holding a kustomization file.
 	Kustomizations []string
+	// Rendered are the kustomizations rendered: those no other
+	// kustomization builds on (the places an Application would point).
+	Rendered []string
 	// Skipped are files or documents that could not be read as manifests.
 	Skipped []Skipped
+	// Unrendered are the kustomizations that could not be rendered: the
+	// kustomization file and why.
+	Unrendered []Skipped
+	// Notes say what the render did not apply.
+	Notes []string
+	// Kustomize are the build options kustomizations are rendered with;
+	// set them before Finish.
+	Kustomize KustomizeOptions
 
 	manifests []*Manifest
 	byKey     map[Key][]*Manifest
+	byStem    map[Key][]*Manifest
 	kust      map[string]bool
+	kustFile  map[string]string
+	// fs holds the files kustomize reads, until Finish.
+	fs filesys.FileSystem
 }
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}}
+	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}, kustFile: map[string]string{}, fs: filesys.MakeFsInMemory()}
 }
 
-// Manifests returns every indexed manifest, by path and line.
+// Manifests returns every manifest Lookup finds, by path and line.
 func (ix *Index) Manifests() []*Manifest { return ix.manifests }
 
 // IsManifestFile says whether a file name is read as YAML or JSON.
@@ -99,19 +130,31 @@ func isKustomizationFile(p string) bool {
 // Add indexes one file. It never fails: what it cannot read it records in
 // Skipped with the reason.
 func (ix *Index) Add(p string, data []byte) {
+	if len(data) > MaxFileBytes {
+		ix.Skipped = append(ix.Skipped, Skipped{Path: p, Reason: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(data), MaxFileBytes)})
+		return
+	}
+	ix.AddFile(p, data)
 	if isKustomizationFile(p) {
 		ix.addKustomization(path.Dir(p))
+		if ix.kustFile[path.Dir(p)] == "" {
+			ix.kustFile[path.Dir(p)] = p
+		}
 		return
 	}
 	if !IsManifestFile(p) {
 		return
 	}
-	if len(data) > MaxFileBytes {
-		ix.Skipped = append(ix.Skipped, Skipped{Path: p, Reason: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(data), MaxFileBytes)})
-		return
-	}
 	if err := ix.addDocs(p, data); err != nil {
 		ix.Skipped = append(ix.Skipped, Skipped{Path: p, Line: lineOf(err), Reason: reason(data, err)})
+	}
+}
+
+// AddFile keeps a file that is not indexed itself but that a
+// kustomization may read (a patch, a generator's input), until Finish.
+func (ix *Index) AddFile(p string, data []byte) {
+	if ix.fs != nil {
+		_ = ix.fs.WriteFile("/"+p, data)
 	}
 }
 
@@ -200,10 +243,7 @@ func (ix *Index) listItems(p string, root *yaml.Node, obj map[string]any) []*Man
 }
 
 func (ix *Index) commit(ms []*Manifest) {
-	for _, m := range ms {
-		ix.manifests = append(ix.manifests, m)
-		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)
-	}
+	ix.manifests = append(ix.manifests, ms...)
 }
 
 func isKustomization(obj map[string]any) bool {
@@ -253,8 +293,30 @@ func normalize(v any) any {
 	return v
 }
 
-// Finish sorts the index; call it after the last Add.
+// Finish renders the kustomizations and sorts the index; call it after the
+// last Add.
 func (ix *Index) Finish() {
+	ix.render(ix.Kustomize)
+	ix.fs = nil
+	// A kustomization directory's own files are read only through
+	// kustomize: they are not manifests an Application could point at.
+	plain := ix.manifests[:0]
+	for _, m := range ix.manifests {
+		if m.Render == "" && ix.kust[m.Dir()] {
+			continue
+		}
+		plain = append(plain, m)
+	}
+	ix.manifests = plain
+	ix.byKey, ix.byStem = map[Key][]*Manifest{}, map[Key][]*Manifest{}
+	for _, m := range ix.manifests {
+		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)
+		if m.Generated != "" {
+			k := m.Key
+			k.Name = m.Generated
+			ix.byStem[k] = append(ix.byStem[k], m)
+		}
+	}
 	sort.SliceStable(ix.manifests, func(i, j int) bool {
 		a, b := ix.manifests[i], ix.manifests[j]
 		if a.Path != b.Path {
@@ -282,24 +344,33 @@ func (ix *Index) Finish() {
 // object a manifest without a namespace also matches: Argo CD would put it
 // in the Application's destination namespace. More than one result means
 // the object is defined more than once (ambiguous).
+//
+// A generated ConfigMap or Secret whose live name carries another hash
+// suffix than the render's (made from older generator input) is found by
+// its name without the suffix.
 func (ix *Index) Lookup(group, kind, namespace, name string) []*Manifest {
-	out := append([]*Manifest(nil), ix.byKey[Key{Group: group, Kind: kind, Namespace: namespace, Name: name}]...)
-	if namespace != "" {
-		out = append(out, ix.byKey[Key{Group: group, Kind: kind, Name: name}]...)
+	out := ix.lookup(ix.byKey, Key{Group: group, Kind: kind, Namespace: namespace, Name: name})
+	if len(out) == 0 && group == "" && (kind == "ConfigMap" || kind == "Secret") && hashSuffix.MatchString(name) {
+		out = ix.lookup(ix.byStem, Key{Kind: kind, Namespace: namespace, Name: name[:len(name)-11]})
 	}
 	return out
 }
 
-// InKustomization says whether dir (or a parent) holds a kustomization.
-func (ix *Index) InKustomization(dir string) string {
-	for d := dir; ; d = path.Dir(d) {
-		if ix.kust[d] {
-			return d
-		}
-		if d == "." || d == "/" || d == "" {
-			return ""
-		}
+func (ix *Index) lookup(by map[Key][]*Manifest, k Key) []*Manifest {
+	out := append([]*Manifest(nil), by[k]...)
+	if k.Namespace != "" {
+		k.Namespace = ""
+		out = append(out, by[k]...)
 	}
+	return out
+}
+
+// InKustomization returns dir when it holds a kustomization, else "".
+func (ix *Index) InKustomization(dir string) string {
+	if ix.kust[dir] {
+		return dir
+	}
+	return ""
 }
 
 // FilesIn lists the manifest files directly in dir that Argo CD's directory

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -28,6 +29,8 @@ type Source struct {
 	// Auth are the credentials for a URL; userinfo in Location is used
 	// when Auth has none.
 	Auth gitops.Auth
+	// Kustomize are the build options kustomizations are rendered with.
+	Kustomize KustomizeOptions
 }
 
 // IsURL says whether loc names a remote repository rather than a path.
@@ -53,7 +56,7 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read repo: %w", err)
 	}
-	ix, err := indexRepo(snap.Repo, snap.Commit, src.Revision)
+	ix, err := indexRepo(snap.Repo, snap.Commit, src.Revision, src.Kustomize)
 	if err != nil {
 		return nil, fmt.Errorf("repo %s: %s", snap.URL, gitops.OneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
 	}
@@ -78,7 +81,7 @@ func loadPath(src Source) (*Index, error) {
 		if src.Revision != "" {
 			return nil, fmt.Errorf("repo path %s is not a Git repository, so --revision %s cannot be read", src.Location, src.Revision)
 		}
-		ix, err := indexDir(abs)
+		ix, err := indexDir(abs, src.Kustomize)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +99,7 @@ func loadPath(src Source) (*Index, error) {
 		}
 		hash = *h
 	}
-	ix, err := indexRepo(repo, hash, src.Revision)
+	ix, err := indexRepo(repo, hash, src.Revision, src.Kustomize)
 	if err != nil {
 		return nil, fmt.Errorf("repo %s: %v", src.Location, err)
 	}
@@ -112,7 +115,7 @@ func loadPath(src Source) (*Index, error) {
 }
 
 // indexRepo indexes the tree of commit hash (HEAD when zero).
-func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string) (*Index, error) {
+func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string, opts KustomizeOptions) (*Index, error) {
 	if hash.IsZero() {
 		head, err := repo.Head()
 		if err != nil {
@@ -130,11 +133,21 @@ func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string) (*Index, er
 	}
 	ix := New()
 	ix.Revision = hash.String()
+	ix.Kustomize = opts
+	// Every file is read only when a kustomization may read it.
+	all := false
+	_ = tree.Files().ForEach(func(f *object.File) error {
+		if isKustomizationFile(f.Name) {
+			all = true
+			return storer.ErrStop
+		}
+		return nil
+	})
 	err = tree.Files().ForEach(func(f *object.File) error {
 		if f.Mode != filemode.Regular && f.Mode != filemode.Executable {
 			return nil
 		}
-		if !IsManifestFile(f.Name) && !isKustomizationFile(f.Name) {
+		if !all && !IsManifestFile(f.Name) {
 			return nil
 		}
 		if f.Size > MaxFileBytes {
@@ -161,8 +174,20 @@ func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string) (*Index, er
 }
 
 // indexDir indexes a plain directory (no Git), skipping .git directories.
-func indexDir(root string) (*Index, error) {
+func indexDir(root string, opts KustomizeOptions) (*Index, error) {
 	ix := New()
+	ix.Kustomize = opts
+	all := false
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if err == nil && isKustomizationFile(p) {
+			all = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -175,7 +200,7 @@ func indexDir(root string) (*Index, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		if !IsManifestFile(rel) && !isKustomizationFile(rel) {
+		if !all && !IsManifestFile(rel) {
 			return nil
 		}
 		info, err := d.Info()
@@ -204,6 +229,12 @@ func indexDir(root string) (*Index, error) {
 func (ix *Index) subtree(dir string) *Index {
 	out := New()
 	out.Revision = ix.Revision
+	out.Notes = ix.Notes
+	for _, r := range ix.Rendered {
+		if r == dir || strings.HasPrefix(r, dir+"/") {
+			out.Rendered = append(out.Rendered, r)
+		}
+	}
 	in := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 	for _, m := range ix.manifests {
 		if in(m.Path) {
@@ -218,6 +249,11 @@ func (ix *Index) subtree(dir string) *Index {
 	for _, s := range ix.Skipped {
 		if in(s.Path) {
 			out.Skipped = append(out.Skipped, s)
+		}
+	}
+	for _, s := range ix.Unrendered {
+		if in(s.Path) {
+			out.Unrendered = append(out.Unrendered, s)
 		}
 	}
 	out.Finish()

@@ -54,7 +54,10 @@ type candidate struct {
 	src      *discover.Object
 	obj      *Object // in Plan.Objects
 	manifest *gitindex.Manifest
-	group    string // label group key
+	// ambiguous are the manifests when more than one defines the object;
+	// the one whose render equals live is chosen once the body is read.
+	ambiguous []*gitindex.Manifest
+	group     string // label group key
 }
 
 // Build judges every collected object, matches it with Git and assembles
@@ -84,13 +87,17 @@ func Build(in Inputs) *Plan {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDUnchecked, Severity: Warning, Message: in.Apps.Note})
 	}
 	if ix := in.Index; ix != nil {
-		p.Repo = &Repo{Source: ix.Source, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations, SkippedFiles: ix.Skipped}
+		p.Repo = &Repo{Source: ix.Source, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations,
+			Rendered: ix.Rendered, SkippedFiles: ix.Skipped, Unrendered: ix.Unrendered}
 		if p.Settings.RepoURL == "" && gitindex.IsURL(ix.Source) {
 			p.Settings.RepoURL = ix.Source
 		}
-		for _, k := range ix.Kustomizations {
-			p.Findings = append(p.Findings, Finding{Code: CodeKustomization, Severity: Info,
-				Message: fmt.Sprintf("%s is a kustomization: reported, not rendered; Argo CD renders it with kustomize", k)})
+		for _, u := range ix.Unrendered {
+			p.Findings = append(p.Findings, Finding{Code: CodeRenderFailed, Severity: Warning,
+				Message: fmt.Sprintf("%s: not rendered (%s); what it renders cannot be matched, so its objects may look not in Git. Fix it so that `kustomize build` succeeds, then plan again", u.Path, u.Reason)})
+		}
+		for _, n := range ix.Notes {
+			p.Findings = append(p.Findings, Finding{Code: CodeRenderFailed, Severity: Info, Message: n})
 		}
 	}
 	for _, s := range in.Result.SkippedTypes {
@@ -174,7 +181,7 @@ func Build(in Inputs) *Plan {
 	for k := range store {
 		c := &store[k]
 		cands[k] = c
-		if o := c.src; c.manifest != nil || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+		if o := c.src; c.manifest != nil || len(c.ambiguous) > 0 || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
 			byObj[o] = c // its body is read (in.Bodies)
 		}
 	}
@@ -187,6 +194,9 @@ func Build(in Inputs) *Plan {
 				c.obj.Findings = append(c.obj.Findings, Finding{Code: CodeUnread, Severity: Warning,
 					Message: fmt.Sprintf("could not read the body for drift and next-apply checks: %s", discover.Reason(err))})
 				return
+			}
+			if len(c.ambiguous) > 0 {
+				c.preferEqual(body, in.Index)
 			}
 			if c.manifest != nil {
 				d := gitindex.Compare(c.manifest.Object, body)
@@ -285,13 +295,41 @@ func matchGit(c *candidate, ix *gitindex.Index) {
 	switch len(ms) {
 	case 0:
 	case 1:
-		c.manifest = ms[0]
-		c.obj.Git = &GitMatch{Path: ms[0].Path, Line: ms[0].Line, Kustomization: ix.InKustomization(ms[0].Dir())}
+		c.match(ms[0], ix)
 	default:
+		c.ambiguous = ms
 		for _, m := range ms {
-			c.obj.Ambiguous = append(c.obj.Ambiguous, GitMatch{Path: m.Path, Line: m.Line, Kustomization: ix.InKustomization(m.Dir())})
+			c.obj.Ambiguous = append(c.obj.Ambiguous, gitMatch(m, ix))
 		}
 	}
+}
+
+func (c *candidate) match(m *gitindex.Manifest, ix *gitindex.Index) {
+	c.manifest = m
+	g := gitMatch(m, ix)
+	c.obj.Git = &g
+}
+
+func gitMatch(m *gitindex.Manifest, ix *gitindex.Index) GitMatch {
+	return GitMatch{Path: m.Path, Line: m.Line, Kustomization: ix.InKustomization(m.Dir())}
+}
+
+// preferEqual resolves an ambiguous match: when exactly one of the
+// manifests equals the live object (no drift), it is the object's source,
+// as the render an Application there would sync without a change. With
+// none or several equal, the object stays ambiguous.
+func (c *candidate) preferEqual(live map[string]any, ix *gitindex.Index) {
+	var equal []*gitindex.Manifest
+	for _, m := range c.ambiguous {
+		if gitindex.Compare(m.Object, live).Identical() {
+			equal = append(equal, m)
+		}
+	}
+	if len(equal) == 1 {
+		c.match(equal[0], ix)
+		c.obj.Ambiguous = nil
+	}
+	c.ambiguous = nil
 }
 
 // labelGroup is the app.kubernetes.io label that names the object's

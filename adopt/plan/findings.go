@@ -49,7 +49,7 @@ const (
 	CodeStaleVsGit      = "live-behind-git"
 	CodeNotInGit        = "not-in-git"
 	CodeAmbiguous       = "ambiguous-in-git"
-	CodeKustomization   = "kustomization-not-rendered"
+	CodeRenderFailed    = "render-failed"
 	CodeSecret          = "secret"
 	CodeHelm            = "helm-owned"
 	CodeStaleTracking   = "stale-tracking"
@@ -85,9 +85,6 @@ func findings(o *Object, haveRepo bool) []Finding {
 		fs = append(fs, Finding{CodeNotInGit, Info, "no manifest in the GitOps repo: the live object would be exported to Git"})
 	case o.Git == nil && !haveRepo && o.HelmRelease == "":
 		fs = append(fs, Finding{CodeNotInGit, Info, "no source in Git checked (no --repo): the live object would be exported to Git"})
-	}
-	if o.Git != nil && o.Git.Kustomization != "" {
-		fs = append(fs, Finding{CodeKustomization, Info, fmt.Sprintf("the manifest is in kustomization %s: matched as written, not rendered", o.Git.Kustomization)})
 	}
 	if redact.IsSecret(o.Group, o.Kind) {
 		fs = append(fs, Finding{CodeSecret, Warning, "a Secret: its values must not be committed in plain text; use a sealed or external secret"})

@@ -90,7 +90,11 @@ type Repo struct {
 	Revision       string             `json:"revision" yaml:"revision"`
 	Manifests      int                `json:"manifests" yaml:"manifests"`
 	Kustomizations []string           `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
-	SkippedFiles   []gitindex.Skipped `json:"skippedFiles,omitempty" yaml:"skippedFiles,omitempty"`
+	// Rendered are the kustomizations rendered (those no other builds on).
+	Rendered     []string           `json:"rendered,omitempty" yaml:"rendered,omitempty"`
+	SkippedFiles []gitindex.Skipped `json:"skippedFiles,omitempty" yaml:"skippedFiles,omitempty"`
+	// Unrendered are the kustomizations that could not be rendered.
+	Unrendered []gitindex.Skipped `json:"unrendered,omitempty" yaml:"unrendered,omitempty"`
 }
 
 // Settings are the choices the plan was made with (from adopt.yaml and
@@ -168,7 +172,7 @@ type Object struct {
 type GitMatch struct {
 	Path string `json:"path" yaml:"path"`
 	Line int    `json:"line" yaml:"line"`
-	// Kustomization is the kustomization directory holding the manifest.
+	// Kustomization is the kustomization whose render holds the object.
 	Kustomization string `json:"kustomization,omitempty" yaml:"kustomization,omitempty"`
 }
 

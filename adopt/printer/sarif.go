@@ -145,8 +145,8 @@ func ruleText(code string) string {
 		return "The object has no manifest in the GitOps repo"
 	case plan.CodeAmbiguous:
 		return "The object is defined more than once in Git"
-	case plan.CodeKustomization:
-		return "The manifest is in a kustomization, matched as written"
+	case plan.CodeRenderFailed:
+		return "A source in Git could not be rendered"
 	case plan.CodeSecret:
 		return "A Secret: its values must not be committed in plain text"
 	case plan.CodeHelm:

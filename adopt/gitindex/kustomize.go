@@ -1,0 +1,202 @@
+package gitindex
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// KustomizeOptions are the kustomize build options Argo CD passes to
+// `kustomize build` (argocd-cm kustomize.buildOptions). Only the load
+// restrictor changes what adopt renders; any other option is reported.
+type KustomizeOptions struct {
+	// BuildOptions is argocd-cm's kustomize.buildOptions, as written there.
+	BuildOptions string
+}
+
+// restrictions reads the load restrictor from the build options, and lists
+// the options adopt does not honour.
+func (o KustomizeOptions) restrictions() (types.LoadRestrictions, []string) {
+	lr := types.LoadRestrictionsRootOnly
+	var other []string
+	f := strings.Fields(o.BuildOptions)
+	for i := 0; i < len(f); i++ {
+		v, isLR := strings.CutPrefix(f[i], "--load-restrictor")
+		if !isLR {
+			other = append(other, f[i])
+			continue
+		}
+		v = strings.TrimPrefix(v, "=")
+		if v == "" && i+1 < len(f) {
+			i++
+			v = f[i]
+		}
+		if v == types.LoadRestrictionsNone.String() {
+			lr = types.LoadRestrictionsNone
+		}
+	}
+	return lr, other
+}
+
+// kustomization is what the renderer reads of a kustomization file itself:
+// the paths it builds on.
+type kustomization struct {
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Bases      []string `json:"bases"`
+	Components []string `json:"components"`
+}
+
+// render builds every leaf kustomization (one no other kustomization builds
+// on, and not a Component) with kustomize's own library, the way Argo CD's
+// repo-server runs `kustomize build <path>`, and indexes what it renders.
+// The files of kustomization directories are not plain manifests: Argo CD
+// reads such a directory only through kustomize. What cannot be rendered
+// is recorded in Unrendered with the kustomization file and the error.
+func (ix *Index) render(opts KustomizeOptions) {
+	fs := ix.fs
+	if len(ix.kustFile) == 0 || fs == nil {
+		return
+	}
+	lr, other := opts.restrictions()
+	if len(other) > 0 {
+		ix.Notes = append(ix.Notes, fmt.Sprintf("kustomize build options %q are not applied by adopt's render (only --load-restrictor is)", strings.Join(other, " ")))
+	}
+	// Read every kustomization: which directories it builds on, and which
+	// of its paths the repo does not hold (remote bases are never fetched).
+	deps := map[string][]string{}
+	missing := map[string]string{}
+	component := map[string]bool{}
+	for dir, file := range ix.kustFile {
+		b, err := fs.ReadFile("/" + file)
+		var k kustomization
+		if err == nil {
+			err = yaml.Unmarshal(b, &k)
+		}
+		if err != nil {
+			missing[dir] = fmt.Sprintf("%s: %s", file, gitops.OneLine(err.Error()))
+			continue
+		}
+		component[dir] = k.Kind == "Component"
+		for _, r := range append(append(append([]string(nil), k.Resources...), k.Bases...), k.Components...) {
+			p := path.Join(dir, r)
+			switch {
+			case looksRemote(r):
+				missing[dir] = fmt.Sprintf("%s: %q is a remote resource; adopt renders only what the repo holds", file, r)
+			case !fs.Exists("/" + p):
+				missing[dir] = fmt.Sprintf("%s: %q does not exist in the repo", file, r)
+			case fs.IsDir("/" + p):
+				deps[dir] = append(deps[dir], p)
+			}
+		}
+	}
+	base := map[string]bool{}
+	for _, ds := range deps {
+		for _, d := range ds {
+			base[d] = true
+		}
+	}
+	var leaves []string
+	for dir := range ix.kustFile {
+		if !base[dir] && !component[dir] {
+			leaves = append(leaves, dir)
+		}
+	}
+	sort.Strings(leaves)
+	k := krusty.MakeKustomizer(&krusty.Options{Reorder: krusty.ReorderOptionLegacy, LoadRestrictions: lr, PluginConfig: types.DisabledPluginConfig()})
+	for _, leaf := range leaves {
+		file := ix.kustFile[leaf]
+		if why := firstMissing(leaf, deps, missing); why != "" {
+			ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: why})
+			continue
+		}
+		ms, err := kustomizeBuild(k, fs, leaf)
+		if err != nil {
+			ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: "kustomize build " + leaf + ": " + gitops.OneLine(err.Error())})
+			continue
+		}
+		for _, m := range ms {
+			m.Path, m.Render = file, leaf
+		}
+		ix.commit(ms)
+		ix.Rendered = append(ix.Rendered, leaf)
+	}
+}
+
+// kustomizeBuild runs kustomize on one directory. kustomize panics on some inputs;
+// that is an error of the input, not of adopt.
+func kustomizeBuild(k *krusty.Kustomizer, fs filesys.FileSystem, dir string) (ms []*Manifest, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ms, err = nil, fmt.Errorf("kustomize failed: %v", r)
+		}
+	}()
+	rm, err := k.Run(fs, "/"+dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rm.Resources() {
+		obj, err := r.Map()
+		if err != nil {
+			return nil, err
+		}
+		if m := toManifest("", 0, normalize(obj).(map[string]any)); m != nil {
+			m.Generated = generatedStem(m)
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
+}
+
+// firstMissing says why dir, or a kustomization it builds on, cannot be
+// rendered from the repo alone; "" when it can.
+func firstMissing(dir string, deps map[string][]string, missing map[string]string) string {
+	seen := map[string]bool{}
+	var walk func(string) string
+	walk = func(d string) string {
+		if seen[d] {
+			return ""
+		}
+		seen[d] = true
+		if why := missing[d]; why != "" {
+			return why
+		}
+		for _, x := range deps[d] {
+			if why := walk(x); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	return walk(dir)
+}
+
+// looksRemote says whether a kustomization path names a remote resource
+// (a Git repository or an HTTP URL) rather than a path in the repo.
+func looksRemote(p string) bool {
+	return strings.Contains(p, "://") || strings.HasPrefix(p, "git@") || strings.Contains(p, "?ref=") ||
+		strings.HasPrefix(p, "github.com/") || strings.HasPrefix(p, "gitlab.com/") || strings.HasPrefix(p, "bitbucket.org/")
+}
+
+// hashSuffix is the suffix kustomize's generators add to a name: a dash
+// and ten characters of its hash alphabet.
+var hashSuffix = regexp.MustCompile(`-[24-9bcdfghkmt]{10}$`)
+
+// generatedStem is a generated ConfigMap's or Secret's name without the
+// hash suffix, "" for any other object. A live object made from older
+// generator input has another suffix; it is found by its stem.
+func generatedStem(m *Manifest) string {
+	if m.Group != "" || (m.Kind != "ConfigMap" && m.Kind != "Secret") || !hashSuffix.MatchString(m.Name) {
+		return ""
+	}
+	return m.Name[:len(m.Name)-11]
+}
