@@ -86,10 +86,10 @@ type Management struct {
 
 // Repo is the GitOps repo revision the plan was matched against.
 type Repo struct {
-	Source         string             `json:"source" yaml:"source"`
-	Revision       string             `json:"revision" yaml:"revision"`
-	Manifests      int                `json:"manifests" yaml:"manifests"`
-	Kustomizations []string           `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
+	Source         string   `json:"source" yaml:"source"`
+	Revision       string   `json:"revision" yaml:"revision"`
+	Manifests      int      `json:"manifests" yaml:"manifests"`
+	Kustomizations []string `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
 	// Rendered are the kustomizations rendered (those no other builds on).
 	Rendered     []string           `json:"rendered,omitempty" yaml:"rendered,omitempty"`
 	SkippedFiles []gitindex.Skipped `json:"skippedFiles,omitempty" yaml:"skippedFiles,omitempty"`
