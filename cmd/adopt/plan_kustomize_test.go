@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
+
+// overlayRepo copies adopt/gitindex/testdata/overlays (a base with a prod
+// and a staging overlay) into a new directory, with each overlay's
+// namespace renamed to one of this test's own.
+func overlayRepo(t *testing.T, nsOf map[string]string) string {
+	t.Helper()
+	src, _ := filepath.Abs("../../adopt/gitindex/testdata/overlays")
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for env, ns := range nsOf {
+			b = []byte(strings.ReplaceAll(string(b), "namespace: web-"+env, "namespace: "+ns))
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestPlanKustomizeOverlays: a base with two overlays (namespace,
+// namePrefix, commonLabels, a strategic-merge and a JSON 6902 patch, a
+// configMapGenerator), applied by hand with `kubectl apply -k`. Every live
+// object matches its overlay's render with no drift, each overlay gets one
+// Application at the overlay's path, never the base, and nothing is
+// exported.
+func TestPlanKustomizeOverlays(t *testing.T) {
+	ctx := context.Background()
+	nsOf := map[string]string{"prod": cp.Namespace(t), "staging": cp.Namespace(t)}
+	repo := overlayRepo(t, nsOf)
+	for env := range nsOf {
+		if out, err := cp.Kubectl(ctx, nil, "apply", "-k", filepath.Join(repo, "apps/web/overlays", env)); err != nil {
+			t.Fatalf("kubectl apply -k %s: %v\n%s", env, err, out)
+		}
+	}
+	for env, ns := range nsOf {
+		overlay := "apps/web/overlays/" + env
+		p := planJSON(t, "-n", ns, "--repo", repo)
+		if len(p.Objects) != 4 {
+			t.Fatalf("%s: %d objects, want 4 (ConfigMap, generated ConfigMap, Deployment, Service)", env, len(p.Objects))
+		}
+		for _, o := range p.Objects {
+			if o.Git == nil || o.Git.Kustomization != overlay || o.Git.Path != overlay+"/kustomization.yaml" {
+				t.Fatalf("%s: %s/%s matched %+v (ambiguous %+v), want the overlay %s", env, o.Kind, o.Name, o.Git, o.Ambiguous, overlay)
+			}
+			if o.Drift == nil || !o.Drift.Identical() {
+				t.Fatalf("%s: %s/%s drift %+v, want none", env, o.Kind, o.Name, o.Drift)
+			}
+			if !strings.HasPrefix(o.Name, env+"-") {
+				t.Fatalf("%s: %s has no name prefix", env, o.Name)
+			}
+		}
+		if len(p.Applications) != 1 {
+			t.Fatalf("%s: %d Applications: %+v", env, len(p.Applications), p.Applications)
+		}
+		a := p.Applications[0]
+		if a.Source != "git" || a.SourcePath != overlay || !a.Kustomize || a.Include != nil {
+			t.Fatalf("%s: Application %+v, want a kustomize source at %s", env, a, overlay)
+		}
+		if p.Summary.NotInGit != 0 || p.Summary.Drifted != 0 || p.Summary.Ambiguous != 0 {
+			t.Fatalf("%s: summary %+v", env, p.Summary)
+		}
+		for _, f := range p.Findings {
+			if f.Code == plan.CodeRenderFailed {
+				t.Fatalf("%s: %s", env, f.Message)
+			}
+		}
+		if strings.Join(p.Repo.Rendered, ",") != "apps/web/overlays/prod,apps/web/overlays/staging" {
+			t.Fatalf("rendered %v", p.Repo.Rendered)
+		}
+	}
+}
