@@ -58,8 +58,10 @@ type ArgoCD struct {
 	work     string
 	procs    []*process
 	stopOnce sync.Once
-	// helmDir holds the helm binary the repo-server runs.
-	helmDir string
+	// helmDir and kustomizeDir hold the helm and kustomize binaries the
+	// repo-server runs.
+	helmDir      string
+	kustomizeDir string
 }
 
 // Timing is one measured startup step.
@@ -96,6 +98,11 @@ func StartArgoCD(ctx context.Context, cp *ControlPlane, version string) (*ArgoCD
 	// The repo-server renders Helm-sourced Applications with helm from its
 	// PATH, the same helm the tests install releases with.
 	if a.helmDir, err = HelmBinaries(); err != nil {
+		return nil, err
+	}
+	// It renders kustomize-sourced Applications with kustomize from its
+	// PATH: the version this Argo CD bundles.
+	if a.kustomizeDir, err = KustomizeBinaries(BundledKustomize(version)); err != nil {
 		return nil, err
 	}
 	a.timing("build or find binary", &step)
@@ -257,8 +264,9 @@ func (a *ArgoCD) env(name string) ([]string, error) {
 		"TMPDIR=" + dirs["tmp"],
 		"HOME=" + dirs["home"],
 		"GIT_CONFIG_NOSYSTEM=1",
-		// The repo-server runs git with GIT_ASKPASS=argocd, and helm.
-		"PATH=" + a.Dir + string(os.PathListSeparator) + a.helmDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		// The repo-server runs git with GIT_ASKPASS=argocd, helm and
+		// kustomize.
+		"PATH=" + strings.Join([]string{a.Dir, a.helmDir, a.kustomizeDir, os.Getenv("PATH")}, string(os.PathListSeparator)),
 	}, nil
 }
 
@@ -500,6 +508,54 @@ func (a *ArgoCD) Token(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("log in to argocd-server at %s: no token in the response", a.Server)
 	}
 	return out.Token, nil
+}
+
+// Manifests asks argocd-server for the target manifests of Application
+// name (GET /api/v1/applications/{name}/manifests): what the repo-server
+// renders from its source at its target revision, with helm, kustomize or
+// plain files, and the tracking label or annotation set. Each manifest is
+// decoded into a map. A source that does not render is an error carrying
+// Argo CD's message.
+func (a *ArgoCD) Manifests(ctx context.Context, name string) ([]map[string]any, error) {
+	token, err := a.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	url := a.Server + "/api/v1/applications/" + name + "/manifests"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask argocd-server at %s for the manifests of Application %s/%s: %w", a.Server, a.Namespace, name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	// Manifests are JSON documents inside JSON strings.
+	var out struct {
+		Manifests []string `json:"manifests"`
+		Message   string   `json:"message"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("manifests of Application %s/%s: %s: %w", a.Namespace, name, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("Argo CD %s did not render Application %s/%s: %s: %s", a.Version, a.Namespace, name, resp.Status, out.Message)
+	}
+	objs := make([]map[string]any, 0, len(out.Manifests))
+	for i, m := range out.Manifests {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(m), &obj); err != nil {
+			return nil, fmt.Errorf("manifest %d of Application %s/%s: %w", i, a.Namespace, name, err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
 }
 
 // ServerVersion asks argocd-server for its version (GET /api/version).

@@ -18,5 +18,9 @@ done
 phase "gitea" "$here/build-gitea.sh"
 # The Helm tests and Argo CD's repo-server (for Helm-sourced Applications).
 phase "helm" "$here/build-helm.sh"
+# Argo CD's repo-server (for kustomize-sourced Applications): the
+# kustomize each Argo CD version bundles (v2.14: v5.4.3, v3.2: v5.7.0).
+phase "kustomize v5.4.3" "$here/build-kustomize.sh" v5.4.3
+phase "kustomize v5.7.0" "$here/build-kustomize.sh" v5.7.0
 # The release test: krew's manifest validator and krew itself.
 phase "krew" "$here/build-krew.sh"

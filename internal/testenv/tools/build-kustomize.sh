@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the real kustomize CLI that Argo CD's repo-server runs to render
+# kustomize-sourced Applications (`kustomize build`), from the Go module
+# proxy, into a cache outside the repo:
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin/kustomize-<version>/kustomize
+#
+# usage: build-kustomize.sh [VERSION]   (default v5.7.0, the kustomize that
+# Argo CD v3.2 bundles; Argo CD v2.14 bundles v5.4.3)
+#
+# The CLI is built as its own main module, in the module's directory in the
+# module cache, so its kustomize/api and kyaml need not match what adopt
+# links. It is safe to run concurrently (flock) and does nothing when the
+# cache is complete. Prints the cache directory on stdout.
+set -euo pipefail
+version=${1:-v5.7.0}
+mod=sigs.k8s.io/kustomize/kustomize/v5
+cache=${ADOPT_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin}/kustomize-$version
+mkdir -p "$cache"
+complete() { [ -x "$cache/kustomize" ]; }
+exec 9>"$cache/.lock"
+flock 9
+if complete; then echo "$cache"; exit 0; fi
+
+dir=$(cd / && go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
+  echo "build-kustomize.sh: could not download $mod@$version from the module proxy" >&2
+  exit 1
+fi
+echo "building kustomize $version from $dir into $cache (about a minute on 2 cores, once)" >&2
+start=$(date +%s)
+tmp=$(mktemp -d "$cache/.build.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# As kustomize's own release does: `kustomize version` prints $version.
+pkg=sigs.k8s.io/kustomize/api/provenance
+ldflags="-s -w -X $pkg.version=kustomize/$version -X $pkg.buildDate=1970-01-01T00:00:00Z"
+(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$tmp/kustomize" .)
+"$tmp/kustomize" version >&2
+mv -f "$tmp/kustomize" "$cache/kustomize"
+echo "built kustomize $version in $(( $(date +%s) - start ))s, $(du -m "$cache/kustomize" | cut -f1) MB" >&2
+echo "$cache"
