@@ -93,11 +93,13 @@ func HereIs(c Cluster) Here {
 }
 
 // ListApplicationsTo lists every Application of the management cluster
-// (dyn) and keeps as tracking only those whose destination is here; an
-// Application deploying elsewhere is remembered, so a mark naming it is
-// called stale with the reason. Errors follow ListApplications.
+// (dyn) and keeps as tracking only those whose destination is here (every
+// one when here is nil); an Application deploying elsewhere is
+// remembered, so a mark naming it is called stale with the reason. Errors
+// follow ListApplications.
 func ListApplicationsTo(ctx context.Context, dyn dynamic.Interface, here Here) (Applications, error) {
 	var keys []string
+	var specs []Spec
 	elsewhere := map[string]string{}
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return dyn.Resource(ApplicationGVR).List(ctx, opts)
@@ -110,8 +112,9 @@ func ListApplicationsTo(ctx context.Context, dyn dynamic.Interface, here Here) (
 		server, _, _ := unstructured.NestedString(u.Object, "spec", "destination", "server")
 		name, _, _ := unstructured.NestedString(u.Object, "spec", "destination", "name")
 		key := u.GetNamespace() + "/" + u.GetName()
-		if here(server, name) {
+		if here == nil || here(server, name) {
 			keys = append(keys, key)
+			specs = append(specs, specOf(u))
 			return nil
 		}
 		dest := "server " + server
@@ -125,6 +128,10 @@ func ListApplicationsTo(ctx context.Context, dyn dynamic.Interface, here Here) (
 		return notListed(err, " on the management cluster")
 	}
 	a := NewApplications(keys)
+	a.Specs = specs
+	if here == nil {
+		return a, nil
+	}
 	a.elsewhere = elsewhere
 	a.Note = fmt.Sprintf("%d Argo CD Applications deploy to this cluster (%d elsewhere)", len(keys), len(elsewhere))
 	return a, nil

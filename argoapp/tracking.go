@@ -13,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/pager"
 )
 
 // TrackingMethod is Argo CD's application.resourceTrackingMethod.
@@ -225,6 +223,9 @@ type Applications struct {
 	// Note says what was found, for the user.
 	Note string `json:"note" yaml:"note"`
 	set  map[string]bool
+	// Specs are what each Application (deploying here) syncs, by
+	// namespace/name.
+	Specs []Spec `json:"-" yaml:"-"`
 	// elsewhere maps Applications that deploy to another cluster to their
 	// destination (hub and spoke, ListApplicationsTo).
 	elsewhere map[string]string
@@ -245,24 +246,12 @@ func NewApplications(keys []string) Applications {
 // Has reports whether namespace/name is an Application.
 func (a Applications) Has(key string) bool { return a.set[key] }
 
-// ListApplications lists every Application (metadata only, all namespaces).
-// When the CRD is absent it says Argo CD is not installed and returns no
-// error; when listing is forbidden it says ids cannot be verified.
-func ListApplications(ctx context.Context, c metadata.Interface) (Applications, error) {
-	var keys []string
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.Resource(applicationResource).List(ctx, opts)
-	})
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-			keys = append(keys, m.Namespace+"/"+m.Name)
-		}
-		return nil
-	})
-	if err != nil {
-		return notListed(err, "")
-	}
-	return NewApplications(keys), nil
+// ListApplications lists every Application (all namespaces), with what
+// each syncs. When the CRD is absent it says Argo CD is not installed and
+// returns no error; when listing is forbidden it says ids cannot be
+// verified.
+func ListApplications(ctx context.Context, dyn dynamic.Interface) (Applications, error) {
+	return ListApplicationsTo(ctx, dyn, nil)
 }
 
 // notListed is what a failed list of Applications (on: where, "" for this

@@ -355,8 +355,8 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	var pls []*placed
 	var placeErr error
 	for _, app := range p.Applications {
-		if skip[app.Name] {
-			continue
+		if skip[app.Name] || app.Existing != nil {
+			continue // an existing Application adopts its objects when it syncs
 		}
 		pl, err := a.place(t, app, out)
 		if err != nil {

@@ -58,6 +58,9 @@ func (ov Overrides) Check(p *plan.Plan) error {
 		return refuse("--repo-url", ov.RepoURL, u, "repoURL")
 	}
 	for _, app := range p.Applications {
+		if app.Existing != nil {
+			continue
+		}
 		server, name := destination(p, app)
 		switch {
 		case ov.DestName != "" && ov.DestName != name:

@@ -94,6 +94,15 @@ type Index struct {
 	Kustomize KustomizeOptions
 
 	manifests []*Manifest
+	// docs are every document of a plain file, kustomization and chart
+	// directories' too (a directory source reads them).
+	docs []*Manifest
+	// renders are each kustomization's render, by directory.
+	renders map[string][]*Manifest
+	// unrenderable says why a kustomization could not be rendered.
+	unrenderable map[string]string
+	// charts are directories holding a Chart.yaml.
+	charts    map[string]bool
 	byKey     map[Key][]*Manifest
 	byStem    map[Key][]*Manifest
 	kust      map[string]bool
@@ -104,7 +113,8 @@ type Index struct {
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}, kustFile: map[string]string{}, fs: filesys.MakeFsInMemory()}
+	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}, kustFile: map[string]string{}, renders: map[string][]*Manifest{}, unrenderable: map[string]string{},
+		charts: map[string]bool{}, fs: filesys.MakeFsInMemory()}
 }
 
 // Manifests returns every manifest Lookup finds, by path and line.
@@ -135,6 +145,9 @@ func (ix *Index) Add(p string, data []byte) {
 		return
 	}
 	ix.AddFile(p, data)
+	if path.Base(p) == "Chart.yaml" {
+		ix.charts[path.Dir(p)] = true
+	}
 	if isKustomizationFile(p) {
 		ix.addKustomization(path.Dir(p))
 		if ix.kustFile[path.Dir(p)] == "" {
@@ -293,21 +306,39 @@ func normalize(v any) any {
 	return v
 }
 
+// chartOf returns the chart directory dir is in (dir or a parent), "" when
+// none.
+func (ix *Index) chartOf(dir string) string {
+	for d := dir; ; d = path.Dir(d) {
+		if ix.charts[d] {
+			return d
+		}
+		if d == "." || d == "/" || d == "" {
+			return ""
+		}
+	}
+}
+
 // Finish renders the kustomizations and sorts the index; call it after the
 // last Add.
 func (ix *Index) Finish() {
-	ix.render(ix.Kustomize)
-	ix.fs = nil
 	// A kustomization directory's own files are read only through
-	// kustomize: they are not manifests an Application could point at.
-	plain := ix.manifests[:0]
+	// kustomize, and a chart's only through Helm: they are not manifests
+	// an Application could point at.
+	var plain []*Manifest
 	for _, m := range ix.manifests {
-		if m.Render == "" && ix.kust[m.Dir()] {
+		if m.Render != "" { // already rendered (a subtree)
+			plain = append(plain, m)
 			continue
 		}
-		plain = append(plain, m)
+		ix.docs = append(ix.docs, m)
+		if !ix.kust[m.Dir()] && ix.chartOf(m.Dir()) == "" {
+			plain = append(plain, m)
+		}
 	}
 	ix.manifests = plain
+	ix.render(ix.Kustomize)
+	ix.fs = nil
 	ix.byKey, ix.byStem = map[Key][]*Manifest{}, map[Key][]*Manifest{}
 	for _, m := range ix.manifests {
 		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)

@@ -56,9 +56,10 @@ type kustomization struct {
 	Components []string `json:"components"`
 }
 
-// render builds every leaf kustomization (one no other kustomization builds
-// on, and not a Component) with kustomize's own library, the way Argo CD's
-// repo-server runs `kustomize build <path>`, and indexes what it renders.
+// render builds every kustomization but Components with kustomize's own
+// library, the way Argo CD's repo-server runs `kustomize build <path>`.
+// The leaves (those no other kustomization builds on) are indexed for
+// Lookup; every render is kept for the sources of existing Applications.
 // The files of kustomization directories are not plain manifests: Argo CD
 // reads such a directory only through kustomize. What cannot be rendered
 // is recorded in Unrendered with the kustomization file and the error.
@@ -105,30 +106,40 @@ func (ix *Index) render(opts KustomizeOptions) {
 			base[d] = true
 		}
 	}
-	var leaves []string
+	var dirs []string
 	for dir := range ix.kustFile {
-		if !base[dir] && !component[dir] {
-			leaves = append(leaves, dir)
+		if !component[dir] {
+			dirs = append(dirs, dir)
 		}
 	}
-	sort.Strings(leaves)
+	sort.Strings(dirs)
 	k := krusty.MakeKustomizer(&krusty.Options{Reorder: krusty.ReorderOptionLegacy, LoadRestrictions: lr, PluginConfig: types.DisabledPluginConfig()})
-	for _, leaf := range leaves {
-		file := ix.kustFile[leaf]
-		if why := firstMissing(leaf, deps, missing); why != "" {
-			ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: why})
-			continue
+	for _, dir := range dirs {
+		file := ix.kustFile[dir]
+		why := firstMissing(dir, deps, missing)
+		var ms []*Manifest
+		if why == "" {
+			var err error
+			if ms, err = kustomizeBuild(k, fs, dir); err != nil {
+				why = "kustomize build " + dir + ": " + gitops.OneLine(err.Error())
+			}
 		}
-		ms, err := kustomizeBuild(k, fs, leaf)
-		if err != nil {
-			ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: "kustomize build " + leaf + ": " + gitops.OneLine(err.Error())})
+		if why != "" {
+			if !base[dir] {
+				ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: why})
+			}
+			ix.unrenderable[dir] = why
 			continue
 		}
 		for _, m := range ms {
-			m.Path, m.Render = file, leaf
+			m.Path, m.Render = file, dir
 		}
-		ix.commit(ms)
-		ix.Rendered = append(ix.Rendered, leaf)
+		ix.renders[dir] = ms
+		// Only a leaf is a place a new Application would point.
+		if !base[dir] {
+			ix.manifests = append(ix.manifests, ms...)
+			ix.Rendered = append(ix.Rendered, dir)
+		}
 	}
 }
 

@@ -257,5 +257,7 @@ func (ix *Index) subtree(dir string) *Index {
 		}
 	}
 	out.Finish()
+	// Existing Applications may point anywhere in the repo.
+	out.docs, out.renders, out.charts, out.unrenderable = ix.docs, ix.renders, ix.charts, ix.unrenderable
 	return out
 }

@@ -57,7 +57,11 @@ type candidate struct {
 	// ambiguous are the manifests when more than one defines the object;
 	// the one whose render equals live is chosen once the body is read.
 	ambiguous []*gitindex.Manifest
-	group     string // label group key
+	// existing is the existing Application that renders the object; shared
+	// is set when more than one does.
+	existing *argoapp.Spec
+	shared   bool
+	group    string // label group key
 }
 
 // Build judges every collected object, matches it with Git and assembles
@@ -152,6 +156,8 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
+	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL)
+	p.Findings = append(p.Findings, ownedFindings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {
 			if at[i] < 0 {
@@ -167,6 +173,7 @@ func Build(in Inputs) *Plan {
 			store[k] = candidate{src: o, obj: &p.Objects[k], group: labelGroup(o.Labels)}
 			if in.Index != nil {
 				matchGit(&store[k], in.Index)
+				owned.claim(&store[k], in.Index)
 			}
 			if v.Provenance != judge.ProvenanceHelm && !judge.CSAMigrationRuns(o) {
 				// Nothing after judging reads them: at 100,000 objects

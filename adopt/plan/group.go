@@ -52,6 +52,13 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		o := c.obj
 		var b *bucket
 		switch {
+		case c.shared:
+			continue // a critical finding; no Application would end the fight
+		case c.existing != nil:
+			s := c.existing
+			b = get("existing\x00"+s.Namespace+"\x00"+s.Name, func() Application {
+				return Application{Source: "existing", Existing: &Existing{Namespace: s.Namespace, Automated: s.Automated, Sync: s.Sync}}
+			})
 		case o.HelmRelease != "":
 			b = get("helm\x00"+o.Namespace+"\x00"+o.HelmRelease, func() Application {
 				return Application{Source: "helm", Helm: &HelmSource{ReleaseName: o.HelmRelease}}
@@ -88,6 +95,12 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		a.Namespace = commonNamespace(b.ns)
 		parts := strings.Split(k, "\x00")
 		switch a.Source {
+		case "existing":
+			a.Name = parts[2]
+			a.Project, a.DestinationServer, a.DestinationName = "", "", ""
+			if c := b.refs[0]; c.existing != nil {
+				a.SourcePath = existingPath(c.existing, a.RepoURL)
+			}
 		case "helm":
 			a.Name = cfg.AppName(parts[1], parts[2], "")
 			a.Helm.Chart, a.Helm.Version = chartOf(b.refs)
@@ -110,7 +123,11 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 			a.Name = cfg.AppName(ns, key, "")
 			a.SourcePath = path.Join(cfg.ExportDir, dir, key)
 		}
-		a.Name = unique(a.Name, used)
+		if a.Source == "existing" {
+			used[a.Name] = true // sorted first: a new one never takes its name
+		} else {
+			a.Name = unique(a.Name, used)
+		}
 		a.Objects = refs(b.refs, a.Name)
 		sort.Strings(a.Objects)
 		apps = append(apps, a)

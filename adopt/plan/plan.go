@@ -184,7 +184,8 @@ type Application struct {
 	Project   string `json:"project" yaml:"project"`
 	// Source is where the Application's manifests come from: "git" (a
 	// directory already in the repo), "export" (the live objects, to be
-	// exported) or "helm" (a Helm chart; objects are never exported raw).
+	// exported), "helm" (a Helm chart; objects are never exported raw) or
+	// "existing" (an Application that already renders them).
 	Source string `json:"source" yaml:"source"`
 	// RepoURL is the GitOps repo (empty when unknown).
 	RepoURL string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
@@ -201,6 +202,9 @@ type Application struct {
 	Kustomize bool `json:"kustomize,omitempty" yaml:"kustomize,omitempty"`
 	// Helm is set for a Helm-sourced Application.
 	Helm *HelmSource `json:"helm,omitempty" yaml:"helm,omitempty"`
+	// Existing is set for an Application that already exists and renders
+	// the objects (Source "existing"): apply writes nothing for it.
+	Existing *Existing `json:"existing,omitempty" yaml:"existing,omitempty"`
 	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
 }

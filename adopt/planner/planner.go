@@ -162,7 +162,7 @@ func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applicati
 		if err != nil {
 			return tracking, argoapp.Applications{}, nil, explain(err)
 		}
-		apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+		apps, err := argoapp.ListApplications(ctx, o.Clients.Dynamic)
 		return tracking, apps, nil, explainIf(explain, err)
 	}
 	h := o.Hub

@@ -79,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var cov *Coverage
 	if o.Coverage {
-		apps, err := argoapp.ListApplications(ctx, o.Clients.Metadata)
+		apps, err := argoapp.ListApplications(ctx, o.Clients.Dynamic)
 		if err != nil {
 			return nil, explain(err)
 		}

@@ -1,0 +1,171 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	argogit "github.com/argoproj/argo-cd/v2/util/git"
+
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// Finding codes of existing Applications.
+const (
+	// CodeInApplication: an existing Application appRenders the object; it
+	// is adopted when that Application syncs, and no new one is proposed.
+	CodeInApplication = "in-existing-application"
+	// CodeSharedResource: two existing Applications render the object.
+	CodeSharedResource = "rendered-by-two-applications"
+	// CodeSourceNotRendered: an existing Application's source from the
+	// repo could not be rendered, so what it syncs is not known.
+	CodeSourceNotRendered = "application-source-not-rendered"
+)
+
+// Existing is an Application that already exists and appRenders objects of
+// the plan from the repo: apply writes nothing for it, and finalize
+// treats its next sync as the first.
+type Existing struct {
+	// Namespace is the Application's own namespace.
+	Namespace string `json:"namespace" yaml:"namespace"`
+	// Automated is set when it syncs by itself.
+	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
+	// Sync is its sync status when the plan was made.
+	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
+}
+
+// appRenders is what existing Applications render from the plan's repo: each
+// object identity with the Applications (by index into specs) whose
+// sources hold it, and the manifest each appRenders.
+type appRenders struct {
+	specs []argoapp.Spec
+	by    map[gitindex.Key][]owner
+}
+
+type owner struct {
+	spec     int
+	manifest *gitindex.Manifest
+}
+
+// existingRenders appRenders every source of every existing Application that
+// reads the plan's repo (repoURL, compared as Argo CD compares repository
+// URLs). A source adopt cannot render is a finding naming the Application
+// and why.
+func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string) (appRenders, []Finding) {
+	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
+	var fs []Finding
+	if ix == nil || repoURL == "" {
+		return r, nil
+	}
+	for i, s := range specs {
+		if s.Err != "" {
+			fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
+				Message: fmt.Sprintf("Application %s could not be read (%s): objects it syncs may be proposed again", s.Key(), s.Err)})
+			continue
+		}
+		for _, src := range s.Sources {
+			if src.RepoURL == "" || !argogit.SameURL(src.RepoURL, repoURL) || src.Chart != "" {
+				continue
+			}
+			var ms []*gitindex.Manifest
+			var err error
+			switch {
+			case src.Plugin != nil:
+				err = fmt.Errorf("a config management plugin source: not rendered by adopt")
+			case src.Path == "" && src.Ref != "":
+				continue // a values source of a multi-source Application
+			default:
+				d := gitindex.Directory{}
+				if src.Directory != nil {
+					d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
+				}
+				ms, err = ix.Render(src.Path, d)
+			}
+			if err != nil {
+				fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
+					Message: fmt.Sprintf("Application %s, source %s: %v; objects it syncs from there may be proposed again", s.Key(), src.Path, err)})
+				continue
+			}
+			for _, m := range ms {
+				r.add(m, i, s.Destination)
+			}
+		}
+	}
+	return r, fs
+}
+
+func (r *appRenders) add(m *gitindex.Manifest, spec int, dest string) {
+	keys := []gitindex.Key{m.Key}
+	if m.Namespace == "" && dest != "" {
+		// Namespaced, it goes to the destination; cluster-scoped, it has
+		// none.
+		k := m.Key
+		k.Namespace = dest
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if !hasSpec(r.by[k], spec) {
+			r.by[k] = append(r.by[k], owner{spec: spec, manifest: m})
+		}
+	}
+}
+
+func hasSpec(owners []owner, spec int) bool {
+	for _, o := range owners {
+		if o.spec == spec {
+			return true
+		}
+	}
+	return false
+}
+
+// ownersOf returns the existing Applications that render the object.
+func (r *appRenders) ownersOf(o *Object) []owner {
+	return r.by[gitindex.Key{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}]
+}
+
+// claim decides an object rendered by existing Applications: one makes it
+// that Application's (its render is the object's manifest); two or more
+// are a critical finding, and the object gets no Application.
+func (r *appRenders) claim(c *candidate, ix *gitindex.Index) {
+	owners := r.ownersOf(c.obj)
+	switch len(owners) {
+	case 0:
+		return
+	case 1:
+		s := r.specs[owners[0].spec]
+		c.existing = &r.specs[owners[0].spec]
+		c.ambiguous, c.obj.Ambiguous = nil, nil
+		c.match(owners[0].manifest, ix)
+		msg := fmt.Sprintf("in Git under Application %s: adopted when %s syncs; no new Application", s.Key(), s.Name)
+		switch {
+		case s.Sync == "OutOfSync" && !s.Automated:
+			msg += fmt.Sprintf(" (%s is OutOfSync and does not sync by itself: sync it)", s.Name)
+		case s.Sync == "OutOfSync":
+			msg += fmt.Sprintf(" (%s is OutOfSync and syncs by itself)", s.Name)
+		case !s.Automated:
+			msg += fmt.Sprintf(" (%s does not sync by itself: sync it)", s.Name)
+		}
+		c.obj.Findings = append(c.obj.Findings, Finding{Code: CodeInApplication, Severity: Info, Message: msg})
+	default:
+		var names []string
+		for _, o := range owners {
+			names = append(names, r.specs[o.spec].Key())
+		}
+		c.shared = true
+		c.obj.Findings = append(c.obj.Findings, Finding{Code: CodeSharedResource, Severity: Critical, Message: fmt.Sprintf(
+			"rendered by %d existing Applications (%s): Argo CD reports a shared resource and they fight over the tracking mark; keep it in one of them, then plan again",
+			len(owners), strings.Join(names, ", "))})
+	}
+}
+
+// existingPath is the path of the Application's first source that reads
+// the plan's repo.
+func existingPath(s *argoapp.Spec, repoURL string) string {
+	for _, src := range s.Sources {
+		if src.RepoURL != "" && argogit.SameURL(src.RepoURL, repoURL) && src.Path != "" {
+			return src.Path
+		}
+	}
+	return ""
+}
