@@ -101,12 +101,14 @@ type Index struct {
 	renders map[string][]*Manifest
 	// unrenderable says why a kustomization could not be rendered.
 	unrenderable map[string]string
+	// jsonnet are the .jsonnet files, which a directory source evaluates.
+	jsonnet []string
 	// charts are directories holding a Chart.yaml.
-	charts    map[string]bool
-	byKey     map[Key][]*Manifest
-	byStem    map[Key][]*Manifest
-	kust      map[string]bool
-	kustFile  map[string]string
+	charts   map[string]bool
+	byKey    map[Key][]*Manifest
+	byStem   map[Key][]*Manifest
+	kust     map[string]bool
+	kustFile map[string]string
 	// fs holds the files kustomize reads, until Finish.
 	fs filesys.FileSystem
 }
@@ -147,6 +149,9 @@ func (ix *Index) Add(p string, data []byte) {
 	ix.AddFile(p, data)
 	if path.Base(p) == "Chart.yaml" {
 		ix.charts[path.Dir(p)] = true
+	}
+	if strings.HasSuffix(p, ".jsonnet") {
+		ix.jsonnet = append(ix.jsonnet, p)
 	}
 	if isKustomizationFile(p) {
 		ix.addKustomization(path.Dir(p))

@@ -46,16 +46,26 @@ func (ix *Index) Render(dir string, d Directory) ([]*Manifest, error) {
 			return nil, fmt.Errorf("directory.exclude %q: %v", d.Exclude, err)
 		}
 	}
+	reads := func(p string) bool {
+		rel, ok := below(dir, p)
+		switch {
+		case !ok || !d.Recurse && strings.Contains(rel, "/"):
+			return false
+		case exc != nil && exc.Match(rel), inc != nil && !inc.Match(rel):
+			return false
+		}
+		return true
+	}
+	for _, j := range ix.jsonnet {
+		if reads(j) {
+			return nil, fmt.Errorf("the directory source evaluates Jsonnet (%s): not rendered by adopt", j)
+		}
+	}
 	var out []*Manifest
 	for _, m := range ix.docs {
-		rel, ok := below(dir, m.Path)
-		if !ok || !d.Recurse && strings.Contains(rel, "/") {
-			continue
+		if reads(m.Path) {
+			out = append(out, m)
 		}
-		if exc != nil && exc.Match(rel) || inc != nil && !inc.Match(rel) {
-			continue
-		}
-		out = append(out, m)
 	}
 	return out, nil
 }

@@ -147,7 +147,7 @@ func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string, opts Kustom
 		if f.Mode != filemode.Regular && f.Mode != filemode.Executable {
 			return nil
 		}
-		if !all && !IsManifestFile(f.Name) {
+		if !all && !IsManifestFile(f.Name) && !strings.HasSuffix(f.Name, ".jsonnet") {
 			return nil
 		}
 		if f.Size > MaxFileBytes {
@@ -200,7 +200,7 @@ func indexDir(root string, opts KustomizeOptions) (*Index, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		if !all && !IsManifestFile(rel) {
+		if !all && !IsManifestFile(rel) && !strings.HasSuffix(rel, ".jsonnet") {
 			return nil
 		}
 		info, err := d.Info()
