@@ -1,9 +1,10 @@
 package argoapp
 
 import (
+	"encoding/json"
+
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Spec is what an existing Application syncs: enough to render its
@@ -27,14 +28,20 @@ func (s Spec) Key() string { return s.Namespace + "/" + s.Name }
 
 func specOf(u *unstructured.Unstructured) Spec {
 	s := Spec{Namespace: u.GetNamespace(), Name: u.GetName()}
-	var app v1alpha1.Application
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &app); err != nil {
+	s.Sync, _, _ = unstructured.NestedString(u.Object, "status", "sync", "status")
+	// Through JSON: the runtime converter refuses the types' unexported
+	// fields.
+	var spec v1alpha1.ApplicationSpec
+	b, err := json.Marshal(u.Object["spec"])
+	if err == nil {
+		err = json.Unmarshal(b, &spec)
+	}
+	if err != nil {
 		s.Err = err.Error()
 		return s
 	}
-	s.Destination = app.Spec.Destination.Namespace
-	s.Sources = app.Spec.GetSources()
-	s.Automated = app.Spec.SyncPolicy != nil && app.Spec.SyncPolicy.Automated != nil
-	s.Sync = string(app.Status.Sync.Status)
+	s.Destination = spec.Destination.Namespace
+	s.Sources = spec.GetSources()
+	s.Automated = spec.SyncPolicy != nil && spec.SyncPolicy.Automated != nil
 	return s
 }
