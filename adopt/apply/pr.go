@@ -76,6 +76,9 @@ type prApp struct {
 	Previews []string
 	// Helm is set for a Helm-sourced Application.
 	Helm *prHelm
+	// Existing names an existing Application (namespace/name) that
+	// renders the objects; nothing is written for it.
+	Existing string
 }
 
 // prHelm is a Helm-sourced Application's chart, the proof that it renders
@@ -124,6 +127,9 @@ func newPRData(in PRInput) prData {
 	}
 	for _, a := range p.Applications {
 		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name], Helm: helmPR(a)}
+		if e := a.Existing; e != nil {
+			pa.Existing = e.Namespace + "/" + a.Name
+		}
 		counts := map[preview.Outcome]int{}
 		for _, r := range a.Objects {
 			ob, ok := byRef[r]
