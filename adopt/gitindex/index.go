@@ -343,7 +343,9 @@ func (ix *Index) Finish() {
 	}
 	ix.manifests = plain
 	ix.render(ix.Kustomize)
-	ix.fs = nil
+	if len(ix.charts) == 0 {
+		ix.fs = nil // charts and their values files are read later
+	}
 	ix.byKey, ix.byStem = map[Key][]*Manifest{}, map[Key][]*Manifest{}
 	for _, m := range ix.manifests {
 		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)

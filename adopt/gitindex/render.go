@@ -32,7 +32,7 @@ func (ix *Index) Render(dir string, d Directory) ([]*Manifest, error) {
 		}
 		return ix.renders[dir], nil
 	case ix.charts[dir]:
-		return nil, fmt.Errorf("%s is a Helm chart in Git: not rendered by adopt yet", dir)
+		return nil, fmt.Errorf("%s is a Helm chart in Git: render it with Chart", dir)
 	}
 	var inc, exc glob.Glob
 	var err error
@@ -68,6 +68,12 @@ func (ix *Index) Render(dir string, d Directory) ([]*Manifest, error) {
 		}
 	}
 	return out, nil
+}
+
+// IsChart says whether dir holds a Chart.yaml: Argo CD renders it with
+// Helm (see Chart).
+func (ix *Index) IsChart(dir string) bool {
+	return ix.charts[path.Clean(strings.TrimPrefix(dir, "/"))]
 }
 
 // below returns p relative to dir when p lies under dir.

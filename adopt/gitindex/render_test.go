@@ -50,7 +50,7 @@ func TestRenderSource(t *testing.T) {
 		{"apps", Directory{Recurse: true, Include: "{a.yaml,sub/*}"}, "a,c,d"},
 		{"apps", Directory{Recurse: true, Include: "sub/*.yaml", Exclude: "*deeper*"}, "c"},
 		{"kust", Directory{}, "k-x"},
-		{"chart", Directory{}, "error: chart is a Helm chart in Git: not rendered by adopt yet"},
+		{"chart", Directory{}, "error: chart is a Helm chart in Git: render it with Chart"},
 		{"jsonnet", Directory{Exclude: "*.jsonnet"}, "j"},
 		{"apps", Directory{Include: "[a"}, `error: directory.include "[a"`},
 	} {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -137,7 +138,7 @@ func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string, opts Kustom
 	// Every file is read only when a kustomization may read it.
 	all := false
 	_ = tree.Files().ForEach(func(f *object.File) error {
-		if isKustomizationFile(f.Name) {
+		if isKustomizationFile(f.Name) || path.Base(f.Name) == "Chart.yaml" {
 			all = true
 			return storer.ErrStop
 		}
@@ -182,7 +183,7 @@ func indexDir(root string, opts KustomizeOptions) (*Index, error) {
 		if err == nil && d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		if err == nil && isKustomizationFile(p) {
+		if err == nil && (isKustomizationFile(p) || filepath.Base(p) == "Chart.yaml") {
 			all = true
 			return filepath.SkipAll
 		}
@@ -258,6 +259,6 @@ func (ix *Index) subtree(dir string) *Index {
 	}
 	out.Finish()
 	// Existing Applications may point anywhere in the repo.
-	out.docs, out.renders, out.charts, out.unrenderable = ix.docs, ix.renders, ix.charts, ix.unrenderable
+	out.docs, out.renders, out.charts, out.unrenderable, out.jsonnet, out.fs = ix.docs, ix.renders, ix.charts, ix.unrenderable, ix.jsonnet, ix.fs
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -39,6 +40,9 @@ type Inputs struct {
 	HelmUnread string
 	// Management is Argo CD's cluster when it is not the one planned.
 	Management *Management
+	// Charts renders the Helm charts in Git that existing Applications
+	// sync (its KubeVersion is the cluster's).
+	Charts helmrelease.Renderer
 }
 
 // HelmRelease is one Helm release as read from its records, for Build.
@@ -156,7 +160,7 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
-	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL)
+	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL, in.Charts)
 	p.Findings = append(p.Findings, ownedFindings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {

@@ -7,6 +7,7 @@ import (
 	argogit "github.com/argoproj/argo-cd/v2/util/git"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -51,7 +52,7 @@ type owner struct {
 // reads the plan's repo (repoURL, compared as Argo CD compares repository
 // URLs). A source adopt cannot render is a finding naming the Application
 // and why.
-func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string) (appRenders, []Finding) {
+func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string, charts helmrelease.Renderer) (appRenders, []Finding) {
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
 	var fs []Finding
 	if ix == nil || repoURL == "" {
@@ -74,6 +75,8 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string) (
 				err = fmt.Errorf("a config management plugin source: not rendered by adopt")
 			case src.Path == "" && src.Ref != "":
 				continue // a values source of a multi-source Application
+			case ix.IsChart(src.Path):
+				ms, err = renderChart(ix, charts, s, src, repoURL)
 			default:
 				d := gitindex.Directory{}
 				if src.Directory != nil {

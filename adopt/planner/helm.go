@@ -70,16 +70,23 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels ma
 	return rels, in, ""
 }
 
+// chartRenderer renders charts for the planned cluster's version, as Argo
+// CD passes the destination's version to helm template.
+func chartRenderer(o Options) helmrelease.Renderer {
+	r := helmrelease.Renderer{}
+	if v, err := o.Kube.Discovery().ServerVersion(); err == nil {
+		r.KubeVersion = v.GitVersion
+	}
+	return r
+}
+
 // helmProof renders each Helm-sourced Application's chart at its version
 // with the plan's values (placeholders included, as Argo CD will render
 // it), compares it object by object with the release's stored manifest,
 // and dry-runs the first sync of each rendered object that is in the plan
 // (Secrets aside: their data is kept from live).
 func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
-	r := helmrelease.Renderer{}
-	if v, err := o.Kube.Discovery().ServerVersion(); err == nil {
-		r.KubeVersion = v.GitVersion
-	}
+	r := chartRenderer(o)
 	byKey := map[string]*plan.Object{}
 	for i := range p.Objects {
 		ob := &p.Objects[i]

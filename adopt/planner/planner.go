@@ -114,9 +114,10 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	o.Config = cfg
 	rels, helm, unread := helmReleases(ctx, o, res)
+	charts := chartRenderer(o)
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
-		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt,
+		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {

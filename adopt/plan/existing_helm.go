@@ -1,0 +1,132 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	argogit "github.com/argoproj/argo-cd/v2/util/git"
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// renderChart renders an existing Application's Helm chart in Git the way
+// Argo CD's repo-server runs `helm template`: release name (the
+// Application's name unless helm.releaseName), the destination namespace
+// (unless helm.namespace), values files in order (relative to the chart,
+// or $<ref>/… from a multi-source Application's ref source), then
+// valuesObject or values, then parameters (--set, or --set-string with
+// forceString). Hooks are left out, as Argo CD runs them as its own hooks.
+func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
+	ch, err := ix.Chart(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	h := src.Helm
+	if h == nil {
+		h = &v1alpha1.ApplicationSourceHelm{}
+	}
+	if len(h.FileParameters) > 0 {
+		return nil, fmt.Errorf("helm.fileParameters: not rendered by adopt")
+	}
+	values := map[string]any{}
+	for _, vf := range h.ValueFiles {
+		p, err := valuesFile(vf, src.Path, s.Sources, repoURL)
+		if err != nil {
+			return nil, err
+		}
+		b, err := ix.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) && h.IgnoreMissingValueFiles {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %v", vf, err)
+		}
+		m := map[string]any{}
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("values file %s: %v", p, err)
+		}
+		mergeValues(values, m)
+	}
+	if b := h.ValuesYAML(); len(b) > 0 {
+		m := map[string]any{}
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("helm values: %v", err)
+		}
+		mergeValues(values, m)
+	}
+	for _, p := range h.Parameters {
+		set := strvals.ParseInto
+		if p.ForceString {
+			set = strvals.ParseIntoString
+		}
+		if err := set(p.Name+"="+p.Value, values); err != nil {
+			return nil, fmt.Errorf("helm parameter %s: %v", p.Name, err)
+		}
+	}
+	release, ns := s.Name, s.Destination
+	if h.ReleaseName != "" {
+		release = h.ReleaseName
+	}
+	if h.Namespace != "" {
+		ns = h.Namespace
+	}
+	if h.KubeVersion != "" {
+		r.KubeVersion = h.KubeVersion
+	}
+	out, err := r.Render(ch, release, ns, values)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := gitindex.Documents(path.Join(path.Clean(src.Path), "Chart.yaml"), []byte(out.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("chart %s rendered YAML that does not parse: %v", src.Path, err)
+	}
+	for _, m := range ms {
+		m.Line, m.Render = 0, path.Clean(src.Path)
+	}
+	return ms, nil
+}
+
+// valuesFile is the repo path of a values file: relative to the chart, or
+// $<ref>/<path> in the repo of the source whose ref is <ref>.
+func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoURL string) (string, error) {
+	if !strings.HasPrefix(vf, "$") {
+		if strings.Contains(vf, "://") {
+			return "", fmt.Errorf("values file %s is a URL: not rendered by adopt", vf)
+		}
+		return path.Join(chartDir, vf), nil
+	}
+	ref, rest, _ := strings.Cut(vf[1:], "/")
+	for _, s := range sources {
+		if s.Ref != ref {
+			continue
+		}
+		if !argogit.SameURL(s.RepoURL, repoURL) {
+			return "", fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
+		}
+		return path.Clean(rest), nil
+	}
+	return "", fmt.Errorf("values file %s: no source has ref %q", vf, ref)
+}
+
+// mergeValues merges src into dst as Helm merges values files: maps merge
+// key by key, anything else replaces.
+func mergeValues(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
