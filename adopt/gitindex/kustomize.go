@@ -1,12 +1,16 @@
 package gitindex
 
 import (
+	"bytes"
 	"fmt"
+	iofs "io/fs"
+	"net/url"
 	"path"
 	"regexp"
 	"sort"
 	"strings"
 
+	yaml3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -54,10 +58,14 @@ type kustomization struct {
 	Resources  []string `json:"resources"`
 	Bases      []string `json:"bases"`
 	Components []string `json:"components"`
+	// Plugin configs: each inline, or a file or directory holding them.
+	Generators   []string `json:"generators"`
+	Transformers []string `json:"transformers"`
+	Validators   []string `json:"validators"`
 }
 
-// render builds every kustomization but Components with kustomize's own
-// library, the way Argo CD's repo-server runs `kustomize build <path>`.
+// render builds every kustomization but the Components others name with
+// kustomize's own library, the way Argo CD's repo-server runs `kustomize build <path>`.
 // The leaves (those no other kustomization builds on) are indexed for
 // Lookup; every render is kept for the sources of existing Applications.
 // The files of kustomization directories are not plain manifests: Argo CD
@@ -88,15 +96,53 @@ func (ix *Index) render(opts KustomizeOptions) {
 			continue
 		}
 		component[dir] = k.Kind == "Component"
+		remote := func(r string) {
+			missing[dir] = fmt.Sprintf("%s: %q is a remote resource; adopt renders only what the repo holds", file, r)
+		}
+		if r := remoteIn(b); r != "" {
+			remote(r)
+		}
 		for _, r := range append(append(append([]string(nil), k.Resources...), k.Bases...), k.Components...) {
 			p := path.Join(dir, r)
 			switch {
 			case looksRemote(r):
-				missing[dir] = fmt.Sprintf("%s: %q is a remote resource; adopt renders only what the repo holds", file, r)
+				remote(r)
 			case !fs.Exists("/" + p):
 				missing[dir] = fmt.Sprintf("%s: %q does not exist in the repo", file, r)
-			case fs.IsDir("/" + p):
+			case fs.IsDir("/"+p) && p != dir:
 				deps[dir] = append(deps[dir], p)
+			}
+		}
+		// kustomize reads a plugin config that is not inline as it reads
+		// a resource, and the config's own paths with the same loader.
+		for _, g := range append(append(append([]string(nil), k.Generators...), k.Transformers...), k.Validators...) {
+			if inline(g) {
+				if r := remoteIn([]byte(g)); r != "" {
+					remote(r)
+				}
+				continue
+			}
+			p := path.Join(dir, g)
+			switch {
+			case looksRemote(g):
+				remote(g)
+			case !fs.Exists("/" + p):
+				missing[dir] = fmt.Sprintf("%s: %q does not exist in the repo", file, g)
+			default:
+				if fs.IsDir("/"+p) && p != dir {
+					deps[dir] = append(deps[dir], p)
+				}
+				_ = fs.Walk("/"+p, func(f string, info iofs.FileInfo, err error) error {
+					if err != nil || info.IsDir() {
+						return nil
+					}
+					if c, err := fs.ReadFile(f); err == nil {
+						if r := remoteIn(c); r != "" {
+							remote(r)
+						}
+					}
+					return nil
+				})
 			}
 		}
 	}
@@ -108,7 +154,9 @@ func (ix *Index) render(opts KustomizeOptions) {
 	}
 	var dirs []string
 	for dir := range ix.kustFile {
-		if !component[dir] {
+		// A Component is built as part of the kustomizations naming it;
+		// one no kustomization names is built as kustomize build would.
+		if !component[dir] || !base[dir] {
 			dirs = append(dirs, dir)
 		}
 	}
@@ -192,10 +240,80 @@ func firstMissing(dir string, deps map[string][]string, missing map[string]strin
 }
 
 // looksRemote says whether a kustomization path names a remote resource
-// (a Git repository or an HTTP URL) rather than a path in the repo.
+// (a Git repository or an HTTP URL) rather than a path in the repo. It
+// holds every path kustomize would clone (any user@host, github.com in any
+// case, a git:: prefix) or fetch (an http or https URL).
 func looksRemote(p string) bool {
-	return strings.Contains(p, "://") || strings.HasPrefix(p, "git@") || strings.Contains(p, "?ref=") ||
-		strings.HasPrefix(p, "github.com/") || strings.HasPrefix(p, "gitlab.com/") || strings.HasPrefix(p, "bitbucket.org/")
+	if u, err := url.Parse(p); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return true
+	}
+	l := strings.TrimPrefix(strings.ToLower(p), "git::")
+	return strings.Contains(l, "://") || userAt.MatchString(l) || strings.Contains(l, "?ref=") ||
+		strings.HasPrefix(l, "github.com/") || strings.HasPrefix(l, "github.com:") || strings.HasPrefix(l, "gitlab.com/") || strings.HasPrefix(l, "bitbucket.org/")
+}
+
+// userAt is the user@ kustomize takes for an SCP-style Git URL.
+var userAt = regexp.MustCompile(`^[a-z][a-z0-9-]*@`)
+
+// pathKeys are the keys of a kustomization, and of the builtin plugins'
+// configs, whose values kustomize loads as paths (or URLs).
+var pathKeys = map[string]bool{"resources": true, "bases": true, "components": true, "crds": true, "configurations": true,
+	"generators": true, "transformers": true, "validators": true, "patchesStrategicMerge": true, "path": true,
+	"files": true, "envs": true, "env": true, "valuesFile": true, "additionalValuesFiles": true, "targetFilePath": true}
+
+// remoteIn returns the first path under pathKeys in data's YAML documents
+// that looksRemote, "" when none. Multi-line values are inline content,
+// never loaded as paths.
+func remoteIn(data []byte) (r string) {
+	defer func() {
+		if recover() != nil {
+			r = ""
+		}
+	}()
+	var walk func(v any, isPath bool) string
+	walk = func(v any, isPath bool) string {
+		switch t := v.(type) {
+		case string:
+			if isPath && !strings.Contains(t, "\n") && looksRemote(t) {
+				return t
+			}
+		case []any:
+			for _, x := range t {
+				if r := walk(x, isPath); r != "" {
+					return r
+				}
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if r := walk(t[k], pathKeys[k]); r != "" {
+					return r
+				}
+			}
+		}
+		return ""
+	}
+	dec := yaml3.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc any
+		if dec.Decode(&doc) != nil {
+			return ""
+		}
+		if r := walk(normalize(doc), false); r != "" {
+			return r
+		}
+	}
+}
+
+// inline says whether a generators, transformers or validators entry is a
+// plugin config itself rather than a path.
+func inline(s string) bool {
+	var m map[string]any
+	return yaml.Unmarshal([]byte(s), &m) == nil && m["kind"] != nil
 }
 
 // hashSuffix is the suffix kustomize's generators add to a name: a dash
