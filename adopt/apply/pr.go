@@ -61,6 +61,13 @@ type prData struct {
 	Runbooks     []string
 	Secrets      []prSecret
 	NextStep     string
+	// Root is the existing Application that syncs AppsDir and creates the
+	// new Applications ("" when none does); New counts them.
+	Root          string
+	RootAutomated bool
+	AppsDir       string
+	ArgoNamespace string
+	New           int
 }
 
 type prApp struct {
@@ -116,6 +123,15 @@ func newPRData(in PRInput) prData {
 	p := in.Plan
 	if p == nil {
 		return d
+	}
+	d.AppsDir, d.ArgoNamespace = Settings(p)
+	if r := p.ArgoCD.Root; r != nil {
+		d.Root, d.RootAutomated = r.Application, r.Automated
+	}
+	for _, a := range p.Applications {
+		if a.Existing == nil {
+			d.New++
+		}
 	}
 	d.Cluster = p.Cluster.Context
 	if d.Cluster == "" {

@@ -34,27 +34,9 @@ func (ix *Index) Render(dir string, d Directory) ([]*Manifest, error) {
 	case ix.charts[dir]:
 		return nil, fmt.Errorf("%s is a Helm chart in Git: render it with Chart", dir)
 	}
-	var inc, exc glob.Glob
-	var err error
-	if d.Include != "" {
-		if inc, err = glob.Compile(d.Include); err != nil {
-			return nil, fmt.Errorf("directory.include %q: %v", d.Include, err)
-		}
-	}
-	if d.Exclude != "" {
-		if exc, err = glob.Compile(d.Exclude); err != nil {
-			return nil, fmt.Errorf("directory.exclude %q: %v", d.Exclude, err)
-		}
-	}
-	reads := func(p string) bool {
-		rel, ok := below(dir, p)
-		switch {
-		case !ok || !d.Recurse && strings.Contains(rel, "/"):
-			return false
-		case exc != nil && exc.Match(rel), inc != nil && !inc.Match(rel):
-			return false
-		}
-		return true
+	reads, err := d.reader(dir)
+	if err != nil {
+		return nil, err
 	}
 	for _, j := range ix.jsonnet {
 		if reads(j) {
@@ -68,6 +50,43 @@ func (ix *Index) Render(dir string, d Directory) ([]*Manifest, error) {
 		}
 	}
 	return out, nil
+}
+
+// Reads says whether a directory source at dir with these settings reads
+// file (both relative to the repo root): a YAML, YAML or JSON file in dir,
+// or below it with Recurse, whose path relative to dir matches Include and
+// not Exclude.
+func (d Directory) Reads(dir, file string) (bool, error) {
+	reads, err := d.reader(path.Clean(strings.TrimPrefix(dir, "/")))
+	if err != nil {
+		return false, err
+	}
+	return IsManifestFile(file) && reads(file), nil
+}
+
+func (d Directory) reader(dir string) (func(string) bool, error) {
+	var inc, exc glob.Glob
+	var err error
+	if d.Include != "" {
+		if inc, err = glob.Compile(d.Include); err != nil {
+			return nil, fmt.Errorf("directory.include %q: %v", d.Include, err)
+		}
+	}
+	if d.Exclude != "" {
+		if exc, err = glob.Compile(d.Exclude); err != nil {
+			return nil, fmt.Errorf("directory.exclude %q: %v", d.Exclude, err)
+		}
+	}
+	return func(p string) bool {
+		rel, ok := below(dir, p)
+		switch {
+		case !ok || !d.Recurse && strings.Contains(rel, "/"):
+			return false
+		case exc != nil && exc.Match(rel), inc != nil && !inc.Match(rel):
+			return false
+		}
+		return true
+	}, nil
 }
 
 // IsChart says whether dir holds a Chart.yaml: Argo CD renders it with

@@ -234,6 +234,9 @@ func Build(in Inputs) *Plan {
 
 	p.Applications = group(cands, groupBy, cfg, in.Index)
 	p.Applications = helmApps(p, cands, in)
+	if in.Apps.Installed {
+		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications)
+	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	// Sorting moves p.Objects under the candidates: they are done with.
 	p.Sort()

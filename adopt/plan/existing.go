@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	argogit "github.com/argoproj/argo-cd/v2/util/git"
@@ -171,4 +172,45 @@ func existingPath(s *argoapp.Spec, repoURL string) string {
 		}
 	}
 	return ""
+}
+
+// Root is the existing Application that syncs the apps directory (an app
+// of apps): it creates the new Applications when it next syncs.
+type Root struct {
+	// Application is its namespace/name.
+	Application string `json:"application" yaml:"application"`
+	// Automated is set when it syncs by itself.
+	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
+}
+
+// appsRoot finds the existing Application whose directory source reads
+// every new Application's file (<appsDir>/<name>.yaml); nil when none does.
+// A kustomization reads only the files it lists, so it never counts.
+func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string, apps []Application) *Root {
+	if ix == nil || repoURL == "" || appsDir == "" {
+		return nil
+	}
+	for _, s := range specs {
+		for _, src := range s.Sources {
+			if src.RepoURL == "" || !argogit.SameURL(src.RepoURL, repoURL) || src.Chart != "" || src.Path == "" || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
+				continue
+			}
+			d := gitindex.Directory{}
+			if src.Directory != nil {
+				d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
+			}
+			all, some := true, false
+			for _, a := range apps {
+				if a.Existing != nil {
+					continue
+				}
+				ok, err := d.Reads(src.Path, path.Join(appsDir, a.Name+".yaml"))
+				all, some = all && ok && err == nil, true
+			}
+			if all && some {
+				return &Root{Application: s.Key(), Automated: s.Automated}
+			}
+		}
+	}
+	return nil
 }

@@ -72,6 +72,10 @@ type ArgoCD struct {
 	// Management is set when Argo CD runs on another cluster than the one
 	// planned (hub and spoke, --argocd-context).
 	Management *Management `json:"management,omitempty" yaml:"management,omitempty"`
+	// Root is the existing Application that syncs the apps directory (app
+	// of apps); nil when none does, and the new Applications must then be
+	// applied by hand after the merge.
+	Root *Root `json:"root,omitempty" yaml:"root,omitempty"`
 }
 
 // Management is the cluster Argo CD runs on, and how it knows the cluster

@@ -47,6 +47,7 @@ func TestPlanExistingApplications(t *testing.T) {
 			name, argoNS, ns, strings.TrimSuffix(strings.Replace(repoURL, "gitops", "GitOps", 1), ".git"), path, sync)
 	}
 	apps := app("payments", "apps/payments", "  syncPolicy: {automated: {}}\n") + "---\n" + app("billing", "apps/billing", "")
+
 	if out, err := cp.Kubectl(ctx, []byte(apps), "create", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -58,7 +59,23 @@ func TestPlanExistingApplications(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 
-	p := planJSON(t, "-n", ns, "--argocd-namespace", argoNS, "--repo", repo, "--config", filepath.Join(repo, "adopt.yaml"))
+	planNow := func() *plan.Plan {
+		return planJSON(t, "-n", ns, "--argocd-namespace", argoNS, "--repo", repo, "--config", filepath.Join(repo, "adopt.yaml"))
+	}
+	// No Application syncs the apps directory (argocd/apps) yet.
+	if p := planNow(); p.ArgoCD.Root != nil {
+		t.Fatalf("root %+v with no Application syncing argocd/apps", p.ArgoCD.Root)
+	}
+	// root is an app of apps: it syncs argocd/apps and below (Argo CD's
+	// globs: * matches /).
+	root := strings.Replace(app("root", "argocd", "  syncPolicy: {automated: {}}\n"), "path: argocd}", "path: argocd, directory: {recurse: true, include: 'apps/*.yaml'}}", 1)
+	if out, err := cp.Kubectl(ctx, []byte(root), "create", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	p := planNow()
+	if r := p.ArgoCD.Root; r == nil || r.Application != argoNS+"/root" || !r.Automated {
+		t.Fatalf("root %+v, want %s/root", r, argoNS)
+	}
 	extra := findObject(p, "ConfigMap", ns, "pay-extra")
 	if extra == nil || extra.App != "payments" || extra.Git == nil || extra.Git.Path != "apps/payments/extra.yaml" || !extra.Drift.Identical() {
 		t.Fatalf("pay-extra: %+v", extra)
