@@ -122,9 +122,10 @@ func New() *Index {
 // Manifests returns every manifest Lookup finds, by path and line.
 func (ix *Index) Manifests() []*Manifest { return ix.manifests }
 
-// IsManifestFile says whether a file name is read as YAML or JSON.
+// IsManifestFile says whether a file name is read as YAML or JSON: as
+// Argo CD's directory source decides, the extension is lower-case.
 func IsManifestFile(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
+	switch path.Ext(p) {
 	case ".yaml", ".yml", ".json":
 		return true
 	}
@@ -212,6 +213,10 @@ func (ix *Index) addDocs(p string, data []byte) (err error) {
 			continue
 		}
 		var obj map[string]any
+		if derr := asArgoCDReads(root); derr != nil {
+			ix.Skipped = append(ix.Skipped, Skipped{Path: p, Line: root.Line, Reason: derr.Error()})
+			continue
+		}
 		if derr := root.Decode(&obj); derr != nil {
 			ix.Skipped = append(ix.Skipped, Skipped{Path: p, Line: root.Line, Reason: reason(data, derr)})
 			continue

@@ -1,9 +1,12 @@
 package gitindex
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // TestRenderSource: what an Application's source at a path reads, decided
@@ -63,5 +66,32 @@ func TestRenderSource(t *testing.T) {
 	}
 	if got := names("broken", Directory{}); !strings.Contains(got, `"missing.yaml" does not exist`) {
 		t.Errorf("broken: %q", got)
+	}
+}
+
+// TestReadsAsArgoCD: plain scalars are read as Argo CD reads them, with
+// sigs.k8s.io/yaml (YAML 1.1, then JSON), the oracle here.
+func TestReadsAsArgoCD(t *testing.T) {
+	for _, v := range []string{"on", "yes", "y", "Y", "n", "NO", "off", "Off", "true", "True", "2024-01-01", "2024-01-01T10:00:00Z",
+		"0755", "0o755", "0x1F", "1e3", "1_000", "~", "null", "1.0", "+12", "010", "1:20", `"on"`, "'yes'", "12345678901234567890"} {
+		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nspec:\n  v: " + v + "\n  l: [" + v + "]\n"
+		ix := build(map[string]string{"a/c.yaml": doc})
+		ms := ix.Lookup("", "ConfigMap", "", "c")
+		if len(ms) != 1 {
+			t.Fatalf("%s: %+v", v, ix.Skipped)
+		}
+		var want map[string]any
+		if err := sigsyaml.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(ms[0].Object["spec"])
+		exp, _ := json.Marshal(want["spec"])
+		if string(got) != string(exp) {
+			t.Errorf("%s: adopt reads %s, Argo CD %s", v, got, exp)
+		}
+	}
+	ix := build(map[string]string{"a/inf.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: i}\ndata: {x: .inf}\n", "a/UPPER.YAML": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: u}\n"})
+	if len(ix.Manifests()) != 0 || len(ix.Skipped) != 1 || !strings.Contains(ix.Skipped[0].Reason, ".inf is not a JSON number") {
+		t.Fatalf("manifests %+v skipped %+v", ix.Manifests(), ix.Skipped)
 	}
 }
