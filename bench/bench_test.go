@@ -10,10 +10,18 @@ import (
 )
 
 // TestMain lets the test binary stand in for the bench binary as the raw
-// list baseline (measurePlan runs os.Executable with -rawlist).
+// list baseline (measurePlan runs os.Executable with -rawlist) and as
+// adopt's side of the render row (renderRow runs it with -render).
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == "-rawlist" {
 		if err := rawList(os.Args[2]); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) == 3 && os.Args[1] == "-render" {
+		if err := renderDir(os.Args[2]); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}
@@ -33,7 +41,7 @@ func TestSmoke(t *testing.T) {
 	}
 	out := filepath.Join(dir, "results.json")
 	c := Config{Adopt: adopt, Namespaces: 2, LargeNamespaces: 4, PerType: 100, BigEvery: 100, Finalize: 30, Apps: 10, ApplyObjects: 40,
-		FleetClusters: 4, FleetNamespaces: 1, Out: out, Log: t.Logf}
+		FleetClusters: 4, FleetNamespaces: 1, RenderApps: 10, RenderFiles: 400, Out: out, Log: t.Logf}
 	r, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +55,8 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	if len(back.Rows) != 6 {
-		t.Fatalf("%d rows, want 6", len(back.Rows))
+	if len(back.Rows) != 7 {
+		t.Fatalf("%d rows, want 7", len(back.Rows))
 	}
 	for _, row := range back.Rows {
 		if len(row.Measured) < 2 || len(row.Ratios) == 0 {

@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, six rows
+// through internal/testenv, loopback only) and prints, in one run, seven rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -18,7 +18,10 @@
 //     smart HTTP, against `git add -A && git commit && git push` of the same
 //     tree to the same server;
 //  6. plan --contexts of 4 clusters (4 kube-apiservers) x 5,000 objects
-//     against the slowest single-cluster plan of the same run (bench/fleet.go).
+//     against the slowest single-cluster plan of the same run (bench/fleet.go);
+//  7. gitindex.Load of a 20,000-file directory with 500 kustomize overlays
+//     against the kustomize CLI building each overlay, one after another
+//     (bench/render.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -70,9 +73,11 @@ type Config struct {
 	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
 	// skips it).
 	FleetClusters, FleetNamespaces int
+	// RenderApps and RenderFiles size the render row (0 apps skips it).
+	RenderApps, RenderFiles int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -97,11 +102,14 @@ func main() {
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
+	flag.IntVar(&c.RenderApps, "render-apps", 500, "apps (a base and an overlay each) of the render row (0: skip it)")
+	flag.IntVar(&c.RenderFiles, "render-files", 20000, "files of the render row's repo")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
+	render := flag.String("render", "", "internal: index and render this directory with gitindex.Load, and exit")
 	flag.Parse()
 	if *rawlist != "" {
 		if err := rawList(*rawlist); err != nil {
@@ -110,9 +118,17 @@ func main() {
 		}
 		return
 	}
+	if *render != "" {
+		if err := renderDir(*render); err != nil {
+			fmt.Fprintln(os.Stderr, "bench render:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *smoke {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
+		c.RenderApps, c.RenderFiles = 10, 400
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
@@ -205,15 +221,19 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		return nil, err
 	}
 	c.Adopt = bin
-	cp, cs, err := startSeedable(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cp.Stop()
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
-	b := &bench{c: c, cp: cp, cs: cs, res: r}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet"} {
+	b := &bench{c: c, res: r}
+	// The render row alone needs no control plane.
+	if c.Only != "render" {
+		cp, cs, err := startSeedable(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer cp.Stop()
+		b.cp, b.cs = cp, cs
+	}
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}
