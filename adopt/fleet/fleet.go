@@ -203,6 +203,9 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 		}
 		ix.Clusters = append(ix.Clusters, e)
 		for _, a := range p.Applications {
+			if a.Existing != nil {
+				continue // an Application that exists already: no set generates it
+			}
 			k := a.Name + "\x00" + a.Namespace + "\x00" + strings.Join(a.Objects, "\x00")
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)
