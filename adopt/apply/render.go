@@ -144,7 +144,12 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		out.names.add(w.path)
 	}
 	include := app.Include
-	if len(include) == 0 {
+	if app.Kustomize {
+		// Argo CD builds the kustomization from the files it lists. A
+		// directory include or exclude makes the source a plain directory:
+		// Argo CD would then apply kustomization.yaml itself as an object.
+		include, exclude = nil, nil
+	} else if len(include) == 0 {
 		others, err := otherManifests(t, srcPath, adoptedFiles, exclude, out)
 		if err != nil {
 			return pl, err

@@ -1,0 +1,60 @@
+package apply
+
+import (
+	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// TestKustomizeApplicationHasNoDirectoryFilter: an Application whose
+// source is a kustomize overlay points at the overlay with no directory
+// include or exclude, even though the overlay holds other manifests (a
+// patch). With a filter, Argo CD reads the source as a plain directory and
+// applies kustomization.yaml itself as an object.
+func TestKustomizeApplicationHasNoDirectoryFilter(t *testing.T) {
+	overlay := "apps/web/overlays/prod"
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, ID: "plan-kustomize",
+		Cluster:  plan.Cluster{Server: "https://127.0.0.1:6443"},
+		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, Namespace: "argocd"},
+		Settings: plan.Settings{GroupBy: plan.GroupAuto, RepoURL: "https://git.example.invalid/gitops.git", AppsDir: "argocd/apps", ExportDir: "adopted",
+			Project: "default", Destination: "https://kubernetes.default.svc"}}
+	app := plan.Application{Name: "adopt-web-prod", Namespace: "web-prod", Source: "git", SourcePath: overlay, Kustomize: true}
+	for _, name := range []string{"prod-web-cfg", "prod-web-env-ktf22628f7"} {
+		o := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "web-prod", Name: name, App: app.Name,
+			Git: &plan.GitMatch{Path: overlay + "/kustomization.yaml", Line: 1, Kustomization: overlay}}
+		p.Objects = append(p.Objects, o)
+		app.Objects = append(app.Objects, o.Ref())
+	}
+	p.Applications = []plan.Application{app}
+	tree := mapTree{
+		overlay + "/kustomization.yaml":    "resources: [../../base]\npatches: [{path: mode.yaml}]\n",
+		overlay + "/mode.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\n",
+		"apps/web/base/kustomization.yaml": "resources: [configmap.yaml]\n",
+		"apps/web/base/configmap.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\n",
+	}
+	a := newApplier(t, p, func(o *Options) { o.Fetch = fetchAny })
+	c, err := a.Build(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	if len(s.Applications) != 1 {
+		t.Fatalf("%d Applications, want 1", len(s.Applications))
+	}
+	as := s.Applications[0]
+	written, err := argoapp.DecodeApplication(c.Files[as.File])
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := written.Spec.Source
+	if src == nil || src.Path != overlay {
+		t.Fatalf("source %+v, want path %s", src, overlay)
+	}
+	if d := src.Directory; d != nil {
+		t.Errorf("source.directory %+v: Argo CD would read the overlay as plain files\n%s", *d, c.Files[as.File])
+	}
+	if as.Application.Include != "" || as.Application.Exclude != "" {
+		t.Errorf("summary: include %q exclude %q, want none", as.Application.Include, as.Application.Exclude)
+	}
+}
