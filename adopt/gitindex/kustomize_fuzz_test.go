@@ -71,6 +71,10 @@ func FuzzRenderKustomization(f *testing.F) {
 	} {
 		f.Add(k, "")
 	}
+	// kustomize v5.4.3 panics on two deletions in one patch file
+	// (kubernetes-sigs/kustomize#5552).
+	f.Add("resources: [../../base]\npatches:\n- path: mode.yaml\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\n$patch: delete\n---\n"+
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n$patch: delete\n")
 	// A plugin config in the patch file, naming a remote patch.
 	f.Add("resources: [../../base]\ntransformers: [mode.yaml]\n", "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: https://example.invalid/p.yaml\n")
 	trip, was := &tripwire{}, http.DefaultTransport
