@@ -4,17 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
@@ -142,6 +148,35 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	checkout := filepath.Join(work, "checkout")
 	git(t, "", "clone", "-q", bare, checkout)
 	kubectl(t, cp, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp))
+	// The web service's kustomize overlays (a base, prod and staging:
+	// namespace, namePrefix, commonLabels, a strategic-merge and a JSON
+	// 6902 patch, a configMapGenerator), committed to the repo and applied
+	// by hand with the real kubectl's kustomize.
+	copyDir(t, overlaysSrc, filepath.Join(checkout, "apps"))
+	git(t, checkout, "add", "apps/web")
+	git(t, checkout, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "web: a base and two overlays")
+	git(t, checkout, "push", "-q", "origin", "HEAD:main")
+	for _, env := range overlayEnvs {
+		kubectl(t, cp, "create", "namespace", "web-"+env)
+		kubectl(t, cp, "apply", "-k", filepath.Join(checkout, overlayPath(env)))
+	}
+	// The app of apps: root syncs argocd/apps by itself (prune off), so
+	// every Application file merged there becomes an Application.
+	rootFile := filepath.Join(work, "root.yaml")
+	writeFile(t, rootFile, rootApplication(repoURL, argo.Namespace))
+	kubectl(t, cp, "apply", "-f", rootFile)
+	rootCtx, rootCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer rootCancel()
+	rootSt, err := argo.WaitApplication(rootCtx, rootApp, func(s testenv.AppStatus) bool {
+		return s.OperationPhase == "Succeeded" && s.Sync == "Synced"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Application %s: %s", rootApp, rootSt)
+	// No kubelet runs: stand in for it, once, for the web pods the
+	// scheduler placed, so the web Deployments become available.
+	podsRunning(ctx, t, cp)
 	reason, err := cp.WaitUnschedulable(ctx, "litellm-test", "app=litellm")
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +213,16 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 			t.Fatalf("the plan proposes no Application %s: %s", app, r.out)
 		}
 	}
+	// The root creates the new Applications on its next sync.
+	if r := p.ArgoCD.Root; r == nil || r.Application != argo.Namespace+"/"+rootApp || !r.Automated {
+		t.Fatalf("plan: argocd.root %+v, want %s/%s, automated", p.ArgoCD.Root, argo.Namespace, rootApp)
+	}
+	// One Application per overlay, at the overlay's path, with every
+	// object of its namespace matched with no drift and nothing exported.
+	overlayApps := map[string]string{} // env -> Application
+	for _, env := range overlayEnvs {
+		overlayApps[env] = checkOverlayPlan(t, p, env)
+	}
 	ph.done("plan")
 
 	// 3. adopt apply: a branch of the repo on the git server.
@@ -200,17 +245,23 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	merged := git(t, bare, "rev-parse", branches[0])
 	git(t, bare, "update-ref", "refs/heads/main", merged, oldMain)
 
-	// 5. The Applications from the repo: kubectl apply the generated
-	// argocd/apps/*.yaml into Argo CD's namespace (docs/e2e.md).
+	// 5. The Applications from the repo: the root creates them. Ask Argo
+	// CD to refresh it now, as a user would with argocd app get
+	// --hard-refresh, rather than wait for its next poll of the repo.
 	git(t, checkout, "pull", "-q", "--ff-only", "origin", "main")
-	kubectl(t, cp, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, "argocd", "apps"))
+	exportedNothing(t, p, checkout, oldMain, merged)
+	kubectl(t, cp, "annotate", "-n", argo.Namespace, "--overwrite", "applications.argoproj.io/"+rootApp, "argocd.argoproj.io/refresh=hard")
+	waitRootCreated(ctx, t, cp, argo, p, merged)
+	for _, env := range overlayEnvs {
+		diffIsTrackingAlone(ctx, t, argo, p, overlayApps[env])
+	}
 	appYAML, err := os.ReadFile(filepath.Join(checkout, "argocd", "apps", appSystem+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sysOptions := syncOptions(t, appYAML)
 	t.Logf("generated %s: syncOptions %v", appSystem, sysOptions)
-	ph.done("merge + create Applications")
+	ph.done("merge + root creates Applications")
 
 	// 6a. finalize --sync in Kubernetes mode for the ConfigMaps. The sync
 	// it starts must carry only the generated Application's own options
@@ -275,6 +326,27 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	t.Logf("finalize (API mode) %s: %s", appLiteLLM, summary(apiRep))
 	ph.done("sync + finalize (api mode)")
 
+	// 6c. finalize --sync of each overlay's Application (Kubernetes mode):
+	// Argo CD renders the overlay with the kustomize it bundles, and its
+	// first sync adds the tracking mark alone.
+	var overlayReps []finalize.Report
+	for _, env := range overlayEnvs {
+		app := overlayApps[env]
+		r = runAdopt(t, cp.Kubeconfig, nil, "finalize", "--plan", planFile, "--sync", "--app", app,
+			"-o", "json", "--timeout", "5m", "--poll-interval", "500ms")
+		if r.code != 0 {
+			st, _ := argo.ApplicationStatus(ctx, app)
+			t.Fatalf("finalize --sync (Kubernetes mode) %s: %s\nApplication: %s\ncontroller: %s", app, r, st, argo.LogTail("argocd-application-controller", 3000))
+		}
+		rep := report(t, r)
+		t.Logf("finalize (Kubernetes mode) %s: %s", app, summary(rep))
+		if n := len(rep.Objects); n != len(planApp(p, app).Objects) {
+			t.Errorf("finalize %s reported %d objects, the plan has %d", app, n, len(planApp(p, app).Objects))
+		}
+		overlayReps = append(overlayReps, rep)
+	}
+	ph.done("sync + finalize (overlays)")
+
 	// 7. Every Application Synced and Healthy except the one whose
 	// Deployment cannot fit.
 	for _, a := range p.Applications {
@@ -296,7 +368,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	// Tracking ids on every object of a finalized Application; the
 	// last-applied annotation gone; bytes before -> after reported.
 	results := map[string]finalize.Result{}
-	for _, rep := range []finalize.Report{sysRep, clusterRep, apiRep} {
+	for _, rep := range append([]finalize.Report{sysRep, clusterRep, apiRep}, overlayReps...) {
 		for _, o := range rep.Objects {
 			results[o.Object] = o
 		}
@@ -587,4 +659,351 @@ func summary(rep finalize.Report) string {
 	}
 	fmt.Fprintf(&b, "  total %+v", rep.Total)
 	return b.String()
+}
+
+// The web service's overlays: adopt's own kustomize tests render this base
+// with its prod and staging overlays (namespaces web-prod and web-staging);
+// the e2e copies them into the GitOps repo as they are.
+const overlaysSrc = "../adopt/gitindex/testdata/overlays/apps"
+
+var overlayEnvs = []string{"prod", "staging"}
+
+func overlayPath(env string) string { return "apps/web/overlays/" + env }
+
+func overlayNamespace(env string) string { return "web-" + env }
+
+// rootApp is the app of apps: it syncs the apps directory.
+const rootApp = "root"
+
+// rootApplication syncs argocd/apps of the repo into Argo CD's namespace
+// by itself, with prune off: a file removed from Git never deletes an
+// Application.
+func rootApplication(repoURL, ns string) string {
+	return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  project: default
+  source:
+    repoURL: %q
+    path: argocd/apps
+    targetRevision: main
+    directory: {recurse: false}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  syncPolicy:
+    automated: {prune: false}
+`, rootApp, ns, repoURL, ns)
+}
+
+// copyDir copies the files below src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		writeFile(t, filepath.Join(dst, rel), string(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podsRunning stands in for the kubelet the node does not have, for the
+// web Deployments: once their ReplicaSets created every pod and the real
+// scheduler bound it to the node, it marks each pod Running and Ready (as
+// testenv.FillNode does for its filler pod), and it returns when the
+// controller manager reports every Deployment available.
+func podsRunning(ctx context.Context, t *testing.T, cp *testenv.ControlPlane) {
+	t.Helper()
+	cs := cp.Clientset()
+	for _, env := range overlayEnvs {
+		ns, name := overlayNamespace(env), env+"-web"
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			last = fmt.Sprintf("deployment %s/%s: %d of %d available", ns, name, d.Status.AvailableReplicas, want)
+			if d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want {
+				return true, nil
+			}
+			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			for i := range pods.Items {
+				pod := &pods.Items[i]
+				if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || podReady(pod) {
+					continue
+				}
+				now := metav1.Now()
+				pod.Status.Phase = corev1.PodRunning
+				pod.Status.StartTime = &now
+				pod.Status.Conditions = []corev1.PodCondition{
+					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+					{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				}
+				if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+					return false, err
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("web pods: %v (last: %s)", err, last)
+		}
+		t.Logf("%s", last)
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// checkOverlayPlan asserts the plan proposes one Application for overlay
+// env, at the overlay's path with a kustomize source, holding every
+// object of the overlay's namespace, each matched to the overlay's render
+// with no drift; it returns the Application's name.
+func checkOverlayPlan(t *testing.T, p *plan.Plan, env string) string {
+	t.Helper()
+	ns, overlay := overlayNamespace(env), overlayPath(env)
+	var app *plan.Application
+	for i := range p.Applications {
+		if p.Applications[i].SourcePath == overlay {
+			if app != nil {
+				t.Fatalf("plan: two Applications at %s: %s and %s", overlay, app.Name, p.Applications[i].Name)
+			}
+			app = &p.Applications[i]
+		}
+	}
+	if app == nil {
+		t.Fatalf("plan: no Application at the overlay %s (rendered %v, unrendered %v)", overlay, p.Repo.Rendered, p.Repo.Unrendered)
+	}
+	if app.Source != "git" || !app.Kustomize || app.Include != nil || app.Namespace != ns {
+		t.Errorf("plan: Application %s: source %q kustomize %v include %v namespace %q, want git, a kustomize source at %s, namespace %s",
+			app.Name, app.Source, app.Kustomize, app.Include, app.Namespace, overlay, ns)
+	}
+	in := map[string]bool{}
+	for _, ref := range app.Objects {
+		in[ref] = true
+	}
+	var kinds []string
+	for _, o := range p.Objects {
+		if o.Namespace != ns {
+			continue
+		}
+		kinds = append(kinds, o.Kind)
+		if o.App != app.Name || !in[o.Ref()] {
+			t.Errorf("plan: %s is in Application %q, want %s", o.Ref(), o.App, app.Name)
+		}
+		if o.Git == nil || o.Git.Kustomization != overlay || o.Git.Path != overlay+"/kustomization.yaml" {
+			t.Errorf("plan: %s matched %+v (ambiguous %+v), want the overlay %s", o.Ref(), o.Git, o.Ambiguous, overlay)
+		}
+		if o.Drift == nil || !o.Drift.Identical() {
+			t.Errorf("plan: %s drift %+v, want none", o.Ref(), o.Drift)
+		}
+		if !strings.HasPrefix(o.Name, env+"-") {
+			t.Errorf("plan: %s has no name prefix %s-", o.Ref(), env)
+		}
+	}
+	sort.Strings(kinds)
+	if got := strings.Join(kinds, ","); got != "ConfigMap,ConfigMap,Deployment,Service" || len(app.Objects) != 4 {
+		t.Errorf("plan: namespace %s holds %s, Application %s %d objects; want the overlay's ConfigMap, generated ConfigMap, Deployment and Service", ns, got, app.Name, len(app.Objects))
+	}
+	t.Logf("plan: Application %s at %s (kustomize), %d objects, no drift", app.Name, overlay, len(app.Objects))
+	return app.Name
+}
+
+// exportedNothing asserts the adoption branch (old..merged) changed nothing
+// of the overlays and exported no object of their namespaces: Git already
+// holds them.
+func exportedNothing(t *testing.T, p *plan.Plan, checkout, old, merged string) {
+	t.Helper()
+	web := map[string]bool{}
+	for _, env := range overlayEnvs {
+		web[overlayNamespace(env)] = true
+	}
+	files := strings.Fields(git(t, checkout, "diff", "--name-only", old, merged))
+	for _, f := range files {
+		if strings.HasPrefix(f, "apps/web/") {
+			t.Errorf("the adoption branch changed %s: the overlays are Git's already", f)
+		}
+		if !strings.HasPrefix(f, strings.TrimSuffix(p.Settings.ExportDir, "/")+"/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(checkout, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(b), "\n---") {
+			var o struct {
+				Metadata struct{ Namespace string } `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if web[o.Metadata.Namespace] {
+				t.Errorf("the adoption branch exports an object of %s in %s", o.Metadata.Namespace, f)
+			}
+		}
+	}
+	t.Logf("the adoption branch: %s", strings.Join(files, ", "))
+}
+
+// waitRootCreated waits until the root synced the merged revision, then
+// checks that it created every Application the plan proposes (those not
+// already existing), each carrying the root's tracking mark, and that
+// Argo CD compared each.
+func waitRootCreated(ctx context.Context, t *testing.T, cp *testenv.ControlPlane, argo *testenv.ArgoCD, p *plan.Plan, merged string) {
+	t.Helper()
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	st, err := argo.WaitApplication(waitCtx, rootApp, func(s testenv.AppStatus) bool {
+		return s.Revision == merged && s.OperationPhase == "Succeeded" && s.Sync == "Synced"
+	})
+	if err != nil {
+		t.Fatalf("the root did not sync the merge %s: %v", merged[:12], err)
+	}
+	t.Logf("Application %s at %s: %s", rootApp, merged[:12], st)
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	apps := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(gvr).Namespace(argo.Namespace)
+	for _, a := range p.Applications {
+		if a.Source == "existing" {
+			continue
+		}
+		st, err := argo.WaitApplication(waitCtx, a.Name, func(s testenv.AppStatus) bool { return s.Sync != "" })
+		if err != nil {
+			t.Fatalf("Argo CD did not create and compare Application %s: %v", a.Name, err)
+		}
+		u, err := apps.Get(ctx, a.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%s:argoproj.io/Application:%s/%s", rootApp, argo.Namespace, a.Name)
+		if got := u.GetAnnotations()[argoapp.AnnotationTrackingID]; got != want {
+			t.Errorf("Application %s: tracking id %q, want %q (created by the root)", a.Name, got, want)
+		}
+		t.Logf("Application %s created by %s: %s", a.Name, rootApp, st)
+	}
+}
+
+// resourceDiff is one entry of argocd-server's managed-resources answer.
+type resourceDiff struct {
+	Group               string `json:"group"`
+	Kind                string `json:"kind"`
+	Namespace           string `json:"namespace"`
+	Name                string `json:"name"`
+	LiveState           string `json:"liveState"`
+	NormalizedLiveState string `json:"normalizedLiveState"`
+	PredictedLiveState  string `json:"predictedLiveState"`
+	Modified            bool   `json:"modified"`
+}
+
+// diffIsTrackingAlone asks argocd-server for Application app's diff
+// against live before its first sync (GET
+// /api/v1/applications/{app}/managed-resources) and asserts every object
+// of the plan exists and what the sync would change (predicted minus
+// normalized live state) is the tracking annotation alone.
+func diffIsTrackingAlone(ctx context.Context, t *testing.T, argo *testenv.ArgoCD, p *plan.Plan, app string) {
+	t.Helper()
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if st, err := argo.WaitApplication(waitCtx, app, func(s testenv.AppStatus) bool { return s.Sync == "OutOfSync" }); err != nil {
+		t.Fatalf("Application %s before its first sync: %v (%s)", app, err, st)
+	}
+	token, err := argo.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, argo.Server+"/api/v1/applications/"+app+"/managed-resources", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Items []resourceDiff `json:"items"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("managed-resources of %s: %s: %s", app, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatalf("managed-resources of %s: %v", app, err)
+	}
+	items := map[string]resourceDiff{}
+	for _, it := range out.Items {
+		items[plan.Object{Group: it.Group, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name}.Ref()] = it
+	}
+	a := planApp(p, app)
+	if len(out.Items) != len(a.Objects) {
+		t.Errorf("Argo CD manages %d resources of %s, the plan adopts %d", len(out.Items), app, len(a.Objects))
+	}
+	for _, ref := range a.Objects {
+		it, ok := items[ref]
+		if !ok {
+			t.Errorf("Argo CD's %s has no resource %s", app, ref)
+			continue
+		}
+		var live, predicted map[string]any
+		if err := json.Unmarshal([]byte(it.NormalizedLiveState), &live); err != nil || live == nil {
+			t.Errorf("%s in %s: no live state (%v): %q", ref, app, err, it.NormalizedLiveState)
+			continue
+		}
+		if err := json.Unmarshal([]byte(it.PredictedLiveState), &predicted); err != nil || predicted == nil {
+			t.Errorf("%s in %s: no predicted state (%v)", ref, app, err)
+			continue
+		}
+		want := fmt.Sprintf("%s:%s/%s:%s/%s", app, it.Group, it.Kind, it.Namespace, it.Name)
+		if got, _, _ := unstructured.NestedString(live, "metadata", "annotations", argoapp.AnnotationTrackingID); got != "" {
+			t.Errorf("%s is live with tracking id %q before the first sync", ref, got)
+		}
+		got, _, _ := unstructured.NestedString(predicted, "metadata", "annotations", argoapp.AnnotationTrackingID)
+		if got != want {
+			t.Errorf("%s: the first sync of %s sets tracking id %q, want %q", ref, app, got, want)
+		}
+		// Argo CD's normalized live state keeps an empty annotations map
+		// where it took out kubectl's last-applied copy: no annotations.
+		unstructured.RemoveNestedField(predicted, "metadata", "annotations", argoapp.AnnotationTrackingID)
+		for _, o := range []map[string]any{live, predicted} {
+			if ann, _, _ := unstructured.NestedMap(o, "metadata", "annotations"); len(ann) == 0 {
+				unstructured.RemoveNestedField(o, "metadata", "annotations")
+			}
+		}
+		if !reflect.DeepEqual(live, predicted) {
+			l, _ := yaml.Marshal(live)
+			pr, _ := yaml.Marshal(predicted)
+			t.Errorf("%s: the first sync of %s changes more than the tracking mark:\n--- live\n%s--- predicted (tracking id removed)\n%s", ref, app, l, pr)
+		}
+	}
+	t.Logf("Argo CD's diff of %s before its first sync: the tracking mark alone on %d objects", app, len(a.Objects))
 }
