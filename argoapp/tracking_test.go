@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
 func TestParseTrackingID(t *testing.T) {
@@ -58,7 +60,7 @@ func TestCheck(t *testing.T) {
 	apps := NewApplications([]string{"argocd/web", "team/api"})
 	ann := Tracking{Method: TrackingAnnotation, InstanceLabelKey: DefaultInstanceLabelKey, Namespace: "argocd"}
 	lbl := Tracking{Method: TrackingLabel, InstanceLabelKey: "example.com/app", Namespace: "argocd"}
-	cm := Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
+	cm := objref.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
 	id := func(s string) map[string]string { return map[string]string{AnnotationTrackingID: s} }
 	cases := []struct {
 		name        string

@@ -7,7 +7,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
-	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Severity ranks a finding.
@@ -89,7 +88,7 @@ func findings(o *Object, haveRepo bool) []Finding {
 	if o.Git != nil && o.Git.Kustomization != "" {
 		fs = append(fs, Finding{CodeKustomization, Info, fmt.Sprintf("the manifest is in kustomization %s: matched as written, not rendered", o.Git.Kustomization)})
 	}
-	if redact.IsSecret(o.Group, o.Kind) {
+	if o.IsSecret() {
 		fs = append(fs, Finding{CodeSecret, Warning, "a Secret: its values must not be committed in plain text; use a sealed or external secret"})
 	}
 	if o.Provenance == string(judge.ProvenanceHelm) {

@@ -11,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -37,7 +38,7 @@ type Plan struct {
 	// Findings are plan-wide (not about one object).
 	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 	// Applications are the proposed Argo CD Applications; each names its
-	// objects by Object.Ref.
+	// objects by Object.Ref.String().
 	Applications []Application `json:"applications" yaml:"applications"`
 	Objects      []Object      `json:"objects" yaml:"objects"`
 	Skipped      []Skipped     `json:"skipped,omitempty" yaml:"skipped,omitempty"`
@@ -123,12 +124,7 @@ type Summary struct {
 
 // Object is one untracked object proposed for adoption.
 type Object struct {
-	Group      string           `json:"group" yaml:"group"`
-	Version    string           `json:"version" yaml:"version"`
-	Kind       string           `json:"kind" yaml:"kind"`
-	Resource   string           `json:"resource" yaml:"resource"`
-	Namespace  string           `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name       string           `json:"name" yaml:"name"`
+	objref.Ref `yaml:",inline"`
 	Provenance string           `json:"provenance" yaml:"provenance"`
 	Evidence   string           `json:"evidence" yaml:"evidence"`
 	Confidence judge.Confidence `json:"confidence" yaml:"confidence"`
@@ -197,7 +193,7 @@ type Application struct {
 	Kustomize bool `json:"kustomize,omitempty" yaml:"kustomize,omitempty"`
 	// Helm is set for a Helm-sourced Application.
 	Helm *HelmSource `json:"helm,omitempty" yaml:"helm,omitempty"`
-	// Objects are the adopted objects, by Object.Ref.
+	// Objects are the adopted objects, by Object.Ref.String().
 	Objects []string `json:"objects" yaml:"objects"`
 }
 
@@ -277,13 +273,6 @@ func (p *HelmProof) Equal() bool {
 		}
 	}
 	return true
-}
-
-// Ref is group/kind namespace/name, the way errors and reports name it.
-func (o Object) Ref() string { return o.ref().String() }
-
-func (o *Object) ref() argoapp.Ref {
-	return argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 }
 
 // Skipped is an object or type left out, with the reason.

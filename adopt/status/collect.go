@@ -95,7 +95,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 		refs = append(refs, ref)
 		objs := map[string]plan.Object{}
 		for _, o := range p.Objects {
-			objs[o.Ref()] = o
+			objs[o.Ref.String()] = o
 		}
 		reader := argoapp.KubeStatus{Client: src.Dynamic, Namespace: argoNS}
 		for _, a := range p.Applications {
@@ -122,7 +122,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 			for n, ob := range targets {
 				f := Facts{
 					PlanID: p.ID, PlanFile: i.File, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
-					FinalizedAt: finalized[ob.Ref()],
+					FinalizedAt: finalized[ob.Ref.String()],
 					GitRead:     src.Repo != nil, Pushed: git.pushed, Merged: merged, PR: git.pr, PRNote: git.prNote,
 					AppState: &st, Explain: explain,
 				}
@@ -183,14 +183,14 @@ func journal(file string) (map[string]time.Time, string, error) {
 		return nil, "", fmt.Errorf("finalize journal %s: %w. Status reads it to tell finalized objects; repair it or wait for the finalize holding it", file, err)
 	}
 	for _, e := range finalize.Removed(entries) {
-		out[e.Target.Ref()] = e.Time
+		out[e.Target.Ref.String()] = e.Time
 	}
 	// An object finalize cleaned without an annotation to remove (only
 	// field owners) is finalized too, from its last finalized entry.
 	for _, e := range entries {
 		if e.Result == string(finalize.StatusFinalized) && !e.HadAnnotation {
-			if _, ok := out[e.Target.Ref()]; !ok {
-				out[e.Target.Ref()] = e.Time
+			if _, ok := out[e.Target.Ref.String()]; !ok {
+				out[e.Target.Ref.String()] = e.Time
 			}
 		}
 	}
