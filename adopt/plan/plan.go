@@ -38,7 +38,7 @@ type Plan struct {
 	// Findings are plan-wide (not about one object).
 	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 	// Applications are the proposed Argo CD Applications; each names its
-	// objects by Object.Ref.String().
+	// objects by Object.Ref.
 	Applications []Application `json:"applications" yaml:"applications"`
 	Objects      []Object      `json:"objects" yaml:"objects"`
 	Skipped      []Skipped     `json:"skipped,omitempty" yaml:"skipped,omitempty"`
@@ -193,7 +193,7 @@ type Application struct {
 	Kustomize bool `json:"kustomize,omitempty" yaml:"kustomize,omitempty"`
 	// Helm is set for a Helm-sourced Application.
 	Helm *HelmSource `json:"helm,omitempty" yaml:"helm,omitempty"`
-	// Objects are the adopted objects, by Object.Ref.String().
+	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
 }
 
