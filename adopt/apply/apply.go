@@ -223,7 +223,7 @@ func (a *Applier) Export(ctx context.Context) error {
 			continue
 		}
 		order = append(order, e)
-		gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+		gvr := obj.GVR()
 		k := gvr.String() + "\x00" + obj.Namespace
 		g := groups[k]
 		if g == nil {
@@ -275,7 +275,7 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		g.Go(func() error {
 			obj := e.obj
-			gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+			gvr := obj.GVR()
 			live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
 			if err != nil {
 				fail(e, &ObjectError{Ref: obj.Ref.String(), Op: "read to export it", Err: err})

@@ -118,7 +118,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 	return apps
 }
 
-// refs names cands' objects (Object.Ref.String()) for an Application's list and
+// refs names cands' objects (Object.Ref) for an Application's list and
 // gives them to app. The names are cut from one string: a string per
 // object was, at 100,000 objects, 100,000 allocations the collector then
 // traced.

@@ -136,7 +136,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 			if ob == nil || ob.App != app.Name || ob.IsSecret() {
 				continue
 			}
-			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			gvr := ob.GVR()
 			live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
 			if err != nil {
 				return explain(fmt.Errorf("%s: %w", ob.Ref.String(), err))

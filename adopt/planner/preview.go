@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -36,7 +35,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 		if o.Previewed != nil {
 			o.Previewed(i+1, len(p.Objects))
 		}
-		gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+		gvr := ob.GVR()
 		live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
 		if err != nil {
 			return explain(fmt.Errorf("%s: %w", ob.Ref.String(), err))

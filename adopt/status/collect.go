@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -229,7 +228,7 @@ func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
 	g.SetLimit(workers)
 	for i, ob := range objs {
 		g.Go(func() error {
-			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			gvr := ob.GVR()
 			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
