@@ -281,7 +281,7 @@ func (t Tracking) Check(r objref.Ref, labels, annotations map[string]string, app
 		return Tracked{}
 	}
 	if m.ID != nil && !m.ID.Names(r) {
-		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.refString())}
+		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.Ref.String())}
 	}
 	if key := t.AppKey(m.App); apps.Verified && !apps.Has(key) {
 		if dest := apps.elsewhere[key]; dest != "" {
@@ -302,10 +302,8 @@ func (t Tracking) Check(r objref.Ref, labels, annotations map[string]string, app
 type TrackingID struct {
 	AppNamespace string `json:"appNamespace,omitempty" yaml:"appNamespace,omitempty"`
 	AppName      string `json:"appName" yaml:"appName"`
-	Group        string `json:"group" yaml:"group"`
-	Kind         string `json:"kind" yaml:"kind"`
-	Namespace    string `json:"namespace" yaml:"namespace"`
-	Name         string `json:"name" yaml:"name"`
+	// Ref is the object it names (group, kind, namespace, name).
+	objref.Ref `yaml:",inline"`
 }
 
 // AppQualifiedName is <app-namespace>_<app-name>, or the bare name.
@@ -326,10 +324,6 @@ func (id TrackingID) String() string {
 // cluster-scoped object carries the Application's destination namespace).
 func (id TrackingID) Names(r objref.Ref) bool {
 	return (r.Namespace == id.Namespace || r.Namespace == "") && r.Name == id.Name && r.Group == id.Group && r.Kind == id.Kind
-}
-
-func (id TrackingID) refString() string {
-	return objref.Ref{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}.String()
 }
 
 // ParseTrackingID parses a tracking-id annotation value the way Argo CD
@@ -355,7 +349,7 @@ func ParseTrackingID(s string) (TrackingID, error) {
 	if app == "" {
 		return TrackingID{}, fmt.Errorf("tracking id %q: empty application name", s)
 	}
-	id := TrackingID{AppName: app, Group: g[0], Kind: g[1], Namespace: n[0], Name: n[1]}
+	id := TrackingID{AppName: app, Ref: objref.Ref{Group: g[0], Kind: g[1], Namespace: n[0], Name: n[1]}}
 	if appNS, appName, ok := strings.Cut(app, "_"); ok && appNS != "" && appName != "" {
 		id.AppNamespace, id.AppName = appNS, appName
 	}

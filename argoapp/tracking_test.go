@@ -15,9 +15,9 @@ func TestParseTrackingID(t *testing.T) {
 		want TrackingID
 		err  bool
 	}{
-		{in: "app:/ConfigMap:ns/cm", want: TrackingID{AppName: "app", Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
-		{in: "team_app:apps/Deployment:ns/web", want: TrackingID{AppNamespace: "team", AppName: "app", Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}},
-		{in: "app:rbac.authorization.k8s.io/ClusterRole:dest/system:foo", want: TrackingID{AppName: "app", Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Namespace: "dest", Name: "system:foo"}},
+		{in: "app:/ConfigMap:ns/cm", want: TrackingID{AppName: "app", Ref: objref.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}}},
+		{in: "team_app:apps/Deployment:ns/web", want: TrackingID{AppNamespace: "team", AppName: "app", Ref: objref.Ref{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}}},
+		{in: "app:rbac.authorization.k8s.io/ClusterRole:dest/system:foo", want: TrackingID{AppName: "app", Ref: objref.Ref{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Namespace: "dest", Name: "system:foo"}}},
 		{in: "", err: true},
 		{in: "app", err: true},
 		{in: "app:ConfigMap:ns/cm", err: true},

@@ -59,7 +59,7 @@ type Mark struct {
 func TrackingMark(t argoapp.Tracking, app string, r objref.Ref) Mark {
 	m := Mark{Annotations: map[string]string{}, Labels: map[string]string{}}
 	if t.Method == argoapp.TrackingAnnotation || t.Method == argoapp.TrackingAnnotationAndLabel || t.Method == "" {
-		id := argoapp.TrackingID{AppName: app, Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		id := argoapp.TrackingID{AppName: app, Ref: r}
 		m.Annotations[argoapp.AnnotationTrackingID] = id.String()
 	}
 	if t.Method == argoapp.TrackingLabel || t.Method == argoapp.TrackingAnnotationAndLabel {

@@ -143,7 +143,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 			}
 			id := ""
 			if p.Tracking.Method != argoapp.TrackingLabel {
-				id = argoapp.TrackingID{AppName: app.Name, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+				id = argoapp.TrackingID{AppName: app.Name, Ref: ob.Ref}.String()
 			}
 			res, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: u, Live: live, TrackingID: id, Hide: hide})
 			if err != nil {

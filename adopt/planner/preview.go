@@ -46,7 +46,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 		}
 		id := ""
 		if p.Tracking.Method != argoapp.TrackingLabel {
-			id = argoapp.TrackingID{AppName: ob.App, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+			id = argoapp.TrackingID{AppName: ob.App, Ref: ob.Ref}.String()
 		}
 		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
 		if err != nil {
