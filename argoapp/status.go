@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/gitops"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,13 +64,8 @@ func (s AppState) Terminal() bool {
 
 // ResourceState is one entry of status.resources.
 type ResourceState struct {
-	Group, Version, Kind, Namespace, Name string
-	Status, Health, HealthMessage         string
-}
-
-// Ref is group/kind namespace/name.
-func (r ResourceState) Ref() string {
-	return Ref{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.String()
+	objref.Ref
+	Status, Health, HealthMessage string
 }
 
 // StatusReader reads an Application's state. KubeStatus reads the
@@ -143,7 +139,7 @@ func StateOf(u *unstructured.Unstructured) AppState {
 		}
 		get := func(k ...string) string { v, _, _ := unstructured.NestedString(m, k...); return v }
 		s.Resources = append(s.Resources, ResourceState{
-			Group: get("group"), Version: get("version"), Kind: get("kind"), Namespace: get("namespace"), Name: get("name"),
+			Ref:    objref.Ref{Group: get("group"), Version: get("version"), Kind: get("kind"), Namespace: get("namespace"), Name: get("name")},
 			Status: get("status"), Health: get("health", "status"), HealthMessage: get("health", "message"),
 		})
 	}
@@ -374,7 +370,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []strin
 		if r.Health == "" || r.Health == HealthHealthy {
 			continue
 		}
-		line := r.Ref() + ": " + r.Health
+		line := r.Ref.String() + ": " + r.Health
 		if r.HealthMessage != "" {
 			line += ": " + gitops.OneLine(r.HealthMessage)
 		}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
 // TrackingMethod is Argo CD's application.resourceTrackingMethod.
@@ -133,29 +135,6 @@ func TrackingFromConfig(cm *corev1.ConfigMap, ns, version string) Tracking {
 		t.Reason = fmt.Sprintf("unknown %s %q in %s/%s; assuming %q as Argo CD does", keyTrackingMethod, m, ns, ConfigMapName, t.Method)
 	}
 	return t
-}
-
-// Ref names one live object the way a tracking id does.
-type Ref struct {
-	Group, Kind, Namespace, Name string
-}
-
-// String is group/kind namespace/name (kind name for cluster-scoped
-// objects), the way plans, reports and errors name an object.
-func (r Ref) String() string {
-	return string(r.Append(make([]byte, 0, len(r.Group)+len(r.Kind)+len(r.Namespace)+len(r.Name)+3)))
-}
-
-// Append appends String's text to b.
-func (r Ref) Append(b []byte) []byte {
-	if r.Group != "" {
-		b = append(append(b, r.Group...), '/')
-	}
-	b = append(append(b, r.Kind...), ' ')
-	if r.Namespace != "" {
-		b = append(append(b, r.Namespace...), '/')
-	}
-	return append(b, r.Name...)
 }
 
 // Mark is what an object's labels and annotations claim about its owner,
@@ -282,7 +261,7 @@ type Tracked struct {
 // Application that does not exist (checked only when the Applications could
 // be listed), or (annotation methods) names another object than the
 // carrier, as Argo CD's self-reference check does.
-func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Applications) Tracked {
+func (t Tracking) Check(r objref.Ref, labels, annotations map[string]string, apps Applications) Tracked {
 	m := t.MarkOf(labels, annotations)
 	if m.Foreign != "" {
 		return Tracked{Stale: m.Foreign}
@@ -291,7 +270,7 @@ func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Appli
 		return Tracked{}
 	}
 	if m.ID != nil && !m.ID.Names(r) {
-		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.refString())}
+		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.Ref.String())}
 	}
 	if key := t.AppKey(m.App); apps.Verified && !apps.Has(key) {
 		if dest := apps.elsewhere[key]; dest != "" {
@@ -312,10 +291,8 @@ func (t Tracking) Check(r Ref, labels, annotations map[string]string, apps Appli
 type TrackingID struct {
 	AppNamespace string `json:"appNamespace,omitempty" yaml:"appNamespace,omitempty"`
 	AppName      string `json:"appName" yaml:"appName"`
-	Group        string `json:"group" yaml:"group"`
-	Kind         string `json:"kind" yaml:"kind"`
-	Namespace    string `json:"namespace" yaml:"namespace"`
-	Name         string `json:"name" yaml:"name"`
+	// Ref is the object it names (group, kind, namespace, name).
+	objref.Ref `yaml:",inline"`
 }
 
 // AppQualifiedName is <app-namespace>_<app-name>, or the bare name.
@@ -334,12 +311,8 @@ func (id TrackingID) String() string {
 // Names is Argo CD's self-reference check: the id names r when group, kind
 // and name match and the namespace matches or r is cluster-scoped (a
 // cluster-scoped object carries the Application's destination namespace).
-func (id TrackingID) Names(r Ref) bool {
+func (id TrackingID) Names(r objref.Ref) bool {
 	return (r.Namespace == id.Namespace || r.Namespace == "") && r.Name == id.Name && r.Group == id.Group && r.Kind == id.Kind
-}
-
-func (id TrackingID) refString() string {
-	return Ref{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}.String()
 }
 
 // ParseTrackingID parses a tracking-id annotation value the way Argo CD
@@ -365,7 +338,7 @@ func ParseTrackingID(s string) (TrackingID, error) {
 	if app == "" {
 		return TrackingID{}, fmt.Errorf("tracking id %q: empty application name", s)
 	}
-	id := TrackingID{AppName: app, Group: g[0], Kind: g[1], Namespace: n[0], Name: n[1]}
+	id := TrackingID{AppName: app, Ref: objref.Ref{Group: g[0], Kind: g[1], Namespace: n[0], Name: n[1]}}
 	if appNS, appName, ok := strings.Cut(app, "_"); ok && appNS != "" && appName != "" {
 		id.AppNamespace, id.AppName = appNS, appName
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
 func TestParseTrackingID(t *testing.T) {
@@ -13,9 +15,9 @@ func TestParseTrackingID(t *testing.T) {
 		want TrackingID
 		err  bool
 	}{
-		{in: "app:/ConfigMap:ns/cm", want: TrackingID{AppName: "app", Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
-		{in: "team_app:apps/Deployment:ns/web", want: TrackingID{AppNamespace: "team", AppName: "app", Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}},
-		{in: "app:rbac.authorization.k8s.io/ClusterRole:dest/system:foo", want: TrackingID{AppName: "app", Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Namespace: "dest", Name: "system:foo"}},
+		{in: "app:/ConfigMap:ns/cm", want: TrackingID{AppName: "app", Ref: objref.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}}},
+		{in: "team_app:apps/Deployment:ns/web", want: TrackingID{AppNamespace: "team", AppName: "app", Ref: objref.Ref{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}}},
+		{in: "app:rbac.authorization.k8s.io/ClusterRole:dest/system:foo", want: TrackingID{AppName: "app", Ref: objref.Ref{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Namespace: "dest", Name: "system:foo"}}},
 		{in: "", err: true},
 		{in: "app", err: true},
 		{in: "app:ConfigMap:ns/cm", err: true},
@@ -58,7 +60,7 @@ func TestCheck(t *testing.T) {
 	apps := NewApplications([]string{"argocd/web", "team/api"})
 	ann := Tracking{Method: TrackingAnnotation, InstanceLabelKey: DefaultInstanceLabelKey, Namespace: "argocd"}
 	lbl := Tracking{Method: TrackingLabel, InstanceLabelKey: "example.com/app", Namespace: "argocd"}
-	cm := Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
+	cm := objref.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
 	id := func(s string) map[string]string { return map[string]string{AnnotationTrackingID: s} }
 	cases := []struct {
 		name        string

@@ -19,6 +19,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -111,7 +112,7 @@ func cmName(i int) string { return fmt.Sprintf("hook-%04d", i) }
 
 func appName(ns string, i int) string { return fmt.Sprintf("adopt-%s-%02d", ns, i/perApp) }
 
-var cmGVR = finalize.Target{Version: "v1", Resource: "configmaps"}.GVR()
+var cmGVR = objref.Ref{Version: "v1", Resource: "configmaps"}.GVR()
 
 // adoptedSet creates n ConfigMaps in ns as `kubectl apply` does (the
 // last-applied annotation, manager kubectl-client-side-apply), then applies
@@ -125,7 +126,7 @@ func adoptedSet(ctx context.Context, b *bench, dyn dynamic.Interface, ns string,
 	objs := make([]plan.Object, n)
 	for i := 0; i < n; i++ {
 		name := cmName(i)
-		objs[i] = plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, App: appName(ns, i)}
+		objs[i] = plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, App: appName(ns, i)}
 		p.jobs <- func() error {
 			m := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{"team": "platform"}},
@@ -162,7 +163,7 @@ func finalizePlan(ctx context.Context, b *bench, dyn dynamic.Interface, objs []p
 			a = &p.Applications[len(p.Applications)-1]
 			byApp[o.App] = a
 		}
-		a.Objects = append(a.Objects, o.Ref())
+		a.Objects = append(a.Objects, o.Ref.String())
 		p.Objects = append(p.Objects, o)
 	}
 	status := map[string]any{

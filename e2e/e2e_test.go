@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/demo/estate"
@@ -183,7 +184,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	t.Logf("scheduler: %s", reason)
 	before := map[string]*unstructured.Unstructured{}
-	for _, ref := range []objRef{hookRef(0), hookRef(1), proxyRef(), deployRef()} {
+	for _, ref := range []objref.Ref{hookRef(0), hookRef(1), proxyRef(), deployRef()} {
 		u := get(t, cp, ref)
 		before[ref.String()] = u
 		t.Logf("seeded %s: annotations %d B, managers %v", ref, annotationBytes(u), managers(u))
@@ -379,7 +380,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		}
 		for _, ref := range a.Objects {
 			o := planObject(t, p, ref)
-			u := get(t, cp, objRef{group: o.Group, version: o.Version, kind: o.Kind, ns: o.Namespace, name: o.Name})
+			u := get(t, cp, o.Ref)
 			want := fmt.Sprintf("%s:%s/%s:%s/%s", a.Name, o.Group, o.Kind, o.Namespace, o.Name)
 			if got := u.GetAnnotations()[argoapp.AnnotationTrackingID]; got != want {
 				t.Errorf("%s: tracking id %q, want %q", ref, got, want)
@@ -399,7 +400,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	// The runbook-migrated hook kept its stale copy through the sync (the
 	// issue's table, row 2); finalize removed it and said how much.
-	ent := results[hookRef(1).ref()]
+	ent := results[hookRef(1).String()]
 	t.Logf("%s: %s, annotations %d B -> %d B", ent.Object, ent.Status, ent.Before.AnnotationBytes, ent.After.AnnotationBytes)
 	if ent.Status != finalize.StatusFinalized || ent.Before.AnnotationBytes < 190000 || ent.After.AnnotationBytes > 1000 {
 		t.Errorf("%s: finalize reported %s, %d B -> %d B; want finalized from the stale ~195 KB copy to the tracking id alone",
@@ -425,7 +426,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	if want := "Pending: " + strings.Join(strings.Fields(reason), " "); !strings.Contains(strings.Join(lite.Problems, "\n"), want) {
 		t.Errorf("finalize explains %s as %q, want the scheduler's %q", appLiteLLM, lite.Problems, want)
 	}
-	if res := results[deployRef().ref()]; res.Status != finalize.StatusSkipped {
+	if res := results[deployRef().String()]; res.Status != finalize.StatusSkipped {
 		t.Errorf("%s: finalize reported %q, want skipped", deployRef(), res.Status)
 	}
 	// Left unfinalized: finalize journals every patch before sending it,
@@ -485,46 +486,36 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	ph.done("sync a key deleted in git")
 }
 
-// objRef names one live object.
-type objRef struct{ group, version, kind, ns, name string }
-
-func (r objRef) String() string { return r.ref() }
-
-// ref is the plan's Object.Ref form: group/kind ns/name.
-func (r objRef) ref() string {
-	return plan.Object{Group: r.group, Kind: r.kind, Namespace: r.ns, Name: r.name}.Ref()
-}
-
-func hookRef(i int) objRef {
+func hookRef(i int) objref.Ref {
 	h := estate.Hooks[i]
-	return objRef{version: "v1", kind: "ConfigMap", ns: h.Namespace, name: h.Name}
+	return objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: h.Namespace, Name: h.Name}
 }
 
-func proxyRef() objRef {
-	return objRef{version: "v1", kind: "ConfigMap", ns: estate.ProxyConfigNamespace, name: estate.ProxyConfigName}
+func proxyRef() objref.Ref {
+	return objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: estate.ProxyConfigNamespace, Name: estate.ProxyConfigName}
 }
 
-func deployRef() objRef {
-	return objRef{group: "apps", version: "v1", kind: "Deployment", ns: "litellm-test", name: "litellm"}
+func deployRef() objref.Ref {
+	return objref.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "litellm-test", Name: "litellm"}
 }
 
 // get reads a live object through the dynamic client.
-func get(t *testing.T, cp *testenv.ControlPlane, r objRef) *unstructured.Unstructured {
+func get(t *testing.T, cp *testenv.ControlPlane, r objref.Ref) *unstructured.Unstructured {
 	t.Helper()
 	gr, err := restmapper.GetAPIGroupResources(cp.Clientset().Discovery())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := restmapper.NewDiscoveryRESTMapper(gr).RESTMapping(schema.GroupKind{Group: r.group, Kind: r.kind}, r.version)
+	m, err := restmapper.NewDiscoveryRESTMapper(gr).RESTMapping(schema.GroupKind{Group: r.Group, Kind: r.Kind}, r.Version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(m.Resource)
 	var ri dynamic.ResourceInterface = res
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = res.Namespace(r.ns)
+		ri = res.Namespace(r.Namespace)
 	}
-	u, err := ri.Get(context.Background(), r.name, metav1.GetOptions{})
+	u, err := ri.Get(context.Background(), r.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get %s: %v", r, err)
 	}
@@ -610,7 +601,7 @@ func planApp(p *plan.Plan, name string) *plan.Application {
 func planObject(t *testing.T, p *plan.Plan, ref string) plan.Object {
 	t.Helper()
 	for _, o := range p.Objects {
-		if o.Ref() == ref {
+		if o.Ref.String() == ref {
 			return o
 		}
 	}
@@ -815,17 +806,17 @@ func checkOverlayPlan(t *testing.T, p *plan.Plan, env string) string {
 			continue
 		}
 		kinds = append(kinds, o.Kind)
-		if o.App != app.Name || !in[o.Ref()] {
-			t.Errorf("plan: %s is in Application %q, want %s", o.Ref(), o.App, app.Name)
+		if o.App != app.Name || !in[o.Ref.String()] {
+			t.Errorf("plan: %s is in Application %q, want %s", o.Ref.String(), o.App, app.Name)
 		}
 		if o.Git == nil || o.Git.Kustomization != overlay || o.Git.Path != overlay+"/kustomization.yaml" {
-			t.Errorf("plan: %s matched %+v (ambiguous %+v), want the overlay %s", o.Ref(), o.Git, o.Ambiguous, overlay)
+			t.Errorf("plan: %s matched %+v (ambiguous %+v), want the overlay %s", o.Ref.String(), o.Git, o.Ambiguous, overlay)
 		}
 		if o.Drift == nil || !o.Drift.Identical() {
-			t.Errorf("plan: %s drift %+v, want none", o.Ref(), o.Drift)
+			t.Errorf("plan: %s drift %+v, want none", o.Ref.String(), o.Drift)
 		}
 		if !strings.HasPrefix(o.Name, env+"-") {
-			t.Errorf("plan: %s has no name prefix %s-", o.Ref(), env)
+			t.Errorf("plan: %s has no name prefix %s-", o.Ref.String(), env)
 		}
 	}
 	sort.Strings(kinds)
@@ -962,7 +953,7 @@ func diffIsTrackingAlone(ctx context.Context, t *testing.T, argo *testenv.ArgoCD
 	}
 	items := map[string]resourceDiff{}
 	for _, it := range out.Items {
-		items[plan.Object{Group: it.Group, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name}.Ref()] = it
+		items[objref.Ref{Group: it.Group, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name}.String()] = it
 	}
 	a := planApp(p, app)
 	if len(out.Items) != len(a.Objects) {

@@ -29,7 +29,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/runbook"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -152,7 +151,7 @@ func Check(p *plan.Plan) error {
 	}
 	refs := make(map[string]bool, len(p.Objects))
 	for _, ob := range p.Objects {
-		refs[ob.Ref()] = true
+		refs[ob.Ref.String()] = true
 	}
 	for _, app := range p.Applications {
 		if app.Source == "helm" || app.Helm != nil {
@@ -208,12 +207,12 @@ func (a *Applier) Export(ctx context.Context) error {
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
-		a.objs[obj.Ref()] = e
-		if notExported[obj.Ref()] {
+		a.objs[obj.Ref.String()] = e
+		if notExported[obj.Ref.String()] {
 			e.helm = true
 			continue
 		}
-		if redact.IsSecret(obj.Group, obj.Kind) {
+		if obj.IsSecret() {
 			e.secret = a.o.Secrets
 		}
 		if obj.Git != nil {
@@ -224,7 +223,7 @@ func (a *Applier) Export(ctx context.Context) error {
 			continue
 		}
 		order = append(order, e)
-		gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+		gvr := obj.GVR()
 		k := gvr.String() + "\x00" + obj.Namespace
 		g := groups[k]
 		if g == nil {
@@ -276,10 +275,10 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		g.Go(func() error {
 			obj := e.obj
-			gvr := schema.GroupVersionResource{Group: obj.Group, Version: obj.Version, Resource: obj.Resource}
+			gvr := obj.GVR()
 			live, err := a.o.Fetch(ctx, gvr, obj.Namespace, obj.Name)
 			if err != nil {
-				fail(e, &ObjectError{Ref: obj.Ref(), Op: "read to export it", Err: err})
+				fail(e, &ObjectError{Ref: obj.Ref.String(), Op: "read to export it", Err: err})
 				return nil
 			}
 			if err := a.clean(e, live); err != nil {
@@ -306,10 +305,10 @@ func (a *Applier) clean(e *exported, live *unstructured.Unstructured) error {
 		e.keys = export.SecretKeys(live)
 		clean = export.SecretPlaceholder(live, eo)
 	} else if clean, err = export.Clean(live, eo); err != nil {
-		return fmt.Errorf("%s: %w", e.obj.Ref(), err)
+		return fmt.Errorf("%s: %w", e.obj.Ref.String(), err)
 	}
 	if e.data, err = export.Marshal(clean.Object); err != nil {
-		return fmt.Errorf("%s: %w", e.obj.Ref(), err)
+		return fmt.Errorf("%s: %w", e.obj.Ref.String(), err)
 	}
 	return nil
 }
@@ -385,12 +384,12 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 		switch {
 		case e.helm:
 		case e.secret != "":
-			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref(), Mode: e.secret, Keys: e.keys})
+			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref.String(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:
 			if s.Exported == nil {
 				s.Exported = map[string]string{}
 			}
-			s.Exported[e.obj.Ref()] = e.file
+			s.Exported[e.obj.Ref.String()] = e.file
 		}
 	}
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/templates"
@@ -36,8 +37,8 @@ func (m mapTree) ReadFile(p string) ([]byte, error) { return []byte(m[p]), nil }
 // contractPlan records a setting of every kind adopt.yaml has, each
 // different from apply's defaults.
 func contractPlan() *plan.Plan {
-	hook := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "hook", App: "adopt-shop"}
-	web := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web", App: "adopt-shop-git",
+	hook := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "hook"}, App: "adopt-shop"}
+	web := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web"}, App: "adopt-shop-git",
 		Git: &plan.GitMatch{Path: "clusters/prod/shop/web.yaml", Line: 1}}
 	return &plan.Plan{
 		APIVersion: plan.APIVersion, Kind: plan.Kind, ID: "plan-0123456789abcdef",
@@ -47,9 +48,9 @@ func contractPlan() *plan.Plan {
 			AppsDir: "clusters/prod/apps", ExportDir: "clusters/prod/adopted", Project: "platform", Destination: "name:prod"},
 		Applications: []plan.Application{
 			{Name: "adopt-shop", Namespace: "shop", Project: "platform", Source: "export", RepoURL: "ssh://git@git.example.invalid/org/gitops.git",
-				DestinationName: "prod", SourcePath: "clusters/prod/adopted/shop", Objects: []string{hook.Ref()}},
+				DestinationName: "prod", SourcePath: "clusters/prod/adopted/shop", Objects: []string{hook.Ref.String()}},
 			{Name: "adopt-shop-git", Namespace: "shop", Project: "platform", Source: "git", RepoURL: "ssh://git@git.example.invalid/org/gitops.git",
-				DestinationName: "prod", SourcePath: "clusters/prod/shop", Objects: []string{web.Ref()}},
+				DestinationName: "prod", SourcePath: "clusters/prod/shop", Objects: []string{web.Ref.String()}},
 		},
 		Objects: []plan.Object{hook, web},
 	}
@@ -238,15 +239,15 @@ func TestCSAMigrationDecision(t *testing.T) {
 // redacted password to the contract plan.
 func helmPlan() *plan.Plan {
 	p := contractPlan()
-	cm := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web-cfg", App: "adopt-shop-web", HelmRelease: "web"}
-	sec := plan.Object{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "web-auth", App: "adopt-shop-web", HelmRelease: "web"}
+	cm := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web-cfg"}, App: "adopt-shop-web", HelmRelease: "web"}
+	sec := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "web-auth"}, App: "adopt-shop-web", HelmRelease: "web"}
 	p.Objects = append(p.Objects, cm, sec)
 	p.Applications = append(p.Applications, plan.Application{
 		Name: "adopt-shop-web", Namespace: "shop", Project: "platform", Source: "helm", DestinationName: "prod",
 		Helm: &plan.HelmSource{ReleaseName: "web", Chart: "web", Version: "1.2.3", RepoURL: "https://charts.example.invalid/stable",
 			Values:       map[string]any{"replicas": 2, "auth": map[string]any{"user": "alice", "password": "adopt:redacted:auth.password"}},
 			Placeholders: []string{"auth.password"}, KeepSecrets: []string{"shop/web-auth"}},
-		Objects: []string{cm.Ref(), sec.Ref()},
+		Objects: []string{cm.Ref.String(), sec.Ref.String()},
 	})
 	return p
 }

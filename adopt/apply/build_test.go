@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/templates"
@@ -34,9 +35,9 @@ func includePlan() *plan.Plan {
 		app := plan.Application{Name: name, Namespace: "ns", Source: "export", SourcePath: dir, Include: include}
 		for _, o := range objs {
 			kind, obj, _ := strings.Cut(o, "/")
-			ob := plan.Object{Version: "v1", Kind: kind, Resource: strings.ToLower(kind) + "s", Namespace: "ns", Name: obj, App: name}
+			ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: kind, Resource: strings.ToLower(kind) + "s", Namespace: "ns", Name: obj}, App: name}
 			p.Objects = append(p.Objects, ob)
-			app.Objects = append(app.Objects, ob.Ref())
+			app.Objects = append(app.Objects, ob.Ref.String())
 		}
 		p.Applications = append(p.Applications, app)
 	}
@@ -186,10 +187,9 @@ func benchPlan(apps, perApp int) *plan.Plan {
 		app := plan.Application{Name: fmt.Sprintf("adopt-svc-%03d", i), Namespace: "bench-apply", Source: "export",
 			SourcePath: fmt.Sprintf("adopted/bench-apply/svc-%03d", i)}
 		for j := range perApp {
-			ob := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "bench-apply",
-				Name: fmt.Sprintf("cfg-%04d", j*apps+i), App: app.Name}
+			ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "bench-apply", Name: fmt.Sprintf("cfg-%04d", j*apps+i)}, App: app.Name}
 			p.Objects = append(p.Objects, ob)
-			app.Objects = append(app.Objects, ob.Ref())
+			app.Objects = append(app.Objects, ob.Ref.String())
 		}
 		p.Applications = append(p.Applications, app)
 	}

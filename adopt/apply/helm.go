@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -50,8 +49,8 @@ func helmObjects(p *plan.Plan) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, ob := range p.Objects {
-		if !in[ob.Ref()] {
-			out[ob.Ref()] = true
+		if !in[ob.Ref.String()] {
+			out[ob.Ref.String()] = true
 		}
 	}
 	return out
@@ -95,7 +94,7 @@ func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) 
 	for _, ref := range app.Objects {
 		e := a.objs[ref]
 		where := "rendered by Argo CD from chart " + h.Chart + " " + h.Version + " (never exported)"
-		if redact.IsSecret(e.obj.Group, e.obj.Kind) && keep[e.obj.Namespace+"/"+e.obj.Name] {
+		if e.obj.IsSecret() && keep[e.obj.Namespace+"/"+e.obj.Name] {
 			where += "; its data is kept from live"
 		}
 		s.Objects = append(s.Objects, ObjectSummary{Ref: ref, Where: where})

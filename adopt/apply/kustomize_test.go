@@ -3,6 +3,7 @@ package apply
 import (
 	"testing"
 
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -21,10 +22,10 @@ func TestKustomizeApplicationHasNoDirectoryFilter(t *testing.T) {
 			Project: "default", Destination: "https://kubernetes.default.svc"}}
 	app := plan.Application{Name: "adopt-web-prod", Namespace: "web-prod", Source: "git", SourcePath: overlay, Kustomize: true}
 	for _, name := range []string{"prod-web-cfg", "prod-web-env-ktf22628f7"} {
-		o := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "web-prod", Name: name, App: app.Name,
+		o := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "web-prod", Name: name}, App: app.Name,
 			Git: &plan.GitMatch{Path: overlay + "/kustomization.yaml", Line: 1, Kustomization: overlay}}
 		p.Objects = append(p.Objects, o)
-		app.Objects = append(app.Objects, o.Ref())
+		app.Objects = append(app.Objects, o.Ref.String())
 	}
 	p.Applications = []plan.Application{app}
 	tree := mapTree{

@@ -139,7 +139,7 @@ func newPRData(in PRInput) prData {
 	}
 	byRef := map[string]plan.Object{}
 	for _, ob := range p.Objects {
-		byRef[ob.Ref()] = ob
+		byRef[ob.Ref.String()] = ob
 	}
 	for _, a := range p.Applications {
 		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name], Helm: helmPR(a)}
@@ -215,7 +215,7 @@ func newPRData(in PRInput) prData {
 // written before the plan recorded findings.
 func objectRisks(ob plan.Object) []string {
 	var out []string
-	r := "`" + ob.Ref() + "`"
+	r := "`" + ob.Ref.String() + "`"
 	switch ob.Level {
 	case budget.LevelCritical, budget.LevelWarning:
 		out = append(out, fmt.Sprintf("%s: annotations are %d B, %.1f%% of the 262,144 B cap (%s); %d B of headroom before the API server refuses the next client-side apply.", r, ob.Budget.AnnotationBytes, ob.Budget.PercentOfCap, ob.Level, ob.Budget.Headroom))

@@ -8,21 +8,22 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
 // prPlan is a plan with the incident's ConfigMap (in Git, critical), one
 // exported object and a Secret left out.
 func prPlan() *plan.Plan {
-	hook := plan.Object{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook",
+	hook := plan.Object{Ref: objref.Ref{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook"},
 		Budget: budget.Budget{AnnotationBytes: 257270, LastAppliedBytes: 257149, PercentOfCap: 98.1, Headroom: 4874, HasLastApplied: true},
 		Level:  budget.LevelCritical, App: "litellm-test", Git: &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}}
-	svc := plan.Object{Kind: "Service", Version: "v1", Namespace: "litellm-test", Name: "litellm",
+	svc := plan.Object{Ref: objref.Ref{Kind: "Service", Version: "v1", Namespace: "litellm-test", Name: "litellm"},
 		Budget: budget.Budget{AnnotationBytes: 900, PercentOfCap: 0.3, Headroom: 261244}, Level: budget.LevelOK, App: "litellm-test"}
 	return &plan.Plan{
 		Cluster: plan.Cluster{Server: "https://127.0.0.1:6443", Context: "prod-eu"},
 		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
-			Objects: []string{hook.Ref(), svc.Ref()}}},
+			Objects: []string{hook.Ref.String(), svc.Ref.String()}}},
 		Objects: []plan.Object{hook, svc},
 		Skipped: []plan.Skipped{{Kind: "Secret", Namespace: "litellm-test", Name: "litellm-keys", Reason: "Secrets are never exported to Git"}},
 	}
@@ -105,7 +106,7 @@ func TestPRBodyExplainsCSAMigration(t *testing.T) {
 	p := &plan.Plan{
 		Applications: []plan.Application{{Name: "adopt-litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system",
 			Objects: []string{"ConfigMap litellm-test/litellm-test-usage-hook"}}},
-		Objects: []plan.Object{{Version: "v1", Kind: "ConfigMap", Namespace: "litellm-test", Name: "litellm-test-usage-hook", App: "adopt-litellm-test"}},
+		Objects: []plan.Object{{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "litellm-test", Name: "litellm-test-usage-hook"}, App: "adopt-litellm-test"}},
 	}
 	why := "on Argo CD v3.2.6 (from --argocd-version), the client-side-apply migration would fail the first sync"
 	_, body, err := RenderPR(PRInput{Plan: p, Head: "adopt/x", Base: "main", CSAMigration: map[string]string{"adopt-litellm-test": why}}, "title")

@@ -112,33 +112,33 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		name := export.FileName(e.obj.Group, e.obj.Kind, e.obj.Name)
 		switch e.secret {
 		case export.SecretsSkip:
-			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "left out (Secret: needs SealedSecret, ExternalSecret or SOPS)"})
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "left out (Secret: needs SealedSecret, ExternalSecret or SOPS)"})
 			continue
 		case export.SecretsPlaceholder:
 			e.file = path.Join(srcPath, name)
 			pl.writes = append(pl.writes, write{e.file, e.data})
 			exclude = append(exclude, name)
-			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "placeholder " + e.file + " (keys only, excluded from sync)"})
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "placeholder " + e.file + " (keys only, excluded from sync)"})
 			continue
 		}
 		e.file = path.Join(srcPath, name)
 		pl.writes = append(pl.writes, write{e.file, e.data})
 		adoptedFiles = append(adoptedFiles, name)
-		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "exported to " + e.file})
+		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "exported to " + e.file})
 	}
 	for _, e := range inGit {
 		if path.Dir(e.file) != srcPath {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s is in Git at %s, outside the Application's path %s; it is not covered", e.obj.Ref(), e.file, srcPath))
-			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "in Git at " + e.file + " (NOT covered: outside " + srcPath + ")"})
+			s.Notes = append(s.Notes, fmt.Sprintf("%s is in Git at %s, outside the Application's path %s; it is not covered", e.obj.Ref.String(), e.file, srcPath))
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "in Git at " + e.file + " (NOT covered: outside " + srcPath + ")"})
 			continue
 		}
 		if e.secret != "" {
 			exclude = append(exclude, path.Base(e.file))
-			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "in Git at " + e.file + ", excluded (Secret)"})
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "in Git at " + e.file + ", excluded (Secret)"})
 			continue
 		}
 		adoptedFiles = append(adoptedFiles, path.Base(e.file))
-		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref(), "in Git at " + e.file})
+		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "in Git at " + e.file})
 	}
 	for _, w := range pl.writes {
 		out.names.add(w.path)

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -103,6 +104,11 @@ type Object struct {
 	// client-side apply of the live object would write (see AppliedBytes);
 	// zero when the body was not read.
 	AppliedBytes int `json:"appliedBytes,omitempty"`
+}
+
+// Ref names the object (no allocation: it copies the strings' headers).
+func (o *Object) Ref() objref.Ref {
+	return objref.Ref{Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource, Namespace: o.Namespace, Name: o.Name}
 }
 
 // Skipped is a type left out on purpose.

@@ -17,38 +17,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/redact"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
 
 // Target is one adopted object and the Application that adopted it.
 type Target struct {
-	Group     string `json:"group" yaml:"group"`
-	Version   string `json:"version" yaml:"version"`
-	Kind      string `json:"kind" yaml:"kind"`
-	Resource  string `json:"resource" yaml:"resource"`
-	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name      string `json:"name" yaml:"name"`
+	objref.Ref `yaml:",inline"`
 	// App is the Application's qualified name (<namespace>_<name> outside
 	// Argo CD's namespace) as the tracking id carries it.
 	App string `json:"app,omitempty" yaml:"app,omitempty"`
-}
-
-// Ref is group/kind namespace/name, as the plan names objects.
-func (t Target) Ref() string {
-	return argoapp.Ref{Group: t.Group, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}.String()
-}
-
-// GVR is the object's resource.
-func (t Target) GVR() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
 }
 
 // Client reads and patches one resource; a dynamic.ResourceInterface is one.
@@ -127,7 +111,7 @@ func (f *Finalizer) Object(ctx context.Context, t Target) Result {
 // (nil to read it first). The patch tests read's resourceVersion, so a read
 // that went stale only costs a conflict and a fresh read.
 func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured.Unstructured) Result {
-	res := Result{Object: t.Ref(), App: t.App}
+	res := Result{Object: t.Ref.String(), App: t.App}
 	c := f.Client(t)
 	backoff := f.Backoff
 	if backoff.Steps == 0 {
@@ -145,7 +129,7 @@ func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured
 			}
 		}
 		if refusedAt != "" && refusedAt == live.GetResourceVersion() {
-			return &refusal{msg: fmt.Sprintf("%s: the API server refused the guarded patch (422) although the object had not changed; nothing was written. Report this with the output of --dry-run", t.Ref())}
+			return &refusal{msg: fmt.Sprintf("%s: the API server refused the guarded patch (422) although the object had not changed; nothing was written. Report this with the output of --dry-run", t.Ref.String())}
 		}
 		refusedAt = ""
 		s, err := f.prepare(t, live)
@@ -166,7 +150,7 @@ func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured
 			return err
 		}
 		if err := f.record(t, live, s, resultPending); err != nil {
-			return &refusal{msg: fmt.Sprintf("%s: cannot write the journal, nothing changed: %v. Fix --journal and re-run", t.Ref(), err)}
+			return &refusal{msg: fmt.Sprintf("%s: cannot write the journal, nothing changed: %v. Fix --journal and re-run", t.Ref.String(), err)}
 		}
 		out, err := c.Patch(ctx, t.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: f.fieldManager()})
 		if err != nil {
@@ -189,12 +173,12 @@ func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured
 
 // LeftOut reports an object its Application does not sync.
 func LeftOut(t Target, reason string) Result {
-	return Result{Object: t.Ref(), App: t.App, Status: StatusLeftOut, Reason: reason}
+	return Result{Object: t.Ref.String(), App: t.App, Status: StatusLeftOut, Reason: reason}
 }
 
 // Skip reports an object left untouched, with the reason.
 func Skip(t Target, reason string) Result {
-	return Result{Object: t.Ref(), App: t.App, Status: StatusSkipped, Reason: reason}
+	return Result{Object: t.Ref.String(), App: t.App, Status: StatusSkipped, Reason: reason}
 }
 
 // step is the verified change for one read of an object.
@@ -212,7 +196,7 @@ func (s step) noop() bool { return !s.hasAnnotation && s.managed == nil }
 // prepare verifies the preconditions on live and computes the change.
 func (f *Finalizer) prepare(t Target, live *unstructured.Unstructured) (step, error) {
 	owner := f.owner()
-	s := step{rv: live.GetResourceVersion(), secret: redact.IsSecret(t.Group, t.Kind)}
+	s := step{rv: live.GetResourceVersion(), secret: t.IsSecret()}
 	ann := live.GetAnnotations()
 	s.annotation, s.hasAnnotation = ann[budget.LastAppliedKey]
 	s.before = budget.MeasureBudget(ann)
@@ -227,32 +211,32 @@ func (f *Finalizer) prepare(t Target, live *unstructured.Unstructured) (step, er
 	if f.Tracking != nil && t.App != "" {
 		if by := f.Tracking.TrackedBy(live.GetLabels(), ann); by != t.App {
 			if by == "" {
-				return s, &refusal{msg: fmt.Sprintf("%s carries no %s tracking naming Application %s: Argo CD has not synced it yet; wait for the first sync, then re-run", t.Ref(), f.Tracking.Method, t.App)}
+				return s, &refusal{msg: fmt.Sprintf("%s carries no %s tracking naming Application %s: Argo CD has not synced it yet; wait for the first sync, then re-run", t.Ref.String(), f.Tracking.Method, t.App)}
 			}
-			return s, &refusal{msg: fmt.Sprintf("%s is tracked by Application %s, not %s: check the plan and --app", t.Ref(), by, t.App)}
+			return s, &refusal{msg: fmt.Sprintf("%s is tracked by Application %s, not %s: check the plan and --app", t.Ref.String(), by, t.App)}
 		}
 	}
 	entries := live.GetManagedFields()
 	if !HasApplyEntry(entries, owner) {
-		return s, &refusal{msg: fmt.Sprintf("%s has no server-side apply by %s: the Application must sync with ServerSideApply=true before finalize (client-side sync needs the annotation)", t.Ref(), owner)}
+		return s, &refusal{msg: fmt.Sprintf("%s has no server-side apply by %s: the Application must sync with ServerSideApply=true before finalize (client-side sync needs the annotation)", t.Ref.String(), owner)}
 	}
 	if OwnsLastApplied(entries, owner) {
-		return s, &refusal{msg: fmt.Sprintf("%s: %s applies %s itself (it is in the manifest in Git); remove it from Git first", t.Ref(), owner, budget.LastAppliedKey)}
+		return s, &refusal{msg: fmt.Sprintf("%s: %s applies %s itself (it is in the manifest in Git); remove it from Git first", t.Ref.String(), owner, budget.LastAppliedKey)}
 	}
 
 	migrated, moved, err := MigrateCSA(entries, owner)
 	if err != nil {
-		return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref(), err)}
+		return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref.String(), err)}
 	}
 	out, own, err := DropShared(migrated, owner, handManagers)
 	if err != nil {
-		return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref(), err)}
+		return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref.String(), err)}
 	}
 	own.Migrated = moved
 	if s.hasAnnotation {
 		var gone []string
 		if out, gone, err = DropLastApplied(out); err != nil {
-			return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref(), err)}
+			return s, &refusal{msg: fmt.Sprintf("%s: %v", t.Ref.String(), err)}
 		}
 		own.Removed = append(own.Removed, gone...)
 	}
@@ -320,11 +304,11 @@ func explain(t Target, err error, attempts int) string {
 	case errors.As(err, &r):
 		return r.msg
 	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("%s not found: it was renamed or removed since the plan; re-run adopt plan", t.Ref())
+		return fmt.Sprintf("%s not found: it was renamed or removed since the plan; re-run adopt plan", t.Ref.String())
 	case apierrors.IsForbidden(err):
-		return fmt.Sprintf("%s: forbidden: grant get and patch on %s (see docs/finalize.md)", t.Ref(), t.GVR().GroupResource())
+		return fmt.Sprintf("%s: forbidden: grant get and patch on %s (see docs/finalize.md)", t.Ref.String(), t.GVR().GroupResource())
 	case retriable(err):
-		return fmt.Sprintf("%s kept changing while finalize patched it (%d attempts, nothing written); re-run adopt finalize", t.Ref(), attempts)
+		return fmt.Sprintf("%s kept changing while finalize patched it (%d attempts, nothing written); re-run adopt finalize", t.Ref.String(), attempts)
 	}
-	return fmt.Sprintf("%s: %s", t.Ref(), gitops.OneLine(err.Error()))
+	return fmt.Sprintf("%s: %s", t.Ref.String(), gitops.OneLine(err.Error()))
 }

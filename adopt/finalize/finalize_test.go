@@ -16,6 +16,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -68,7 +69,7 @@ func argoSyncNoMigration(t *testing.T, ns string, data map[string]string) {
 	}
 }
 
-var cmGVR = finalize.Target{Version: "v1", Resource: "configmaps"}.GVR()
+var cmGVR = objref.Ref{Version: "v1", Resource: "configmaps"}.GVR()
 
 func dyn(t *testing.T) dynamic.Interface {
 	d, err := dynamic.NewForConfig(cp.RESTConfig())
@@ -88,7 +89,7 @@ func get(t *testing.T, ns string) *unstructured.Unstructured {
 }
 
 func target(ns string) finalize.Target {
-	return finalize.Target{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, App: app(ns)}
+	return finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, App: app(ns)}
 }
 
 func finalizer(t *testing.T) *finalize.Finalizer {
@@ -410,7 +411,7 @@ func TestDryRunChangesNothingAndRedactsSecrets(t *testing.T) {
 	kubectl(t, secret(nil), "-n", ns, "apply", "--server-side", "-f", "-")
 	kubectl(t, secret(map[string]string{argoapp.AnnotationTrackingID: app(ns) + ":/Secret:" + ns + "/creds"}), "-n", ns,
 		"apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller", "-f", "-")
-	tg := finalize.Target{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "creds", App: app(ns)}
+	tg := finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "creds"}, App: app(ns)}
 	d := dyn(t)
 	before, err := d.Resource(tg.GVR()).Namespace(ns).Get(ctx, "creds", metav1.GetOptions{})
 	if err != nil {

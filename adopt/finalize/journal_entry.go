@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Entry results. Finalize writes pending before its patch and then
@@ -56,7 +55,7 @@ func NewEntry(t Target, rv, annotation string, has bool, result string, own Owne
 		sum := sha256.Sum256([]byte(annotation))
 		e.AnnotationHash = hex.EncodeToString(sum[:])
 		e.AnnotationBytes = len(annotation)
-		if !redact.IsSecret(t.Group, t.Kind) {
+		if !t.IsSecret() {
 			v := annotation
 			e.Annotation = &v
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
 // lockChildEnv makes the test binary a helper process instead of running
@@ -58,7 +59,7 @@ func lockChild(mode, path string) int {
 	return 0
 }
 
-var cmTarget = finalize.Target{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm", App: "app"}
+var cmTarget = finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm"}, App: "app"}
 
 func named(name string) finalize.Target {
 	t := cmTarget
@@ -123,7 +124,7 @@ func TestRemovedWhateverTheOrderOfConcurrentRuns(t *testing.T) {
 						continue
 					}
 					if len(got) != 1 || got[0].Target != cmTarget || got[0].Annotation == nil || *got[0].Annotation != "the value" {
-						t.Errorf("%s: Removed = %+v, want %s with its value", results(lines), got, cmTarget.Ref())
+						t.Errorf("%s: Removed = %+v, want %s with its value", results(lines), got, cmTarget.Ref.String())
 					}
 				}
 			})

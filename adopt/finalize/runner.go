@@ -14,7 +14,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -34,7 +33,7 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 	s := Selection{Targets: map[string][]Target{}, LeftOut: map[string][]Target{}}
 	byRef := make(map[string]plan.Object, len(p.Objects))
 	for _, ob := range p.Objects {
-		byRef[ob.Ref()] = ob
+		byRef[ob.Ref.String()] = ob
 	}
 	names := map[string]bool{}
 	for _, a := range p.Applications {
@@ -55,10 +54,10 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 			if !ok {
 				return s, fmt.Errorf("plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", p.ID, a.Name, ref)
 			}
-			t := Target{Group: ob.Group, Version: ob.Version, Kind: ob.Kind, Resource: ob.Resource, Namespace: ob.Namespace, Name: ob.Name, App: a.Name}
+			t := Target{Ref: ob.Ref, App: a.Name}
 			// apply never puts a Secret's values in Git and excludes it
 			// from sync, so the Application will never track it.
-			if redact.IsSecret(ob.Group, ob.Kind) {
+			if ob.IsSecret() {
 				s.LeftOut[a.Name] = append(s.LeftOut[a.Name], t)
 				continue
 			}
@@ -290,9 +289,9 @@ func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) f
 			}
 			switch {
 			case err != nil:
-				waiting[i] = t.Ref() + " not readable: " + err.Error()
+				waiting[i] = t.Ref.String() + " not readable: " + err.Error()
 			case r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()) != t.App:
-				waiting[i] = fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref(), t.App)
+				waiting[i] = fmt.Sprintf("%s does not carry the tracking of %s yet", t.Ref.String(), t.App)
 			default:
 				reads[i] = u
 			}
@@ -311,10 +310,10 @@ func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) f
 func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
 	selected := map[string]bool{}
 	for _, t := range r.Selection.All() {
-		selected[t.Ref()] = true
+		selected[t.Ref.String()] = true
 	}
 	for _, e := range Removed(entries) {
-		if selected[e.Target.Ref()] {
+		if selected[e.Target.Ref.String()] {
 			rep.Add(r.Finalizer.Undo(ctx, e))
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -161,13 +162,13 @@ func TestRunnerParallel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg := finalize.Target{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: n, App: appName}
-			orig[tg.Ref()] = live.GetAnnotations()[budget.LastAppliedKey]
-			if orig[tg.Ref()] == "" {
-				t.Fatalf("%s has no last-applied annotation", tg.Ref())
+			tg := finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: n}, App: appName}
+			orig[tg.Ref.String()] = live.GetAnnotations()[budget.LastAppliedKey]
+			if orig[tg.Ref.String()] == "" {
+				t.Fatalf("%s has no last-applied annotation", tg.Ref.String())
 			}
 			sel.Targets[appName] = append(sel.Targets[appName], tg)
-			order = append(order, tg.Ref())
+			order = append(order, tg.Ref.String())
 		}
 	}
 	clients := map[string]*countingClient{}
@@ -232,7 +233,7 @@ func TestRunnerParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, ok := u.GetAnnotations()[budget.LastAppliedKey]; ok {
-			t.Fatalf("%s still carries the annotation", tg.Ref())
+			t.Fatalf("%s still carries the annotation", tg.Ref.String())
 		}
 	}
 
@@ -254,8 +255,8 @@ func TestRunnerParallel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := u.GetAnnotations()[budget.LastAppliedKey]; got != orig[tg.Ref()] {
-			t.Fatalf("%s: undo restored %q, want %q", tg.Ref(), got, orig[tg.Ref()])
+		if got := u.GetAnnotations()[budget.LastAppliedKey]; got != orig[tg.Ref.String()] {
+			t.Fatalf("%s: undo restored %q, want %q", tg.Ref.String(), got, orig[tg.Ref.String()])
 		}
 	}
 }

@@ -32,7 +32,7 @@ func Removed(entries []Entry) []Entry {
 	settled := make([]bool, len(entries))
 	open := map[key][]int{} // unsettled pending entries, oldest first
 	for i, e := range entries {
-		k := key{e.Target.Ref(), e.ResourceVersion, e.Run}
+		k := key{e.Target.Ref.String(), e.ResourceVersion, e.Run}
 		switch e.Result {
 		case resultPending:
 			open[k] = append(open[k], i)
@@ -47,7 +47,7 @@ func Removed(entries []Entry) []Entry {
 	objects := map[string]*state{}
 	var order []string
 	for i, e := range entries {
-		ref := e.Target.Ref()
+		ref := e.Target.Ref.String()
 		removal := e.HadAnnotation && (e.Result == string(StatusFinalized) || e.Result == resultPending && !settled[i])
 		if !removal && e.Result != resultRestored {
 			continue
@@ -83,10 +83,10 @@ func Removed(entries []Entry) []Entry {
 // longer returns it.
 func (f *Finalizer) Undo(ctx context.Context, e Entry) Result {
 	t := e.Target
-	res := Result{Object: t.Ref(), App: t.App}
+	res := Result{Object: t.Ref.String(), App: t.App}
 	if e.Annotation == nil {
 		res.Status = StatusFailed
-		res.Reason = fmt.Sprintf("%s: the journal keeps only a digest of its annotation (Secret data is never written to disk); re-create it with kubectl apply if you need it", t.Ref())
+		res.Reason = fmt.Sprintf("%s: the journal keeps only a digest of its annotation (Secret data is never written to disk); re-create it with kubectl apply if you need it", t.Ref.String())
 		return res
 	}
 	c := f.Client(t)
@@ -110,7 +110,7 @@ func (f *Finalizer) Undo(ctx context.Context, e Entry) Result {
 				res.Reason = "annotation already restored"
 				return nil
 			}
-			return &refusal{msg: fmt.Sprintf("%s carries another %s now; left as is", t.Ref(), budget.LastAppliedKey)}
+			return &refusal{msg: fmt.Sprintf("%s carries another %s now; left as is", t.Ref.String(), budget.LastAppliedKey)}
 		}
 		ops := []Op{{Op: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()}}
 		if ann == nil {

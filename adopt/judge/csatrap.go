@@ -5,6 +5,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -55,10 +56,10 @@ type Mark struct {
 // tracking t: the tracking id (annotation methods), the instance label
 // (label methods) and the installation id when argocd-cm sets one. app is
 // the Application's name in Argo CD's own namespace, as apply creates it.
-func TrackingMark(t argoapp.Tracking, app string, r argoapp.Ref) Mark {
+func TrackingMark(t argoapp.Tracking, app string, r objref.Ref) Mark {
 	m := Mark{Annotations: map[string]string{}, Labels: map[string]string{}}
 	if t.Method == argoapp.TrackingAnnotation || t.Method == argoapp.TrackingAnnotationAndLabel || t.Method == "" {
-		id := argoapp.TrackingID{AppName: app, Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		id := argoapp.TrackingID{AppName: app, Ref: r}
 		m.Annotations[argoapp.AnnotationTrackingID] = id.String()
 	}
 	if t.Method == argoapp.TrackingLabel || t.Method == argoapp.TrackingAnnotationAndLabel {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -33,7 +34,7 @@ var annotationTracking = argoapp.Tracking{Method: argoapp.TrackingAnnotation, In
 // that writes exactly 262144 bytes of annotations is allowed by the API
 // server, one byte more is refused.
 func TestCSAMigrationBoundary(t *testing.T) {
-	ref := argoapp.Ref{Kind: "ConfigMap", Namespace: "litellm-test", Name: "usage-hook"}
+	ref := objref.Ref{Kind: "ConfigMap", Namespace: "litellm-test", Name: "usage-hook"}
 	mark := TrackingMark(annotationTracking, "litellm-test", ref)
 	id := mark.Annotations[argoapp.AnnotationTrackingID]
 	if id != "litellm-test:/ConfigMap:litellm-test/usage-hook" {
@@ -83,7 +84,7 @@ func TestCSAMigrationDoesNotRun(t *testing.T) {
 // the marked configuration: the predicted last-applied size must equal
 // budget.AppliedConfig of the manifest with Argo CD's marks set in it.
 func TestCSAMigrationJSONGrowth(t *testing.T) {
-	ref := argoapp.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}
+	ref := objref.Ref{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"}
 	withID := argoapp.Tracking{Method: argoapp.TrackingAnnotationAndLabel, InstanceLabelKey: "app.kubernetes.io/instance", InstallationID: "prod-1"}
 	label := argoapp.Tracking{Method: argoapp.TrackingLabel, InstanceLabelKey: "argocd.argoproj.io/instance"}
 	for _, tc := range []struct {
@@ -151,7 +152,7 @@ func strings2(m map[string]any) map[string]string {
 }
 
 func TestTrackingMark(t *testing.T) {
-	ref := argoapp.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
+	ref := objref.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cm"}
 	for _, tc := range []struct {
 		tracking    argoapp.Tracking
 		annotations string

@@ -255,7 +255,7 @@ func Judge(o *discover.Object, t argoapp.Tracking, apps argoapp.Applications) Ve
 func Classify(o *discover.Object, t argoapp.Tracking, apps argoapp.Applications) Verdict {
 	v := Verdict{Level: o.Budget.Level()}
 	v.SkipClass, v.Skip = SkipObjectClass(o)
-	tr := t.Check(argoapp.Ref{Group: o.Type.Group, Kind: o.Type.Kind, Namespace: o.Namespace, Name: o.Name}, o.Labels, o.Annotations, apps)
+	tr := t.Check(o.Ref(), o.Labels, o.Annotations, apps)
 	v.TrackedBy, v.StaleTracking = tr.App, tr.Stale
 	return v
 }

@@ -281,8 +281,7 @@ func classify(o *discover.Object, cfg *config.Config, in Inputs) classified {
 
 func newObject(o *discover.Object, v judge.Verdict) Object {
 	po := Object{
-		Group: o.Type.Group, Version: o.Type.Version, Kind: o.Type.Kind, Resource: o.Type.Resource,
-		Namespace: o.Namespace, Name: o.Name, Provenance: string(v.Provenance), Evidence: intern.Make(v.Evidence).Value(),
+		Ref: o.Ref(), Provenance: string(v.Provenance), Evidence: intern.Make(v.Evidence).Value(),
 		Confidence: v.Confidence, DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
 		StaleTracking: v.StaleTracking,
 	}
@@ -421,7 +420,7 @@ func (p *Plan) Object(ref string) *Object {
 	for i := range p.Objects {
 		// A ref ends with the name: most objects are told apart without
 		// building their ref.
-		if strings.HasSuffix(ref, p.Objects[i].Name) && p.Objects[i].Ref() == ref {
+		if strings.HasSuffix(ref, p.Objects[i].Name) && p.Objects[i].Ref.String() == ref {
 			return &p.Objects[i]
 		}
 	}

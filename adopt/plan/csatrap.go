@@ -41,8 +41,7 @@ func csaMigration(cands []*candidate, t argoapp.Tracking) {
 			meta, _ := c.manifest.Object["metadata"].(map[string]any)
 			target = judge.SyncTarget{AppliedBytes: len(b), Annotations: stringMap(meta["annotations"]), Labels: stringMap(meta["labels"])}
 		}
-		ref := argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-		target.Mark = judge.TrackingMark(t, o.App, ref)
+		target.Mark = judge.TrackingMark(t, o.App, o.Ref)
 		o.CSAMigration = judge.PredictCSAMigration(c.src, target)
 		if !o.CSAMigration.Fails {
 			continue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/adopt/yamlenc"
 )
@@ -221,7 +222,7 @@ func TestObjectYAMLIsYAMLv3(t *testing.T) {
 		"drift":     {Drift: &gitindex.Drift{}},
 		"preview":   {Preview: &preview.Result{}},
 		"NaN":       {Budget: budget.Budget{PercentOfCap: math.NaN()}},
-		"not ASCII": {Name: "ünï"},
+		"not ASCII": {Ref: objref.Ref{Name: "ünï"}},
 		"indicator": {Findings: []Finding{{Message: "- x"}}},
 	} {
 		if b, ok := appendObjectYAML(nil, &o); ok || len(b) != 0 {

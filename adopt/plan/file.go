@@ -225,12 +225,12 @@ func (p *Plan) Validate() error {
 	for i := range p.Objects {
 		o := &p.Objects[i]
 		if o.Kind == "" || o.Name == "" || o.Version == "" {
-			return fmt.Errorf("plan object %d (%s) lacks kind, version or name: the file was edited or truncated; run adopt plan again", i, o.Ref())
+			return fmt.Errorf("plan object %d (%s) lacks kind, version or name: the file was edited or truncated; run adopt plan again", i, o.Ref.String())
 		}
-		if objs[o.Ref()] != nil {
-			return fmt.Errorf("plan lists %s twice: the file was edited; run adopt plan again", o.Ref())
+		if objs[o.Ref.String()] != nil {
+			return fmt.Errorf("plan lists %s twice: the file was edited; run adopt plan again", o.Ref.String())
 		}
-		objs[o.Ref()] = o
+		objs[o.Ref.String()] = o
 	}
 	apps := map[string]bool{}
 	for _, a := range p.Applications {
@@ -250,7 +250,7 @@ func (p *Plan) Validate() error {
 	}
 	for _, o := range p.Objects {
 		if o.App != "" && !apps[o.App] {
-			return fmt.Errorf("%s names Application %q, which the plan does not propose: the file was edited; run adopt plan again", o.Ref(), o.App)
+			return fmt.Errorf("%s names Application %q, which the plan does not propose: the file was edited; run adopt plan again", o.Ref.String(), o.App)
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
-	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Severity ranks a finding.
@@ -86,7 +85,7 @@ func findings(o *Object, haveRepo bool) []Finding {
 	case o.Git == nil && !haveRepo && o.HelmRelease == "":
 		fs = append(fs, Finding{CodeNotInGit, Info, "no source in Git checked (no --repo): the live object would be exported to Git"})
 	}
-	if redact.IsSecret(o.Group, o.Kind) {
+	if o.IsSecret() {
 		fs = append(fs, Finding{CodeSecret, Warning, "a Secret: its values must not be committed in plain text; use a sealed or external secret"})
 	}
 	if o.Provenance == string(judge.ProvenanceHelm) {

@@ -144,7 +144,7 @@ func refs(cands []*candidate, app string) []string {
 	ends := make([]int, len(cands))
 	for i, c := range cands {
 		c.obj.App = app
-		slab = c.obj.ref().Append(slab)
+		slab = c.obj.Ref.Append(slab)
 		ends[i] = len(slab)
 	}
 	all, start := string(slab), 0

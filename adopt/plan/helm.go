@@ -36,7 +36,7 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 		if byRef == nil {
 			byRef = make(map[string]*candidate, len(cands))
 			for _, c := range cands {
-				byRef[c.obj.Ref()] = c
+				byRef[c.obj.Ref.String()] = c
 			}
 		}
 		return byRef

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
 // TestWriteJSONIsEncodingJSON checks that the streaming encoder writes the
@@ -18,21 +19,21 @@ import (
 func TestWriteJSONIsEncodingJSON(t *testing.T) {
 	full := &Plan{APIVersion: APIVersion, Kind: Kind, ID: "plan-x", Cluster: Cluster{Server: "https://127.0.0.1:6443"},
 		Applications: []Application{{Name: "a", Objects: []string{"/ConfigMap ns/a"}}},
-		Objects: []Object{{Version: "v1", Kind: "ConfigMap", Name: "a<b>&", Namespace: "ns", Budget: budget.Budget{}, Managers: []string{"kubectl (Apply)"}},
-			{Version: "v1", Kind: "Secret", Name: "s", Namespace: "ns"}},
+		Objects: []Object{{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Name: "a<b>&", Namespace: "ns"}, Budget: budget.Budget{}, Managers: []string{"kubectl (Apply)"}},
+			{Ref: objref.Ref{Version: "v1", Kind: "Secret", Name: "s", Namespace: "ns"}}},
 		Skipped:    []Skipped{{Kind: "Pod", Name: "p", Reason: "owned"}},
 		NotScanned: []NotScanned{{Type: "widgets.example.com", Reason: "forbidden"}},
 		Findings:   []Finding{{Code: "x", Message: "m"}}}
 	many := &Plan{APIVersion: APIVersion, Kind: Kind, Objects: make([]Object, 3*orderBlock+5)}
 	for i := range many.Objects {
-		many.Objects[i] = Object{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmtName(i)}
+		many.Objects[i] = Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmtName(i)}}
 	}
 	for name, p := range map[string]*Plan{
 		"full":        full,
 		"many blocks": many,
 		"nil objects": {APIVersion: APIVersion, Kind: Kind},
 		"no objects":  {APIVersion: APIVersion, Kind: Kind, Objects: []Object{}, Skipped: []Skipped{{Kind: "Pod", Name: "p", Reason: "r"}}},
-		"only notScanned": {APIVersion: APIVersion, Kind: Kind, Objects: []Object{{Name: "o", Kind: "K", Version: "v1"}},
+		"only notScanned": {APIVersion: APIVersion, Kind: Kind, Objects: []Object{{Ref: objref.Ref{Name: "o", Kind: "K", Version: "v1"}}},
 			NotScanned: []NotScanned{{Type: "t", Reason: "r"}}},
 	} {
 		for _, indent := range []bool{false, true} {

@@ -11,6 +11,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -131,12 +132,7 @@ type Summary struct {
 
 // Object is one untracked object proposed for adoption.
 type Object struct {
-	Group      string           `json:"group" yaml:"group"`
-	Version    string           `json:"version" yaml:"version"`
-	Kind       string           `json:"kind" yaml:"kind"`
-	Resource   string           `json:"resource" yaml:"resource"`
-	Namespace  string           `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name       string           `json:"name" yaml:"name"`
+	objref.Ref `yaml:",inline"`
 	Provenance string           `json:"provenance" yaml:"provenance"`
 	Evidence   string           `json:"evidence" yaml:"evidence"`
 	Confidence judge.Confidence `json:"confidence" yaml:"confidence"`
@@ -289,13 +285,6 @@ func (p *HelmProof) Equal() bool {
 		}
 	}
 	return true
-}
-
-// Ref is group/kind namespace/name, the way errors and reports name it.
-func (o Object) Ref() string { return o.ref().String() }
-
-func (o *Object) ref() argoapp.Ref {
-	return argoapp.Ref{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 }
 
 // Skipped is an object or type left out, with the reason.

@@ -24,7 +24,7 @@ func (p *Plan) AddPreview(results map[string]preview.Result) {
 	var all []preview.Result
 	for i := range p.Objects {
 		o := &p.Objects[i]
-		r, ok := results[o.Ref()]
+		r, ok := results[o.Ref.String()]
 		if !ok {
 			continue
 		}

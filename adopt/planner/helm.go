@@ -14,7 +14,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -141,23 +140,23 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 					u.SetNamespace("")
 				}
 			}
-			if ob == nil || ob.App != app.Name || redact.IsSecret(ob.Group, ob.Kind) {
+			if ob == nil || ob.App != app.Name || ob.IsSecret() {
 				continue
 			}
-			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			gvr := ob.GVR()
 			live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
 			if err != nil {
-				return explain(fmt.Errorf("%s: %w", ob.Ref(), err))
+				return explain(fmt.Errorf("%s: %w", ob.Ref.String(), err))
 			}
 			id := ""
 			if p.Tracking.Method != argoapp.TrackingLabel {
-				id = argoapp.TrackingID{AppName: app.Name, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+				id = argoapp.TrackingID{AppName: app.Name, Ref: ob.Ref}.String()
 			}
 			res, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: u, Live: live, TrackingID: id, Hide: hide})
 			if err != nil {
-				return explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
+				return explain(fmt.Errorf("preview %s: %w", ob.Ref.String(), err))
 			}
-			results[ob.Ref()] = res
+			results[ob.Ref.String()] = res
 		}
 	}
 	p.AddHelmProof()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/export"
@@ -14,7 +13,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -31,30 +29,30 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	pv := &preview.Previewer{Client: o.Dynamic, Capacity: snap}
 	results := map[string]preview.Result{}
 	for i, ob := range p.Objects {
-		if redact.IsSecret(ob.Group, ob.Kind) || ob.HelmRelease != "" {
+		if ob.IsSecret() || ob.HelmRelease != "" {
 			continue
 		}
 		if o.Previewed != nil {
 			o.Previewed(i+1, len(p.Objects))
 		}
-		gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+		gvr := ob.GVR()
 		live, err := export.Fetch(ctx, o.Dynamic, gvr, ob.Namespace, ob.Name)
 		if err != nil {
-			return explain(fmt.Errorf("%s: %w", ob.Ref(), err))
+			return explain(fmt.Errorf("%s: %w", ob.Ref.String(), err))
 		}
 		manifest, err := syncManifest(ob, live, ix, p.Tracking.InstanceLabelKey)
 		if err != nil {
-			return fmt.Errorf("%s: %w", ob.Ref(), err)
+			return fmt.Errorf("%s: %w", ob.Ref.String(), err)
 		}
 		id := ""
 		if p.Tracking.Method != argoapp.TrackingLabel {
-			id = argoapp.TrackingID{AppName: ob.App, Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.String()
+			id = argoapp.TrackingID{AppName: ob.App, Ref: ob.Ref}.String()
 		}
 		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
 		if err != nil {
-			return explain(fmt.Errorf("preview %s: %w", ob.Ref(), err))
+			return explain(fmt.Errorf("preview %s: %w", ob.Ref.String(), err))
 		}
-		results[ob.Ref()] = r
+		results[ob.Ref.String()] = r
 	}
 	if o.Previewed != nil {
 		o.Previewed(len(p.Objects), len(p.Objects))

@@ -47,7 +47,7 @@ func owners(u *unstructured.Unstructured) ([]owner, error) {
 		s := &fieldpath.Set{}
 		if e.FieldsV1 != nil {
 			if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-				return nil, fmt.Errorf("%s: managedFields of %s: %w", ref(u), e.Manager, err)
+				return nil, fmt.Errorf("%s: managedFields of %s: %w", ref(u).String(), e.Manager, err)
 			}
 		}
 		out = append(out, owner{entry: e, set: s})

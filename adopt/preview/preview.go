@@ -29,8 +29,8 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/capacity"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/redact"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // FieldManager is the manager Argo CD's server-side apply writes as.
@@ -220,7 +220,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
 	}
 	live := in.Live
 	r := Result{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
-	r.Ref = ref(live)
+	r.Ref = ref(live).String()
 	gv, _ := schema.ParseGroupVersion(in.Manifest.GetAPIVersion())
 	if in.Manifest.GetKind() != live.GetKind() || gv.Group != in.Resource.Group || in.Manifest.GetName() != live.GetName() {
 		return r, fmt.Errorf("%s: the manifest is %s %s/%s, not this object; match the Git file to the live object first",
@@ -261,7 +261,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
 			r.Ref, FieldManager, err, in.Resource.GroupResource())
 	}
 
-	secret := isSecret(live)
+	secret := ref(live).IsSecret()
 	r.Changes = diff(normalized(live), normalized(synced), shown{secret: secret, hide: hide, allEnv: allEnv})
 	r.Outcome = NoOp
 	if len(r.Changes) > 0 {
@@ -299,19 +299,15 @@ func refused(err error) bool {
 	return true
 }
 
-// ref is group/kind namespace/name.
-func ref(u *unstructured.Unstructured) string {
-	return argoapp.Ref{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}.String()
-}
-
-func isSecret(u *unstructured.Unstructured) bool {
-	return redact.IsSecret(u.GroupVersionKind().Group, u.GetKind())
+// ref names the object u.
+func ref(u *unstructured.Unstructured) objref.Ref {
+	return objref.Ref{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
 // secretValues removes a Secret's values from a server message: the
 // server may quote an invalid value.
 func secretValues(live, manifest *unstructured.Unstructured, msg string) string {
-	if !isSecret(live) {
+	if !ref(live).IsSecret() {
 		return msg
 	}
 	for _, u := range []*unstructured.Unstructured{live, manifest} {

@@ -74,7 +74,7 @@ func junitCase(name, class string, planWide []plan.Finding, objs []*plan.Object,
 	}
 	for _, o := range objs {
 		for _, f := range o.Findings {
-			note(o.Ref(), f)
+			note(o.Ref.String(), f)
 		}
 	}
 	tc := junitTestCase{Name: name, Classname: class, Time: "0"}

@@ -21,7 +21,7 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 	fmt.Fprintf(w, "\n**%s**\n", SummaryLine(p))
 	byRef := map[string]*plan.Object{}
 	for i := range p.Objects {
-		byRef[p.Objects[i].Ref()] = &p.Objects[i]
+		byRef[p.Objects[i].Ref.String()] = &p.Objects[i]
 	}
 	for _, a := range p.Applications {
 		fmt.Fprintf(w, "\n## Application `%s`\n\n%s\n\n", a.Name, md(source(a)))
@@ -33,9 +33,9 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 			if ob == nil {
 				continue
 			}
-			fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s | %s |\n", ob.Ref(), md(ob.Provenance), Bytes(ob.Budget.AnnotationBytes), ob.Budget.PercentOfCap, md(gitColumn(ob)), risk(ob, false))
+			fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s | %s |\n", ob.Ref.String(), md(ob.Provenance), Bytes(ob.Budget.AnnotationBytes), ob.Budget.PercentOfCap, md(gitColumn(ob)), risk(ob, false))
 			for _, f := range ob.Findings {
-				notes = append(notes, fmt.Sprintf("- **%s** `%s`: %s", f.Severity, ob.Ref(), md(f.Message)))
+				notes = append(notes, fmt.Sprintf("- **%s** `%s`: %s", f.Severity, ob.Ref.String(), md(f.Message)))
 			}
 		}
 		if len(notes) > 0 {

@@ -28,7 +28,7 @@ func previewDetails(w io.Writer, p *plan.Plan) {
 		if r == nil || (r.Outcome == "no-op" && len(r.PendingDeletions) == 0 && len(r.Warnings) == 0 && len(r.IgnoreDifferences) == 0) {
 			continue
 		}
-		fmt.Fprintf(w, "  %s: %s\n", ob.Ref(), r.Outcome)
+		fmt.Fprintf(w, "  %s: %s\n", ob.Ref.String(), r.Outcome)
 		if r.Verdict != "" {
 			fmt.Fprintf(w, "    the API server says: %s\n", r.Verdict)
 		}

@@ -1,6 +1,9 @@
 package printer
 
-import "github.com/adopt-dev/adopt/adopt/plan"
+import (
+	"github.com/adopt-dev/adopt/adopt/objref"
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
 
 // samplePlan is a plan with every kind of location the CI formats handle:
 // an object matched in Git, one defined twice, one only in the cluster, a
@@ -18,22 +21,22 @@ func samplePlan() *plan.Plan {
 			{Name: "adopt-cluster", Objects: []string{"rbac.authorization.k8s.io/ClusterRole reader"}},
 		},
 		Objects: []plan.Object{
-			{Version: "v1", Kind: "ConfigMap", Namespace: "litellm", Name: "hook", App: "adopt-litellm", Risk: plan.Critical,
+			{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "litellm", Name: "hook"}, App: "adopt-litellm", Risk: plan.Critical,
 				Git: &plan.GitMatch{Path: "apps/litellm/hook.yaml", Line: 12},
 				Findings: []plan.Finding{
 					{Code: plan.CodeNextApplyFails, Severity: plan.Critical, Message: "the next client-side apply fails"},
 					{Code: plan.CodeBudget, Severity: plan.Warning, Message: "annotations are 200000 B"},
 				}},
-			{Version: "v1", Kind: "ConfigMap", Namespace: "litellm", Name: "twice", App: "adopt-litellm", Risk: plan.Warning,
+			{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "litellm", Name: "twice"}, App: "adopt-litellm", Risk: plan.Warning,
 				Ambiguous: []plan.GitMatch{{Path: "a/twice.yaml", Line: 1}, {Path: "b/twice.yaml", Line: 7}},
 				Findings:  []plan.Finding{{Code: plan.CodeAmbiguous, Severity: plan.Warning, Message: "defined 2 times in Git"}}},
-			{Version: "v1", Kind: "Secret", Namespace: "litellm", Name: "token", App: "adopt-litellm", Risk: plan.Warning,
+			{Ref: objref.Ref{Version: "v1", Kind: "Secret", Namespace: "litellm", Name: "token"}, App: "adopt-litellm", Risk: plan.Warning,
 				Findings: []plan.Finding{
 					{Code: plan.CodeSecret, Severity: plan.Warning, Message: "a Secret"},
 					{Code: plan.CodeNotInGit, Severity: plan.Info, Message: "no manifest"},
 				}},
-			{Version: "v1", Kind: "ConfigMap", Namespace: "quiet", Name: "small", App: "adopt-quiet"},
-			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "reader", App: "adopt-cluster", Risk: plan.Info,
+			{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "quiet", Name: "small"}, App: "adopt-quiet"},
+			{Ref: objref.Ref{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "reader"}, App: "adopt-cluster", Risk: plan.Info,
 				Findings: []plan.Finding{{Code: plan.CodeNotInGit, Severity: plan.Info, Message: "no manifest"}}},
 		},
 	}

@@ -44,7 +44,7 @@ func SARIF(w io.Writer, p *plan.Plan, o Options) error {
 		obj := &p.Objects[i]
 		locs := objectLocations(cluster, obj)
 		for _, f := range obj.Findings {
-			addResult(run, f, obj.Ref()+": "+f.Message, locs, obj.Ref()+"/"+f.Code)
+			addResult(run, f, obj.Ref.String()+": "+f.Message, locs, obj.Ref.String()+"/"+f.Code)
 		}
 	}
 	r := sarif.NewReport()

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 const (
@@ -70,7 +69,7 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 				if f.Severity == plan.Info && !o.ShowSkipped {
 					continue
 				}
-				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref(), f.Message)
+				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref.String(), f.Message)
 			}
 		}
 	}
@@ -223,7 +222,7 @@ func appObjects(p *plan.Plan) [][]*plan.Object {
 		same := len(apps[i]) == len(a.Objects)
 		for j := 0; same && j < len(a.Objects); j++ {
 			ob := apps[i][j]
-			ref = argoapp.Ref{Group: ob.Group, Kind: ob.Kind, Namespace: ob.Namespace, Name: ob.Name}.Append(ref[:0])
+			ref = ob.Ref.Append(ref[:0])
 			same = string(ref) == a.Objects[j]
 		}
 		if same {
@@ -232,7 +231,7 @@ func appObjects(p *plan.Plan) [][]*plan.Object {
 		if byRef == nil {
 			byRef = make(map[string]*plan.Object, len(p.Objects))
 			for k := range p.Objects {
-				byRef[p.Objects[k].Ref()] = &p.Objects[k]
+				byRef[p.Objects[k].Ref.String()] = &p.Objects[k]
 			}
 		}
 		apps[i] = apps[i][:0]

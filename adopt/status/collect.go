@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -95,7 +94,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 		refs = append(refs, ref)
 		objs := map[string]plan.Object{}
 		for _, o := range p.Objects {
-			objs[o.Ref()] = o
+			objs[o.Ref.String()] = o
 		}
 		reader := argoapp.KubeStatus{Client: src.Dynamic, Namespace: argoNS}
 		for _, a := range p.Applications {
@@ -122,7 +121,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 			for n, ob := range targets {
 				f := Facts{
 					PlanID: p.ID, PlanFile: i.File, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
-					FinalizedAt: finalized[ob.Ref()],
+					FinalizedAt: finalized[ob.Ref.String()],
 					GitRead:     src.Repo != nil, Pushed: git.pushed, Merged: merged, PR: git.pr, PRNote: git.prNote,
 					AppState: &st, Explain: explain,
 				}
@@ -183,14 +182,14 @@ func journal(file string) (map[string]time.Time, string, error) {
 		return nil, "", fmt.Errorf("finalize journal %s: %w. Status reads it to tell finalized objects; repair it or wait for the finalize holding it", file, err)
 	}
 	for _, e := range finalize.Removed(entries) {
-		out[e.Target.Ref()] = e.Time
+		out[e.Target.Ref.String()] = e.Time
 	}
 	// An object finalize cleaned without an annotation to remove (only
 	// field owners) is finalized too, from its last finalized entry.
 	for _, e := range entries {
 		if e.Result == string(finalize.StatusFinalized) && !e.HadAnnotation {
-			if _, ok := out[e.Target.Ref()]; !ok {
-				out[e.Target.Ref()] = e.Time
+			if _, ok := out[e.Target.Ref.String()]; !ok {
+				out[e.Target.Ref.String()] = e.Time
 			}
 		}
 	}
@@ -229,7 +228,7 @@ func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
 	g.SetLimit(workers)
 	for i, ob := range objs {
 		g.Go(func() error {
-			gvr := schema.GroupVersionResource{Group: ob.Group, Version: ob.Version, Resource: ob.Resource}
+			gvr := ob.GVR()
 			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):

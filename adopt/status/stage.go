@@ -8,7 +8,6 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -57,7 +56,7 @@ type Facts struct {
 // Place decides the object's stage, whether it is stuck, why, and what
 // moves it on.
 func Place(f Facts) Object {
-	o := Object{Ref: f.Object.Ref(), Namespace: f.Object.Namespace, Plan: f.PlanID, App: f.App.Name, Budget: f.Budget, FinalizedAt: f.FinalizedAt}
+	o := Object{Ref: f.Object.Ref.String(), Namespace: f.Object.Namespace, Plan: f.PlanID, App: f.App.Name, Budget: f.Budget, FinalizedAt: f.FinalizedAt}
 	if !f.Found {
 		o.Budget = f.Object.Budget
 	}
@@ -120,7 +119,7 @@ func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 		o.Stage = StageSynced
 		o.Reason = "synced and healthy at " + short(s.Revision) + "; ready to finalize"
 		o.Next = cmd.finalize("")
-	case waiting == "" && redact.IsSecret(f.Object.Group, f.Object.Kind):
+	case waiting == "" && f.Object.IsSecret():
 		o.Stuck = true
 		o.Reason = "a Secret: adopt apply left it out of Git and out of sync"
 		o.Next = "give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"

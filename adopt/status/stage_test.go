@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -14,7 +15,7 @@ import (
 // TestPlace places one set of facts in each stage, and the stuck cases,
 // without a cluster.
 func TestPlace(t *testing.T) {
-	ob := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm"}
+	ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm"}}
 	app := plan.Application{Name: "adopt-ns"}
 	clean := budget.MeasureBudget(map[string]string{"team": "x"})
 	dirty := budget.MeasureBudget(map[string]string{budget.LastAppliedKey: "{}"})

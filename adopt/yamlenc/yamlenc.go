@@ -46,10 +46,11 @@ type Mapping []Pair
 // ErrShape says yaml.v3 itself must encode the value.
 var ErrShape = errors.New("a shape only yaml.v3 encodes")
 
-// field is one struct field as yaml.v3 encodes it.
+// field is one struct field as yaml.v3 encodes it; index is its path
+// through inlined structs (reflect.Value.FieldByIndex).
 type field struct {
 	key       string
-	index     int
+	index     []int
 	omitEmpty bool
 }
 
@@ -119,7 +120,7 @@ func (w *Writer) mapping(v reflect.Value, sep string, indent int) (ok bool, err 
 			return false, err
 		}
 		for _, f := range fs {
-			fv := v.Field(f.index)
+			fv := v.FieldByIndex(f.index)
 			if f.omitEmpty {
 				zero, err := w.isZero(fv)
 				if err != nil {
@@ -267,24 +268,38 @@ func (w *Writer) fields(t reflect.Type) ([]field, error) {
 		return fs, nil
 	}
 	fs := []field{}
+	keys := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if f.Anonymous {
-			fs = nil
-			break
-		}
-		if f.PkgPath != "" {
-			continue
-		}
 		tag := f.Tag.Get("yaml")
 		if tag == "" && !strings.Contains(string(f.Tag), ":") {
 			tag = string(f.Tag)
+		}
+		if f.Anonymous {
+			// Only an embedded struct tagged ",inline": its fields are
+			// the outer struct's, in their place.
+			if tag != ",inline" || f.Type.Kind() != reflect.Struct {
+				fs = nil
+				break
+			}
+			inner, err := w.fields(f.Type)
+			if err != nil {
+				fs = nil
+				break
+			}
+			for _, in := range inner {
+				fs = append(fs, field{key: in.key, index: append([]int{i}, in.index...), omitEmpty: in.omitEmpty})
+			}
+			continue
+		}
+		if f.PkgPath != "" {
+			continue
 		}
 		if tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		yf := field{key: name, index: i}
+		yf := field{key: name, index: []int{i}}
 		for _, o := range strings.Split(opts, ",") {
 			switch o {
 			case "":
@@ -305,6 +320,13 @@ func (w *Writer) fields(t reflect.Type) ([]field, error) {
 			break
 		}
 		fs = append(fs, yf)
+	}
+	for _, f := range fs {
+		if keys[f.key] {
+			fs = nil // yaml.v3 refuses a key twice
+			break
+		}
+		keys[f.key] = true
 	}
 	if w.types == nil {
 		w.types = map[reflect.Type][]field{}

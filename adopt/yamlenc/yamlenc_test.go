@@ -129,3 +129,43 @@ func TestKeyOrderIsYAMLv3(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineIsYAMLv3 checks an embedded struct tagged ",inline" against
+// yaml.v3, and that one without the tag or with a key twice is left to
+// yaml.v3.
+func TestInlineIsYAMLv3(t *testing.T) {
+	type inner struct {
+		A string `yaml:"a"`
+		B string `yaml:"b,omitempty"`
+	}
+	type outer struct {
+		inner `yaml:",inline"`
+		C     int `yaml:"c"`
+	}
+	for _, v := range []outer{{inner{"x", "y"}, 1}, {inner{A: "x"}, 0}, {}} {
+		want, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := New()
+		if err := w.Doc(reflect.ValueOf(v)); err != nil {
+			t.Fatal(err)
+		}
+		if string(w.Buf) != string(want) {
+			t.Fatalf("Writer wrote\n%s\nyaml.v3 writes\n%s", w.Buf, want)
+		}
+	}
+	type plain struct {
+		inner
+		C int `yaml:"c"`
+	}
+	type twice struct {
+		inner `yaml:",inline"`
+		A     string `yaml:"a"`
+	}
+	for _, v := range []any{plain{}, twice{}} {
+		if err := New().Doc(reflect.ValueOf(v)); err != ErrShape {
+			t.Errorf("%T: %v, want ErrShape", v, err)
+		}
+	}
+}

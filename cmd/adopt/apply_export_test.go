@@ -13,6 +13,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/templates"
@@ -43,9 +44,9 @@ func TestExportListEqualsGet(t *testing.T) {
 			if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			o := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, App: app.Name}
+			o := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, App: app.Name}
 			p.Objects = append(p.Objects, o)
-			app.Objects = append(app.Objects, o.Ref())
+			app.Objects = append(app.Objects, o.Ref.String())
 		}
 		p.Applications = append(p.Applications, app)
 	}
@@ -113,11 +114,11 @@ func TestExportListEqualsGet(t *testing.T) {
 
 	// An object the list does not return is read alone, and its error
 	// names it.
-	gone := plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: many, Name: "gone", App: "adopt-" + many}
+	gone := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: many, Name: "gone"}, App: "adopt-" + many}
 	p.Objects = append(p.Objects, gone)
-	p.Applications[0].Objects = append(p.Applications[0].Objects, gone.Ref())
+	p.Applications[0].Objects = append(p.Applications[0].Objects, gone.Ref.String())
 	_, err = run(true, p)
-	if err == nil || !strings.Contains(err.Error(), gone.Ref()) || !strings.Contains(err.Error(), "not found") {
+	if err == nil || !strings.Contains(err.Error(), gone.Ref.String()) || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("missing object: %v", err)
 	}
 }

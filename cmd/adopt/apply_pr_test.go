@@ -14,6 +14,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -64,13 +65,13 @@ func TestPROptionsValidate(t *testing.T) {
 
 // prInput is a pull request for one critical ConfigMap in Git.
 func prInput() apply.PRInput {
-	hook := plan.Object{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook",
+	hook := plan.Object{Ref: objref.Ref{Kind: "ConfigMap", Version: "v1", Namespace: "litellm-test", Name: "litellm-test-usage-hook"},
 		Budget: budget.Budget{AnnotationBytes: 257270, PercentOfCap: 98.1, Headroom: 4874}, Level: budget.LevelCritical,
 		App: "litellm-test", Git: &plan.GitMatch{Path: "k8s/system/litellm-test-usage-hook-cm.yaml", Line: 1}}
 	p := &plan.Plan{Cluster: plan.Cluster{Server: "https://127.0.0.1:6443", Context: "prod-eu"}, Objects: []plan.Object{hook},
-		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system", Objects: []string{hook.Ref()}}}}
+		Applications: []plan.Application{{Name: "litellm-test", Namespace: "litellm-test", SourcePath: "k8s/system", Objects: []string{hook.Ref.String()}}}}
 	return apply.PRInput{Head: "adopt/litellm-test", Base: "main", Plan: p, PlanPath: "plans/prod-eu.yaml",
-		Drift: map[string]string{hook.Ref(): "live 8,126 B behind Git"}}
+		Drift: map[string]string{hook.Ref.String(): "live 8,126 B behind Git"}}
 }
 
 func TestOpenPRNeedsProviderAndToken(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -225,7 +226,7 @@ func TestCSAMigrationPredictionMatchesKubectl(t *testing.T) {
 	if !ob.CSAMigration.Runs || ob.CSAMigration.Fails || ob.CSAMigration.Bytes == 0 {
 		t.Fatalf("csaMigration %+v, want a migration under the cap", ob.CSAMigration)
 	}
-	id := argoapp.TrackingID{AppName: ob.App, Kind: "ConfigMap", Namespace: ns, Name: "litellm-test-usage-hook"}.String()
+	id := argoapp.TrackingID{AppName: ob.App, Ref: objref.Ref{Kind: "ConfigMap", Namespace: ns, Name: "litellm-test-usage-hook"}}.String()
 	marked := strings.Replace(inGit, "  annotations:\n", "  annotations:\n    "+argoapp.AnnotationTrackingID+": "+id+"\n", 1)
 	if out, err := cp.Kubectl(ctx, []byte(marked), "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply of the marked Git manifest: %v: %s", err, out)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -139,7 +140,7 @@ func writePlan(t *testing.T, objs ...plan.Object) string {
 		o.App = "adopt-" + o.Namespace
 		p.Objects = append(p.Objects, o)
 		p.Applications = append(p.Applications, plan.Application{Name: o.App, Namespace: o.Namespace, Project: "default",
-			SourcePath: "adopted/" + o.Namespace, Objects: []string{o.Ref()}})
+			SourcePath: "adopted/" + o.Namespace, Objects: []string{o.Ref.String()}})
 	}
 	path := filepath.Join(t.TempDir(), "plan.yaml")
 	writePlanFile(t, path, p)
@@ -190,7 +191,7 @@ func syncedStatus(health string, resources ...any) map[string]any {
 
 func getCM(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := dynClient(t).Resource(finalize.Target{Version: "v1", Resource: "configmaps"}.GVR()).Namespace(ns).Get(context.Background(), "usage-hook", metav1.GetOptions{})
+	u, err := dynClient(t).Resource(objref.Ref{Version: "v1", Resource: "configmaps"}.GVR()).Namespace(ns).Get(context.Background(), "usage-hook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func getCM(t *testing.T, ns string) *unstructured.Unstructured {
 }
 
 func cmObject(ns string) plan.Object {
-	return plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "usage-hook"}
+	return plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "usage-hook"}}
 }
 
 func TestFinalizeCommand(t *testing.T) {
@@ -326,7 +327,7 @@ func TestFinalizeUnhealthyDeploymentIsExplainedAndUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planFile := writePlan(t, plan.Object{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: "litellm"})
+	planFile := writePlan(t, plan.Object{Ref: objref.Ref{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: "litellm"}})
 	putApplication(t, app, ns, syncedStatus("Progressing", map[string]any{
 		"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "litellm", "status": "Synced",
 		"health": map[string]any{"status": "Progressing", "message": `Waiting for rollout to finish: 0 of 1 updated replicas are available...`},

@@ -184,10 +184,10 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 	}
 	for _, ob := range p.Objects {
 		if ob.Namespace == ns3 && (ob.App != "" || ob.Risk != plan.Critical) {
-			t.Errorf("orphan's %s: app %q risk %q", ob.Ref(), ob.App, ob.Risk)
+			t.Errorf("orphan's %s: app %q risk %q", ob.Ref.String(), ob.App, ob.Risk)
 		}
 		if strings.HasPrefix(ob.Name, "sh.helm.release.v1.") {
-			t.Errorf("release record %s is proposed for adoption", ob.Ref())
+			t.Errorf("release record %s is proposed for adoption", ob.Ref.String())
 		}
 	}
 	records := 0

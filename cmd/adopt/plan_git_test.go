@@ -163,7 +163,7 @@ func TestPlanMatchesGit(t *testing.T) {
 	if pf.Repo.Revision != strings.TrimSpace(string(head)) || pf.Cluster.Server != cp.Server || pf.Cluster.Context != "adopt-local" || pf.Tracking.Method == "" || !strings.HasPrefix(pf.ID, "plan-") {
 		t.Fatalf("plan file header: %+v %+v %+v %s", pf.Repo, pf.Cluster, pf.Tracking, pf.ID)
 	}
-	if h := pf.Object(hook.Ref()); h == nil || h.Drift.BytesBehind != behind {
+	if h := pf.Object(hook.Ref.String()); h == nil || h.Drift.BytesBehind != behind {
 		t.Fatalf("plan file lost the drift: %+v", h)
 	}
 	if err := plan.CheckCluster(pf, cp.Server, "adopt-local"); err != nil {

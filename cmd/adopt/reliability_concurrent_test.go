@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -39,7 +40,7 @@ func manyHooks(t *testing.T, ns, app string, n int) ([]plan.Object, map[string]s
 			name, ns, name+"-"+strconv.Itoa(i*i), strings.Repeat("x", 1000+i))
 		fmt.Fprintf(&argo, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, annotations: {team: platform, argocd.argoproj.io/tracking-id: %q}}\ndata: {k: %q, big: %s}\n",
 			name, ns, app+":/ConfigMap:"+ns+"/"+name, name+"-"+strconv.Itoa(i*i), strings.Repeat("x", 1000+i))
-		objs = append(objs, plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, App: app})
+		objs = append(objs, plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, App: app})
 	}
 	kc(t, hand.Bytes(), "-n", ns, "apply", "-f", "-")
 	kc(t, hand.Bytes(), "-n", ns, "apply", "--server-side", "-f", "-")

@@ -33,6 +33,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -256,7 +257,7 @@ func threeHooks(t *testing.T, ns, app string) []plan.Object {
 		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"k": name, "big": strings.Repeat("x", 100_000)}}
 		handThenArgo(t, cm, app+":/ConfigMap:"+ns+"/"+name)
-		objs = append(objs, plan.Object{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name, App: app})
+		objs = append(objs, plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: name}, App: app})
 	}
 	return objs
 }
@@ -269,7 +270,7 @@ func onePlan(t *testing.T, server, ns, app string, objs []plan.Object) string {
 		Objects:  objs}
 	a := plan.Application{Name: app, Namespace: ns, Project: "default", SourcePath: "adopted/" + ns}
 	for _, o := range objs {
-		a.Objects = append(a.Objects, o.Ref())
+		a.Objects = append(a.Objects, o.Ref.String())
 	}
 	p.Applications = []plan.Application{a}
 	path := filepath.Join(t.TempDir(), "plan.yaml")
