@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	argogit "github.com/argoproj/argo-cd/v2/util/git"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
@@ -34,6 +35,26 @@ type Existing struct {
 	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
 	// Sync is its sync status when the plan was made.
 	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
+}
+
+// RenderSource renders one source of an existing Application from the
+// plan's repo as Argo CD's repo-server would: a chart with Helm (see
+// renderChart), a kustomization or a directory with gitindex. A source
+// adopt cannot render returns an error saying why.
+func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
+	switch {
+	case src.Plugin != nil:
+		return nil, fmt.Errorf("a config management plugin source: not rendered by adopt")
+	case src.Kustomize != nil && !src.Kustomize.IsZero():
+		return nil, fmt.Errorf("kustomize settings in the Application (namePrefix, images, patches, …): not rendered by adopt")
+	case ix.IsChart(src.Path):
+		return renderChart(ix, charts, s, src, repoURL)
+	}
+	d := gitindex.Directory{}
+	if src.Directory != nil {
+		d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
+	}
+	return ix.Render(src.Path, d)
 }
 
 // appRenders is what existing Applications render from the plan's repo: each
@@ -69,22 +90,10 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string, c
 			if src.RepoURL == "" || !argogit.SameURL(src.RepoURL, repoURL) || src.Chart != "" {
 				continue
 			}
-			var ms []*gitindex.Manifest
-			var err error
-			switch {
-			case src.Plugin != nil:
-				err = fmt.Errorf("a config management plugin source: not rendered by adopt")
-			case src.Path == "" && src.Ref != "":
+			if src.Path == "" && src.Ref != "" {
 				continue // a values source of a multi-source Application
-			case ix.IsChart(src.Path):
-				ms, err = renderChart(ix, charts, s, src, repoURL)
-			default:
-				d := gitindex.Directory{}
-				if src.Directory != nil {
-					d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
-				}
-				ms, err = ix.Render(src.Path, d)
 			}
+			ms, err := RenderSource(ix, charts, s, src, repoURL)
 			if err != nil {
 				fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
 					Message: fmt.Sprintf("Application %s, source %s: %v; objects it syncs from there may be proposed again", s.Key(), src.Path, err)})
