@@ -344,3 +344,21 @@ func ParseTrackingID(s string) (TrackingID, error) {
 	}
 	return id, nil
 }
+
+// keyKustomizeBuildOptions is argocd-cm's kustomize.buildOptions, the
+// options the repo-server passes to `kustomize build`.
+const keyKustomizeBuildOptions = "kustomize.buildOptions"
+
+// KustomizeBuildOptions reads argocd-cm's kustomize.buildOptions in
+// namespace ns. A missing argocd-cm or key is "" (kustomize's defaults);
+// a ConfigMap that cannot be read is an error the caller may note.
+func KustomizeBuildOptions(ctx context.Context, c kubernetes.Interface, ns string) (string, error) {
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read ConfigMap %s/%s: %w", ns, ConfigMapName, err)
+	}
+	return cm.Data[keyKustomizeBuildOptions], nil
+}

@@ -10,6 +10,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -66,9 +67,19 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	var ix *gitindex.Index
 	if o.Repo.Location != "" {
 		o.say("reading repo %s\n", gitops.Redact(o.Repo.Location))
+		// Kustomizations render with the options Argo CD gives kustomize.
+		argo := o.Kube
+		if o.Hub != nil {
+			argo = o.Hub.Kube
+		}
+		opts, optsErr := argoapp.KustomizeBuildOptions(ctx, argo, o.ArgoCDNamespace)
+		o.Repo.Kustomize.BuildOptions = opts
 		var err error
 		if ix, err = gitindex.Load(ctx, o.Repo); err != nil {
 			return nil, err
+		}
+		if optsErr != nil {
+			ix.Notes = append(ix.Notes, fmt.Sprintf("kustomizations rendered with kustomize's defaults: %v", explain(optsErr)))
 		}
 	}
 	cfg := config.Default()

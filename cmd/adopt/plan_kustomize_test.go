@@ -93,3 +93,43 @@ func TestPlanKustomizeOverlays(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanKustomizeBuildOptions: argocd-cm's kustomize.buildOptions is how
+// Argo CD builds; with LoadRestrictionsNone an overlay may read a patch
+// outside its directory, and the plan renders it the same way.
+func TestPlanKustomizeBuildOptions(t *testing.T) {
+	ctx := context.Background()
+	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
+	repo := t.TempDir()
+	for p, c := range map[string]string{
+		"shared/mode.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg}\ndata: {mode: shared}\n",
+		"app/kustomization.yaml":    "namespace: " + ns + "\nresources: [cm.yaml]\npatches:\n- path: ../shared/mode.yaml\n",
+		"app/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg}\ndata: {mode: own}\n",
+		"shared/kustomization.yaml": "resources: []\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg, namespace: " + ns + "}\ndata: {mode: shared}\n"
+	if out, err := cp.Kubectl(ctx, []byte(live), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// kustomize's default restrictor: the overlay does not build.
+	p := planJSON(t, "-n", ns, "--argocd-namespace", argoNS, "--repo", repo)
+	if o := findObject(p, "ConfigMap", ns, "opt-cfg"); o == nil || o.Git != nil || len(p.Repo.Unrendered) != 1 || !strings.Contains(p.Repo.Unrendered[0].Reason, "is not in or below") {
+		t.Fatalf("default restrictor: object %+v, unrendered %+v", o, p.Repo.Unrendered)
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: " + argoNS + "}\ndata:\n  kustomize.buildOptions: --load-restrictor LoadRestrictionsNone\n"
+	if out, err := cp.Kubectl(ctx, []byte(cm), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	p = planJSON(t, "-n", ns, "--argocd-namespace", argoNS, "--repo", repo)
+	o := findObject(p, "ConfigMap", ns, "opt-cfg")
+	if o == nil || o.Git == nil || o.Git.Kustomization != "app" || o.Drift == nil || !o.Drift.Identical() || len(p.Repo.Unrendered) != 0 {
+		t.Fatalf("LoadRestrictionsNone: object %+v, unrendered %+v", o, p.Repo.Unrendered)
+	}
+}
