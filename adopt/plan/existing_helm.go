@@ -67,7 +67,7 @@ func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src
 		if p.ForceString {
 			set = strvals.ParseIntoString
 		}
-		if err := set(p.Name+"="+p.Value, values); err != nil {
+		if err := set(p.Name+"="+escapeCommas(p.Value), values); err != nil {
 			return nil, fmt.Errorf("helm parameter %s: %v", p.Name, err)
 		}
 	}
@@ -93,6 +93,27 @@ func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src
 		m.Line, m.Render = 0, path.Clean(src.Path)
 	}
 	return ms, nil
+}
+
+// escapeCommas escapes a parameter value's commas as Argo CD does before
+// --set (cleanSetParameters in its util/helm): a comma not already
+// escaped with a backslash is part of the value, not a separator, unless
+// the value is a {…} list.
+func escapeCommas(v string) string {
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		return v
+	}
+	var b strings.Builder
+	var prev rune
+	for _, r := range v {
+		if r == ',' && prev != '\\' {
+			b.WriteString(`\,`)
+		} else {
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
 }
 
 // valuesFile is the repo path of a values file: relative to the chart, or
