@@ -202,6 +202,9 @@ func testRenderOracle(t *testing.T, version string) {
 	if files["apps/web/overlays/staging/kustomization.yaml"] == "" {
 		t.Fatalf("the overlays fixture was not copied from %s", overlays)
 	}
+	for p, c := range oracleHelmFiles(t) {
+		files[p] = c
+	}
 
 	cp := startTestControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -238,6 +241,11 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 			t.Fatal(err)
 		}
 	}
+	for _, h := range oracleHelmApps {
+		if err := a.CreateApplication(ctx, []byte(h.application(repoURL))); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	ix, err := gitindex.Load(ctx, gitindex.Source{Location: repoURL, Revision: "main", Auth: gitops.Auth{Username: g.User, Password: g.Password}})
 	if err != nil {
@@ -246,16 +254,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 
 	for _, s := range oracleSources {
 		t.Run(s.app, func(t *testing.T) {
-			// Once the controller has compared it, argocd-server knows it too.
-			waitCtx, waitCancel := context.WithTimeout(ctx, 2*time.Minute)
-			defer waitCancel()
-			if _, err := a.WaitApplication(waitCtx, s.app, func(st AppStatus) bool { return st.Sync != "" }); err != nil {
-				t.Fatal(err)
-			}
-			argo, err := a.Manifests(ctx, s.app)
-			if err != nil {
-				t.Fatalf("%v\nrepo-server: %s", err, lastLines(a.LogTail("argocd-repo-server", 3000), 5))
-			}
+			argo := oracleManifests(t, ctx, a, s.app)
 			ours, err := ix.Render(s.path, s.dir)
 			if err != nil {
 				t.Fatalf("gitindex cannot render %s: %v", s.path, err)
@@ -263,6 +262,23 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 			compareRender(t, version, s, argo, ours)
 		})
 	}
+	testHelmOracle(t, ctx, version, a, cp, ix, repoURL)
+}
+
+// oracleManifests waits until the controller has compared Application app
+// (argocd-server then knows it too) and returns its manifests.
+func oracleManifests(t *testing.T, ctx context.Context, a *ArgoCD, app string) []map[string]any {
+	t.Helper()
+	waitCtx, waitCancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer waitCancel()
+	if _, err := a.WaitApplication(waitCtx, app, func(st AppStatus) bool { return st.Sync != "" }); err != nil {
+		t.Fatal(err)
+	}
+	argo, err := a.Manifests(ctx, app)
+	if err != nil {
+		t.Fatalf("%v\nrepo-server: %s", err, lastLines(a.LogTail("argocd-repo-server", 3000), 5))
+	}
+	return argo
 }
 
 func oracleApplication(s oracleSource, repoURL string) string {
@@ -320,7 +336,8 @@ func compareRender(t *testing.T, version string, s oracleSource, argo []map[stri
 		if o == nil {
 			continue
 		}
-		a := untrack(t, s.app, argoBy[id], o)
+		a := untrack(t, version, s.app, argoBy[id], o)
+		o = maskSecret(t, a, o)
 		if !reflect.DeepEqual(a, o) {
 			var lines []string
 			jsonDiff("", a, o, &lines)
@@ -377,10 +394,15 @@ func matchIDs(ids, want []string) bool {
 	return true
 }
 
-// untrack returns Argo CD's object without the tracking label or annotation
-// the repo-server adds (to every object but a CRD), after checking its
-// value; a map left empty is removed only when gitindex's object has none.
-func untrack(t *testing.T, app string, argo, ours map[string]any) map[string]any {
+// untrack returns Argo CD's object without the tracking mark the
+// repo-server adds to every object but a CRD, after checking its value:
+// v2.14 tracks by the app.kubernetes.io/instance label (the Application's
+// name), v3.2 by the argocd.argoproj.io/tracking-id annotation. When the
+// source sets that key itself (a chart's instance label, its release
+// name), the mark has replaced it and Git's value is put back; otherwise
+// the key is removed, and a map left empty too when gitindex's object has
+// none.
+func untrack(t *testing.T, version, app string, argo, ours map[string]any) map[string]any {
 	t.Helper()
 	a := jsonRoundTrip(t, argo)
 	meta, _ := a["metadata"].(map[string]any)
@@ -390,38 +412,62 @@ func untrack(t *testing.T, app string, argo, ours map[string]any) map[string]any
 	if ns == "" {
 		ns = oracleDestNamespace
 	}
-	added := 0
-	for field, key := range map[string]string{"labels": "app.kubernetes.io/instance", "annotations": "argocd.argoproj.io/tracking-id"} {
-		m, _ := meta[field].(map[string]any)
-		ourM, _ := ourMeta[field].(map[string]any)
-		v, ok := m[key]
-		if !ok {
-			continue
-		}
-		if _, inGit := ourM[key]; inGit {
-			continue
-		}
-		want := app
-		if field == "annotations" {
-			want = fmt.Sprintf("%s:%s/%s:%s/%s", app, k.Group, k.Kind, ns, k.Name)
-		}
-		if v != want {
-			t.Errorf("%s: Argo CD's %s %s is %q, want %q", oracleID(a), field, key, v, want)
-		}
-		added++
-		delete(m, key)
-		if _, had := ourMeta[field]; len(m) == 0 && !had {
-			delete(meta, field)
-		}
+	field, key, want := "labels", "app.kubernetes.io/instance", app
+	if !strings.HasPrefix(version, "v2.") {
+		field, key, want = "annotations", "argocd.argoproj.io/tracking-id", fmt.Sprintf("%s:%s/%s:%s/%s", app, k.Group, k.Kind, ns, k.Name)
 	}
-	want := 1
+	m, _ := meta[field].(map[string]any)
+	ourM, _ := ourMeta[field].(map[string]any)
+	v, marked := m[key]
+	gitV, inGit := ourM[key]
 	if k.Group == "apiextensions.k8s.io" && k.Kind == "CustomResourceDefinition" {
-		want = 0
+		if marked && (!inGit || v != gitV) {
+			t.Errorf("%s: Argo CD set the CRD's %s %s to %q", oracleID(a), field, key, v)
+		}
+		return a
 	}
-	if added != want {
-		t.Errorf("%s: Argo CD added %d tracking marks, want %d", oracleID(a), added, want)
+	if !marked {
+		t.Errorf("%s: Argo CD set no %s %s", oracleID(a), field, key)
+		return a
+	}
+	if v != want {
+		t.Errorf("%s: Argo CD's %s %s is %q, want %q", oracleID(a), field, key, v, want)
+	}
+	if inGit {
+		m[key] = gitV
+		return a
+	}
+	delete(m, key)
+	if _, had := ourMeta[field]; len(m) == 0 && !had {
+		delete(meta, field)
 	}
 	return a
+}
+
+// maskSecret returns gitindex's object with a core Secret's data values
+// hidden as argocd-server's manifests API hides them (gitops-engine's
+// diff.HideSecretData: every value of a lone object is "++++++++"), after
+// checking that Argo CD's Secret holds exactly that mask; the keys are
+// still compared. Anything else is returned as it is.
+func maskSecret(t *testing.T, argo, ours map[string]any) map[string]any {
+	t.Helper()
+	k := keyOf(ours)
+	if k.Group != "" || k.Kind != "Secret" {
+		return ours
+	}
+	ad, _ := argo["data"].(map[string]any)
+	for key, v := range ad {
+		if v != "++++++++" {
+			t.Errorf("%s: Argo CD's data.%s is %q, not argocd-server's mask", oracleID(argo), key, v)
+		}
+	}
+	o := jsonRoundTrip(t, ours)
+	if d, ok := o["data"].(map[string]any); ok {
+		for key := range d {
+			d[key] = "++++++++"
+		}
+	}
+	return o
 }
 
 func jsonRoundTrip(t *testing.T, o map[string]any) map[string]any {

@@ -1,0 +1,172 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// The render oracle's Helm half: charts in Git, rendered by Argo CD's
+// repo-server with helm template and by adopt with plan.RenderSource, on
+// the same Argo CD and repo as testRenderOracle's other sources.
+
+// oracleChartDir is where the web chart lies in the oracle's repo.
+const oracleChartDir = "charts/web"
+
+// oracleHelmFiles are the web chart (cmd/adopt/testdata/charts/web, which
+// requires auth.password) with a values file beside it, and a values file
+// elsewhere in the repo that a multi-source Application reads through a
+// ref source.
+func oracleHelmFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{
+		// Its port is set by nothing else: without the values file the
+		// Service says 8080.
+		oracleChartDir + "/values-prod.yaml": `greeting: from-values-prod
+auth: {user: values-prod-user}
+service: {port: 8081}
+`,
+		// Everything the multi-source render says comes from here; the
+		// chart fails without its password.
+		"envs/prod/web.yaml": `greeting: from-envs-prod
+auth: {user: envs-user, password: envs-secret}
+service: {port: 9443}
+`,
+	}
+	chart := filepath.Join("..", "..", "cmd", "adopt", "testdata", "charts", "web")
+	err := filepath.WalkDir(chart, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(chart, p)
+		files[oracleChartDir+"/"+filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[oracleChartDir+"/templates/objects.yaml"] == "" || files[oracleChartDir+"/Chart.yaml"] == "" {
+		t.Fatalf("the web chart was not copied from %s", chart)
+	}
+	return files
+}
+
+// oracleHelmApp is one Application whose source is the chart, with the
+// identities Argo CD must render for it.
+type oracleHelmApp struct {
+	app     string
+	sources func(repoURL string) string
+	want    []string
+}
+
+var oracleHelmApps = []oracleHelmApp{
+	{
+		// values-prod.yaml gives the port, valuesObject the user (over
+		// values-prod.yaml's) and a greeting the parameter overrides; the
+		// password is a parameter with forceString (12345 would otherwise
+		// be a number, which b64enc refuses); the greeting holds a comma.
+		app: "oracle-helm-web",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf(`source:
+    repoURL: %q
+    path: %s
+    targetRevision: main
+    helm:
+      releaseName: web-rel
+      valueFiles: [values-prod.yaml]
+      valuesObject:
+        greeting: from-values-object
+        auth: {user: object-user}
+      parameters:
+      - {name: greeting, value: "hello, prod"}
+      - {name: auth.password, value: "12345", forceString: true}`, repoURL, oracleChartDir)
+		},
+		want: []string{"ConfigMap /web-rel-cfg", "Secret /web-rel-auth", "Service /web-rel"},
+	},
+	{
+		// The release is the Application's name; the values come from
+		// the ref source alone.
+		app: "oracle-helm-multi",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf(`sources:
+  - repoURL: %q
+    path: %s
+    targetRevision: main
+    helm:
+      valueFiles: [$values/envs/prod/web.yaml]
+  - {repoURL: %q, targetRevision: main, ref: values}`, repoURL, oracleChartDir, repoURL)
+		},
+		want: []string{"ConfigMap /oracle-helm-multi-cfg", "Secret /oracle-helm-multi-auth", "Service /oracle-helm-multi"},
+	},
+}
+
+func (h oracleHelmApp) application(repoURL string) string {
+	return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+spec:
+  project: default
+  %s
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+`, h.app, h.sources(repoURL), oracleDestNamespace)
+}
+
+// testHelmOracle compares, for each Helm Application (already created),
+// Argo CD's manifests with plan.RenderSource over the Application as read
+// back from the cluster, with Argo CD's own types, and the control plane's
+// version as Helm's kube version.
+func testHelmOracle(t *testing.T, ctx context.Context, version string, a *ArgoCD, cp *ControlPlane, ix *gitindex.Index, repoURL string) {
+	sv, err := cp.Clientset().Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts := helmrelease.Renderer{KubeVersion: sv.GitVersion}
+	for _, h := range oracleHelmApps {
+		t.Run(h.app, func(t *testing.T) {
+			argo := oracleManifests(t, ctx, a, h.app)
+			u, err := a.applications().Get(ctx, h.app, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spec v1alpha1.ApplicationSpec
+			b, err := json.Marshal(u.Object["spec"])
+			if err == nil {
+				err = json.Unmarshal(b, &spec)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := argoapp.Spec{Namespace: u.GetNamespace(), Name: u.GetName(), Destination: spec.Destination.Namespace, Sources: spec.GetSources()}
+			var ours []*gitindex.Manifest
+			rendered := 0
+			for _, src := range s.Sources {
+				if src.Path == "" && src.Ref != "" {
+					continue // the values source
+				}
+				ms, err := plan.RenderSource(ix, charts, s, src, repoURL)
+				if err != nil {
+					t.Fatalf("adopt cannot render %s of %s: %v", src.Path, h.app, err)
+				}
+				ours = append(ours, ms...)
+				rendered++
+			}
+			if rendered != 1 {
+				t.Fatalf("%s: %d chart sources rendered, want 1", h.app, rendered)
+			}
+			compareRender(t, version, oracleSource{app: h.app, path: oracleChartDir, want: h.want}, argo, ours)
+		})
+	}
+}
