@@ -156,7 +156,19 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		if err != nil {
 			return err
 		}
-		if r.Sync && s.Found && !s.Operation && s.Phase == "" && len(s.History) == 0 {
+		reads := make([]*unstructured.Unstructured, len(targets))
+		first := s.Phase == "" && len(s.History) == 0
+		if r.Sync && s.Found && !s.Operation && !first && a.Existing != nil {
+			// An Application that already existed has synced before: its
+			// next sync is the first of the adopted objects, needed while
+			// one of them does not carry its tracking yet.
+			untracked, err := r.tracked(targets, reads)(ctx, s)
+			if err != nil {
+				return err
+			}
+			first = untracked != ""
+		}
+		if r.Sync && s.Found && !s.Operation && first {
 			if r.DryRun {
 				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
 			} else {
@@ -167,7 +179,6 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 				ar.SyncOptions = argoapp.SyncOptions(s.SyncOptions, r.Version)
 			}
 		}
-		reads := make([]*unstructured.Unstructured, len(targets))
 		want := argoapp.Want{Revision: r.Revision, AllowHealth: r.AllowHealth, Check: r.tracked(targets, reads)}
 		var progress func(argoapp.AppState, string)
 		if r.Progress != nil {
