@@ -178,7 +178,8 @@ const oracleDestNamespace = "oracle-dest"
 
 // testRenderOracle serves one repo over git HTTP, points one Application
 // per source at it (never synced), and compares what argocd-server's
-// manifests API returns with what gitindex renders from the same repo URL.
+// manifests API returns with what adopt renders from the same repo URL
+// (gitindex; plan.RenderSource for a chart, see testHelmOracle).
 func testRenderOracle(t *testing.T, version string) {
 	files := map[string]string{}
 	for _, m := range []map[string]string{oracleDirFiles, oracleFlatFiles} {
@@ -298,7 +299,7 @@ spec:
 `, s.app, src, oracleDestNamespace)
 }
 
-// compareRender checks that Argo CD's and gitindex's renders hold the same
+// compareRender checks that Argo CD's and adopt's renders hold the same
 // identities, those s.want names, and that each object is equal as JSON
 // once the tracking label or annotation Argo CD adds is taken off.
 func compareRender(t *testing.T, version string, s oracleSource, argo []map[string]any, ours []*gitindex.Manifest) {
@@ -315,22 +316,22 @@ func compareRender(t *testing.T, version string, s oracleSource, argo []map[stri
 		o := jsonRoundTrip(t, m.Object)
 		id := oracleID(o)
 		if oursBy[id] != nil {
-			t.Errorf("gitindex rendered %s twice", id)
+			t.Errorf("adopt rendered %s twice", id)
 		}
 		oursBy[id] = o
 		key := gitindex.Key{Group: m.Group, Kind: m.Kind, Namespace: m.Namespace, Name: m.Name}
 		if want := keyOf(o); key != want {
-			t.Errorf("gitindex keys %s as %+v, its object says %+v", id, key, want)
+			t.Errorf("adopt keys %s as %+v, its object says %+v", id, key, want)
 		}
 	}
 	argoIDs, ourIDs := sortedKeys(argoBy), sortedKeys(oursBy)
 	if !reflect.DeepEqual(argoIDs, ourIDs) {
-		t.Errorf("Argo CD %s renders %s as\n  %s\ngitindex renders\n  %s", version, s.path, strings.Join(argoIDs, "\n  "), strings.Join(ourIDs, "\n  "))
+		t.Errorf("Argo CD %s renders %s as\n  %s\nadopt renders\n  %s", version, s.path, strings.Join(argoIDs, "\n  "), strings.Join(ourIDs, "\n  "))
 	}
 	if !matchIDs(argoIDs, s.want) {
 		t.Errorf("Argo CD %s renders %s as\n  %s\nthe fixture expects\n  %s", version, s.path, strings.Join(argoIDs, "\n  "), strings.Join(s.want, "\n  "))
 	}
-	t.Logf("Argo CD %s and gitindex render %s: %d and %d objects", version, s.path, len(argoIDs), len(ourIDs))
+	t.Logf("Argo CD %s and adopt render %s (%s): %d and %d objects", version, s.path, s.app, len(argoIDs), len(ourIDs))
 	for _, id := range argoIDs {
 		o := oursBy[id]
 		if o == nil {
@@ -341,7 +342,7 @@ func compareRender(t *testing.T, version string, s oracleSource, argo []map[stri
 		if !reflect.DeepEqual(a, o) {
 			var lines []string
 			jsonDiff("", a, o, &lines)
-			t.Errorf("%s %s differs (- Argo CD %s, + gitindex):\n%s", s.path, id, version, strings.Join(lines, "\n"))
+			t.Errorf("%s %s differs (- Argo CD %s, + adopt):\n%s", s.path, id, version, strings.Join(lines, "\n"))
 		}
 	}
 }
