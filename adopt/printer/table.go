@@ -137,6 +137,15 @@ func source(a plan.Application) string {
 			s += ", include " + strings.Join(a.Include, ",")
 		}
 		return s
+	case "existing":
+		s := "existing Application"
+		if a.Existing != nil && a.Existing.Namespace != "" {
+			s += " in " + a.Existing.Namespace
+		}
+		if a.SourcePath != "" {
+			s += ", Git " + a.SourcePath
+		}
+		return s + ": apply writes nothing"
 	}
 	return "export to " + a.SourcePath
 }
