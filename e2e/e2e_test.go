@@ -149,13 +149,40 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	checkout := filepath.Join(work, "checkout")
 	git(t, "", "clone", "-q", bare, checkout)
 	kubectl(t, cp, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp))
+	// payments has synced before (once, by hand: it has no automated sync
+	// policy), as an Application that already exists has: finalize cannot
+	// take its sync history for the adopted objects' first sync.
+	payRev := git(t, checkout, "rev-parse", "HEAD")
+	if err := argoapp.TriggerSync(ctx, dynamic.NewForConfigOrDie(cp.RESTConfig()), argo.Namespace, paymentsApp, payRev); err != nil {
+		t.Fatal(err)
+	}
+	payCtx, payCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer payCancel()
+	paySt, err := argo.WaitApplication(payCtx, paymentsApp, func(s testenv.AppStatus) bool {
+		return s.Revision == payRev && s.OperationPhase == "Succeeded" && testenv.SyncedHealthy(s)
+	})
+	if err != nil {
+		t.Fatalf("the first sync of %s: %v (%s)", paymentsApp, err, paySt)
+	}
+	t.Logf("Application %s synced once at %s: %s", paymentsApp, payRev[:12], paySt)
 	// The web service's kustomize overlays (a base, prod and staging:
 	// namespace, namePrefix, commonLabels, a strategic-merge and a JSON
 	// 6902 patch, a configMapGenerator), committed to the repo and applied
 	// by hand with the real kubectl's kustomize.
 	copyDir(t, overlaysSrc, filepath.Join(checkout, "apps"))
-	git(t, checkout, "add", "apps/web")
-	git(t, checkout, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "web: a base and two overlays")
+	// A new manifest in the directory payments syncs (apps/payments),
+	// applied by hand with the real kubectl before it is pushed: payments
+	// has no automated sync policy and nothing syncs it before finalize, so
+	// at plan time the live object has kubectl's last-applied copy and no
+	// tracking mark.
+	payExtraFile := filepath.Join(checkout, payExtraPath)
+	writeFile(t, payExtraFile, payExtraManifest)
+	kubectl(t, cp, "apply", "-f", payExtraFile)
+	if u := get(t, cp, payExtraRef()); u.GetAnnotations()[lastApplied] == "" || u.GetAnnotations()[argoapp.AnnotationTrackingID] != "" {
+		t.Fatalf("%s after kubectl apply: annotations %v, want the last-applied copy and no tracking mark", payExtraRef(), u.GetAnnotations())
+	}
+	git(t, checkout, "add", "apps/web", payExtraPath)
+	git(t, checkout, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "web: a base and two overlays; payments: pay-extra")
 	git(t, checkout, "push", "-q", "origin", "HEAD:main")
 	for _, env := range overlayEnvs {
 		kubectl(t, cp, "create", "namespace", "web-"+env)
@@ -224,6 +251,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	for _, env := range overlayEnvs {
 		overlayApps[env] = checkOverlayPlan(t, p, env)
 	}
+	checkPayExtraPlan(t, cp, argo, p)
 	ph.done("plan")
 
 	// 3. adopt apply: a branch of the repo on the git server.
@@ -251,6 +279,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	// --hard-refresh, rather than wait for its next poll of the repo.
 	git(t, checkout, "pull", "-q", "--ff-only", "origin", "main")
 	exportedNothing(t, p, checkout, oldMain, merged)
+	wroteNothingForPayments(t, checkout, oldMain, merged)
 	kubectl(t, cp, "annotate", "-n", argo.Namespace, "--overwrite", "applications.argoproj.io/"+rootApp, "argocd.argoproj.io/refresh=hard")
 	waitRootCreated(ctx, t, cp, argo, p, merged)
 	for _, env := range overlayEnvs {
@@ -347,6 +376,25 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		overlayReps = append(overlayReps, rep)
 	}
 	ph.done("sync + finalize (overlays)")
+
+	// 6d. finalize --sync of payments, the Application that already
+	// existed (Kubernetes mode): its sync is pay-extra's first.
+	r = runAdopt(t, cp.Kubeconfig, nil, "finalize", "--plan", planFile, "--sync", "--app", paymentsApp,
+		"-o", "json", "--timeout", "5m", "--poll-interval", "500ms")
+	if r.code != 0 {
+		st, _ := argo.ApplicationStatus(ctx, paymentsApp)
+		t.Fatalf("finalize --sync (Kubernetes mode) of the existing Application %s: %s\nApplication: %s\ncontroller: %s", paymentsApp, r, st, argo.LogTail("argocd-application-controller", 3000))
+	}
+	payRep := report(t, r)
+	t.Logf("finalize (Kubernetes mode) %s: %s", paymentsApp, summary(payRep))
+	if len(payRep.Apps) != 1 || payRep.Apps[0].Name != paymentsApp || !payRep.Apps[0].Ready || !payRep.Apps[0].SyncStarted {
+		t.Errorf("finalize %s reported Applications %+v, want %s ready, with the sync finalize started", paymentsApp, payRep.Apps, paymentsApp)
+	}
+	if n := len(payRep.Objects); n != len(planApp(p, paymentsApp).Objects) {
+		t.Errorf("finalize %s reported %d objects, the plan has %d", paymentsApp, n, len(planApp(p, paymentsApp).Objects))
+	}
+	overlayReps = append(overlayReps, payRep)
+	ph.done("sync + finalize (existing payments)")
 
 	// 7. Every Application Synced and Healthy except the one whose
 	// Deployment cannot fit.
@@ -997,4 +1045,94 @@ func diffIsTrackingAlone(ctx context.Context, t *testing.T, argo *testenv.ArgoCD
 		}
 	}
 	t.Logf("Argo CD's diff of %s before its first sync: the tracking mark alone on %d objects", app, len(a.Objects))
+}
+
+// paymentsApp is the estate's Application that already exists
+// (estate.PaymentsApp): it syncs apps/payments into namespace payments,
+// by hand (no automated sync policy).
+const paymentsApp = "payments"
+
+// pay-extra is a ConfigMap committed to the directory payments syncs and
+// applied by hand before payments ever syncs it.
+const payExtraPath = "apps/payments/pay-extra.yaml"
+
+const payExtraManifest = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: pay-extra, namespace: payments}
+data: {fx-provider: ecb, settlement-window: 2h}
+`
+
+func payExtraRef() objref.Ref {
+	return objref.Ref{Version: "v1", Kind: "ConfigMap", Namespace: "payments", Name: "pay-extra"}
+}
+
+// checkPayExtraPlan asserts pay-extra, which the existing Application
+// payments renders from the repo, is adopted through payments: its app is
+// payments, the plan's payments is source existing (in Argo CD's
+// namespace, not automated), no other Application holds it, it matches
+// its manifest with no drift, and it carries the in-existing-application
+// finding. payments has not synced it yet.
+func checkPayExtraPlan(t *testing.T, cp *testenv.ControlPlane, argo *testenv.ArgoCD, p *plan.Plan) {
+	t.Helper()
+	ref := payExtraRef().String()
+	o := planObject(t, p, ref)
+	if o.App != paymentsApp {
+		t.Errorf("plan: %s is in Application %q, want the existing %s", ref, o.App, paymentsApp)
+	}
+	if o.Git == nil || o.Git.Path != payExtraPath {
+		t.Errorf("plan: %s matched %+v (ambiguous %+v), want %s", ref, o.Git, o.Ambiguous, payExtraPath)
+	}
+	if o.Drift == nil || !o.Drift.Identical() {
+		t.Errorf("plan: %s drift %+v, want none", ref, o.Drift)
+	}
+	var codes []string
+	for _, f := range o.Findings {
+		codes = append(codes, f.Code)
+	}
+	if !contains(codes, plan.CodeInApplication) {
+		t.Errorf("plan: %s findings %v, want %s", ref, codes, plan.CodeInApplication)
+	}
+	a := planApp(p, paymentsApp)
+	if a == nil {
+		t.Fatalf("plan: no Application %s for %s", paymentsApp, ref)
+	}
+	if a.Source != "existing" || a.Existing == nil || a.Existing.Namespace != argo.Namespace || a.Existing.Automated {
+		t.Errorf("plan: Application %s: source %q existing %+v, want existing in %s, not automated", paymentsApp, a.Source, a.Existing, argo.Namespace)
+	}
+	if len(a.Objects) != 1 || a.Objects[0] != ref {
+		t.Errorf("plan: Application %s adopts %v, want %s alone (its other objects carry its tracking mark)", paymentsApp, a.Objects, ref)
+	}
+	for _, b := range p.Applications {
+		if b.Name == paymentsApp {
+			continue
+		}
+		if contains(b.Objects, ref) {
+			t.Errorf("plan: Application %s (source %s) holds %s too", b.Name, b.Source, ref)
+		}
+	}
+	// Still true after plan: nothing synced payments with pay-extra.
+	if ann := get(t, cp, payExtraRef()).GetAnnotations(); ann[argoapp.AnnotationTrackingID] != "" || ann[lastApplied] == "" {
+		t.Errorf("%s after plan: annotations %v, want the last-applied copy and no tracking mark", ref, ann)
+	}
+	t.Logf("plan: %s in the existing Application %s (sync %s at plan time), no drift, findings %v", ref, paymentsApp, a.Existing.Sync, codes)
+}
+
+// wroteNothingForPayments asserts the adoption branch (old..merged)
+// neither wrote payments' Application nor touched the directory it syncs,
+// nor exported pay-extra.
+func wroteNothingForPayments(t *testing.T, checkout, old, merged string) {
+	t.Helper()
+	for _, f := range strings.Fields(git(t, checkout, "diff", "--name-only", old, merged)) {
+		if f == estate.PaymentsApp || strings.HasPrefix(f, "apps/payments/") {
+			t.Errorf("the adoption branch changed %s: payments already exists and renders pay-extra", f)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(checkout, f))
+		if err != nil {
+			continue // deleted
+		}
+		if strings.Contains(string(b), "pay-extra") {
+			t.Errorf("the adoption branch names pay-extra in %s", f)
+		}
+	}
 }
