@@ -394,7 +394,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		t.Errorf("finalize %s reported %d objects, the plan has %d", paymentsApp, n, len(planApp(p, paymentsApp).Objects))
 	}
 	overlayReps = append(overlayReps, payRep)
-	ph.done("sync + finalize (existing payments)")
+	ph.done("sync + finalize (payments)")
 
 	// 7. Every Application Synced and Healthy except the one whose
 	// Deployment cannot fit.
