@@ -128,14 +128,7 @@ func endToEnd(t *testing.T, version string) {
 		t.Fatalf("create repo: %v (%s)", err, got)
 	}
 	bare := gs.BarePath("gitops")
-	repoSecret := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: repo-gitops
-  labels: {argocd.argoproj.io/secret-type: repository}
-stringData: {type: git, url: %q, username: %q, password: %q}
-`, repoURL, gs.User, gs.Password)
-	if err := argo.CreateApplication(ctx, []byte(repoSecret)); err != nil {
+	if err := argo.AddRepository(ctx, "gitops", repoURL, gs.User, gs.Password); err != nil {
 		t.Fatal(err)
 	}
 

@@ -361,6 +361,18 @@ func (a *ArgoCD) CreateApplication(ctx context.Context, yaml []byte) error {
 	return err
 }
 
+// AddRepository gives Argo CD the credentials of a Git repository: a
+// repository Secret named repo-<name> in its namespace.
+func (a *ArgoCD) AddRepository(ctx context.Context, name, url, user, password string) error {
+	return a.CreateApplication(ctx, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-%s
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {type: git, url: %q, username: %q, password: %q}
+`, name, url, user, password)))
+}
+
 // SetConfig sets keys in argocd-cm (for example
 // "application.resourceTrackingMethod": "annotation"), which Argo CD picks
 // up while running. It reads the ConfigMap and updates it with that

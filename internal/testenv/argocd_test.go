@@ -73,14 +73,7 @@ func testArgoCDAdoptsHandAppliedConfigMap(t *testing.T, version string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoSecret := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: repo-gitops
-  labels: {argocd.argoproj.io/secret-type: repository}
-stringData: {type: git, url: %q, username: %q, password: %q}
-`, repoURL, g.User, g.Password)
-	if err := a.CreateApplication(ctx, []byte(repoSecret)); err != nil {
+	if err := a.AddRepository(ctx, "gitops", repoURL, g.User, g.Password); err != nil {
 		t.Fatal(err)
 	}
 	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1

@@ -227,14 +227,7 @@ func testRenderOracle(t *testing.T, version string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoSecret := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: repo-oracle
-  labels: {argocd.argoproj.io/secret-type: repository}
-stringData: {type: git, url: %q, username: %q, password: %q}
-`, repoURL, g.User, g.Password)
-	if err := a.CreateApplication(ctx, []byte(repoSecret)); err != nil {
+	if err := a.AddRepository(ctx, "oracle", repoURL, g.User, g.Password); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range oracleSources {
