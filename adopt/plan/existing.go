@@ -15,7 +15,7 @@ import (
 
 // Finding codes of existing Applications.
 const (
-	// CodeInApplication: an existing Application appRenders the object; it
+	// CodeInApplication: an existing Application renders the object; it
 	// is adopted when that Application syncs, and no new one is proposed.
 	CodeInApplication = "in-existing-application"
 	// CodeSharedResource: two existing Applications render the object.
@@ -25,7 +25,7 @@ const (
 	CodeSourceNotRendered = "application-source-not-rendered"
 )
 
-// Existing is an Application that already exists and appRenders objects of
+// Existing is an Application that already exists and renders objects of
 // the plan from the repo: apply writes nothing for it, and finalize
 // treats its next sync as the first.
 type Existing struct {
@@ -50,16 +50,26 @@ func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spe
 	case ix.IsChart(src.Path):
 		return renderChart(ix, charts, s, src, repoURL)
 	}
-	d := gitindex.Directory{}
-	if src.Directory != nil {
-		d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
+	return ix.Render(src.Path, directoryOf(src))
+}
+
+// inRepo says whether the source reads the plan's repo, compared as Argo
+// CD compares repository URLs.
+func inRepo(src v1alpha1.ApplicationSource, repoURL string) bool {
+	return src.RepoURL != "" && argogit.SameURL(src.RepoURL, repoURL)
+}
+
+// directoryOf is the source's directory settings (none when unset).
+func directoryOf(src v1alpha1.ApplicationSource) gitindex.Directory {
+	if src.Directory == nil {
+		return gitindex.Directory{}
 	}
-	return ix.Render(src.Path, d)
+	return gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
 }
 
 // appRenders is what existing Applications render from the plan's repo: each
 // object identity with the Applications (by index into specs) whose
-// sources hold it, and the manifest each appRenders.
+// sources hold it, and the manifest each renders.
 type appRenders struct {
 	specs []argoapp.Spec
 	by    map[gitindex.Key][]owner
@@ -70,7 +80,7 @@ type owner struct {
 	manifest *gitindex.Manifest
 }
 
-// existingRenders appRenders every source of every existing Application that
+// existingRenders renders every source of every existing Application that
 // reads the plan's repo (repoURL, compared as Argo CD compares repository
 // URLs). A source adopt cannot render is a finding naming the Application
 // and why.
@@ -87,7 +97,7 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string, c
 			continue
 		}
 		for _, src := range s.Sources {
-			if src.RepoURL == "" || !argogit.SameURL(src.RepoURL, repoURL) || src.Chart != "" {
+			if !inRepo(src, repoURL) || src.Chart != "" {
 				continue
 			}
 			if src.Path == "" && src.Ref != "" {
@@ -176,7 +186,7 @@ func (r *appRenders) claim(c *candidate, ix *gitindex.Index) {
 // the plan's repo.
 func existingPath(s *argoapp.Spec, repoURL string) string {
 	for _, src := range s.Sources {
-		if src.RepoURL != "" && argogit.SameURL(src.RepoURL, repoURL) && src.Path != "" {
+		if inRepo(src, repoURL) && src.Path != "" {
 			return src.Path
 		}
 	}
@@ -201,13 +211,10 @@ func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string,
 	}
 	for _, s := range specs {
 		for _, src := range s.Sources {
-			if src.RepoURL == "" || !argogit.SameURL(src.RepoURL, repoURL) || src.Chart != "" || src.Path == "" || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
+			if !inRepo(src, repoURL) || src.Chart != "" || src.Path == "" || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
 				continue
 			}
-			d := gitindex.Directory{}
-			if src.Directory != nil {
-				d = gitindex.Directory{Recurse: src.Directory.Recurse, Include: src.Directory.Include, Exclude: src.Directory.Exclude}
-			}
+			d := directoryOf(src)
 			all, some := true, false
 			for _, a := range apps {
 				if a.Existing != nil {

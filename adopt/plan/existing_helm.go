@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	argogit "github.com/argoproj/argo-cd/v2/util/git"
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
@@ -130,7 +129,7 @@ func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoU
 		if s.Ref != ref {
 			continue
 		}
-		if !argogit.SameURL(s.RepoURL, repoURL) {
+		if !inRepo(s, repoURL) {
 			return "", fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
 		}
 		return path.Clean(rest), nil
