@@ -29,7 +29,7 @@ type Location struct {
 	// Raw is the string as the user gave it (may hold credentials).
 	Raw    string
 	Scheme Scheme
-	// Path is the absolute directory for SchemeLocal.
+	// Path is the absolute directory for SchemeLocal and SchemeFile.
 	Path string
 	// SCP is set for scp-style [user@]host:path.
 	SCP bool
@@ -56,7 +56,10 @@ func ParseLocation(s string) (Location, error) {
 		case "ssh", "git+ssh":
 			l.Scheme = SchemeSSH
 		case "file":
-			l.Scheme = SchemeFile
+			if u.Host != "" && u.Host != "localhost" {
+				return Location{}, fmt.Errorf("repository URL %s names host %q: a file:// URL reads this machine only. Give file:///path/to/repo.git", Redact(s), u.Host)
+			}
+			l.Scheme, l.Path = SchemeFile, filepath.Clean(filepath.FromSlash(u.Path))
 			return l, nil
 		default:
 			return Location{}, fmt.Errorf("repository URL %s: scheme %q is not supported: use https://, ssh://, file:// or git@host:path", Redact(s), u.Scheme)
@@ -95,6 +98,10 @@ func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 
 // Remote reports whether the repository is reached over the network.
 func (l Location) Remote() bool { return l.Scheme == SchemeHTTP || l.Scheme == SchemeSSH }
+
+// OnDisk reports whether the repository is a directory on this machine (a
+// path or a file:// URL): Path names it.
+func (l Location) OnDisk() bool { return l.Scheme == SchemeLocal || l.Scheme == SchemeFile }
 
 // Clean is the location without secrets, exact otherwise: the form written
 // into an Application's repoURL. HTTP(S) loses its userinfo; ssh:// keeps

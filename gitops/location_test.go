@@ -45,7 +45,12 @@ func TestParseLocation(t *testing.T) {
 			t.Errorf("%s: note %q", tc.in, note)
 		}
 	}
-	for _, bad := range []string{"", "ftp://host/x.git", "https:///nohost.git", "https://u:p4ss@[::1"} {
+	for in, want := range map[string]string{"file:///srv/git/gitops.git": "/srv/git/gitops.git", "file://localhost/srv/git/a%20b": "/srv/git/a b", "/srv/git/gitops/": "/srv/git/gitops"} {
+		if l, err := ParseLocation(in); err != nil || !l.OnDisk() || l.Path != want {
+			t.Errorf("%s: path %q on disk %v, %v; want %q", in, l.Path, l.OnDisk(), err, want)
+		}
+	}
+	for _, bad := range []string{"", "ftp://host/x.git", "file://otherhost/x.git", "https:///nohost.git", "https://u:p4ss@[::1"} {
 		_, err := ParseLocation(bad)
 		if err == nil || strings.Contains(err.Error(), "p4ss") {
 			t.Errorf("%q: %v", bad, err)

@@ -22,8 +22,9 @@ import (
 
 // Source says which repo and revision to index.
 type Source struct {
-	// Location is a URL (cloned in memory) or a local path (a Git work
-	// tree, whose committed revision is read, or a plain directory).
+	// Location is a remote URL (cloned in memory), or a local path or
+	// file:// URL (a Git work tree or a subdirectory of one, or a bare
+	// repository, whose committed revision is read; or a plain directory).
 	Location string
 	// Revision is a branch, tag or commit; "" means HEAD.
 	Revision string
@@ -49,7 +50,7 @@ func Load(ctx context.Context, src Source) (*Index, error) {
 	case l.Remote():
 		return loadURL(ctx, src)
 	}
-	return loadPath(src)
+	return loadPath(src, l.Path)
 }
 
 func loadURL(ctx context.Context, src Source) (*Index, error) {
@@ -65,11 +66,8 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 	return ix, nil
 }
 
-func loadPath(src Source) (*Index, error) {
-	abs, err := filepath.Abs(src.Location)
-	if err != nil {
-		return nil, err
-	}
+// loadPath indexes the directory abs, which src.Location names.
+func loadPath(src Source, abs string) (*Index, error) {
 	st, err := os.Stat(abs)
 	if err != nil {
 		return nil, fmt.Errorf("repo path %s: %v. Give a local Git checkout or a URL", src.Location, errors.Unwrap(err))
@@ -78,6 +76,9 @@ func loadPath(src Source) (*Index, error) {
 		return nil, fmt.Errorf("repo path %s is not a directory. Give a local Git checkout or a URL", src.Location)
 	}
 	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.PlainOpen(abs) // a bare repository
+	}
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if src.Revision != "" {
 			return nil, fmt.Errorf("repo path %s is not a Git repository, so --revision %s cannot be read", src.Location, src.Revision)

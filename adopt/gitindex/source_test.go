@@ -88,6 +88,17 @@ func TestLoadPath(t *testing.T) {
 	if len(ix.Revision) != 40 || len(ix.Manifests()) != 2 {
 		t.Fatalf("revision %q, %d manifests", ix.Revision, len(ix.Manifests()))
 	}
+	// The bare repository, as a path and as a file:// URL, and the
+	// checkout as a file:// URL read the same commit.
+	for _, loc := range []string{g.BarePath("gitops"), "file://" + filepath.ToSlash(g.BarePath("gitops")), "file://" + filepath.ToSlash(filepath.Join(dir, "w"))} {
+		bx, err := Load(ctx, Source{Location: loc})
+		if err != nil {
+			t.Fatalf("%s: %v", loc, err)
+		}
+		if bx.Revision != ix.Revision || len(bx.Manifests()) != 2 || bx.Source != loc {
+			t.Fatalf("%s: revision %q source %q, %d manifests; want %q", loc, bx.Revision, bx.Source, len(bx.Manifests()), ix.Revision)
+		}
+	}
 	sub, err := Load(ctx, Source{Location: filepath.Join(dir, "w", "k8s")})
 	if err != nil {
 		t.Fatal(err)
