@@ -14,10 +14,10 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
@@ -110,16 +110,9 @@ func (r *Repo) isAncestor(old, new plumbing.Hash) bool {
 	return err == nil && ok
 }
 
-// pack is the packfile of the objects reachable from tip that no ref the
-// remote advertised reaches (those it has and this clone holds too).
+// pack is the packfile of the objects new reaches that the remote lacks.
 func (r *Repo) pack(tip plumbing.Hash, ar *packp.AdvRefs) ([]byte, error) {
-	var haves []plumbing.Hash
-	for _, h := range ar.References {
-		if _, err := object.GetCommit(r.repo.Storer, h); err == nil {
-			haves = append(haves, h)
-		}
-	}
-	hashes, err := revlist.Objects(r.repo.Storer, []plumbing.Hash{tip}, haves)
+	hashes, err := r.newObjects(tip, r.remoteHas(ar))
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +123,107 @@ func (r *Repo) pack(tip plumbing.Hash, ar *packp.AdvRefs) ([]byte, error) {
 		}
 	}
 	return writePack(objs)
+}
+
+// remoteHas is the commits the remote holds: those its refs advertise, and
+// the tips this clone fetched from it.
+func (r *Repo) remoteHas(ar *packp.AdvRefs) map[plumbing.Hash]bool {
+	has := map[plumbing.Hash]bool{}
+	for _, h := range ar.References {
+		has[h] = true
+	}
+	refs, err := r.repo.References()
+	if err != nil {
+		return has
+	}
+	_ = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Name().IsRemote() && ref.Type() == plumbing.HashReference {
+			has[ref.Hash()] = true
+		}
+		return nil
+	})
+	return has
+}
+
+// newObjects lists the objects reachable from tip that the remote lacks:
+// the commits from tip down to those it has, and for each the trees and
+// blobs its first parent's tree does not hold at the same path. Only the
+// changed subtrees are read, so the cost follows the change, not the size
+// or the history of the repository (git push computes the same set by
+// walking the history, which a shallow clone does not hold). A commit
+// whose parents this clone lacks sends its whole tree.
+func (r *Repo) newObjects(tip plumbing.Hash, has map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
+	var out []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	for queue := []plumbing.Hash{tip}; len(queue) > 0; queue = queue[1:] {
+		h := queue[0]
+		if has[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", h, err)
+		}
+		out = append(out, h)
+		var parentTree plumbing.Hash
+		for i, ph := range c.ParentHashes {
+			pc, err := object.GetCommit(r.repo.Storer, ph)
+			if err != nil {
+				continue // beyond a shallow clone's depth
+			}
+			if i == 0 {
+				parentTree = pc.TreeHash
+			}
+			queue = append(queue, ph)
+		}
+		if out, err = r.newTreeObjects(out, c.TreeHash, parentTree, seen); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// newTreeObjects appends tree t and what it holds that tree old (zero for
+// none) does not hold at the same path.
+func (r *Repo) newTreeObjects(out []plumbing.Hash, t, old plumbing.Hash, seen map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
+	if t == old || seen[t] {
+		return out, nil
+	}
+	seen[t] = true
+	out = append(out, t)
+	tree, err := object.GetTree(r.repo.Storer, t)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", t, err)
+	}
+	was := map[string]object.TreeEntry{}
+	if !old.IsZero() {
+		ot, err := object.GetTree(r.repo.Storer, old)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", old, err)
+		}
+		for _, e := range ot.Entries {
+			was[e.Name] = e
+		}
+	}
+	for _, e := range tree.Entries {
+		o, had := was[e.Name]
+		switch {
+		case had && o.Hash == e.Hash, e.Mode == filemode.Submodule:
+		case e.Mode == filemode.Dir:
+			var oh plumbing.Hash
+			if had && o.Mode == filemode.Dir {
+				oh = o.Hash
+			}
+			if out, err = r.newTreeObjects(out, e.Hash, oh, seen); err != nil {
+				return nil, err
+			}
+		case !seen[e.Hash]:
+			seen[e.Hash] = true
+			out = append(out, e.Hash)
+		}
+	}
+	return out, nil
 }
 
 // writePack encodes objs as a version 2 packfile of whole (undeltified)

@@ -18,11 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -36,20 +35,28 @@ const remoteName = "origin"
 
 // CloneOptions says which repository to clone and how.
 type CloneOptions struct {
-	// URL is https://, http://, ssh://, user@host:path, or a local path
-	// (a bare repository or a clone with a working tree).
+	// URL is https://, http://, ssh://, user@host:path, file://, or a local
+	// path (a bare repository, or a clone with a working tree or a
+	// directory inside one).
 	URL  string
 	Auth Auth
 	// Dir clones into this directory instead of memory, so the result
 	// survives the process (used with --no-push on a remote URL).
 	Dir string
+	// Base is the branch fetched now; "" is the remote's default branch.
+	// Publish fetches the other branch a change names when it needs it.
+	Base string
+	// History fetches every branch with its whole history, as git clone
+	// does, for the questions about ancestry status asks (OnBranch).
+	// Without it the clone holds only the tips of the branches it needs
+	// (depth 1), so its cost follows the change, not the repository's
+	// size or age.
+	History bool
 }
 
 // Repo is a clone of the GitOps repository.
 type Repo struct {
 	repo          *git.Repository
-	wt            *git.Worktree
-	fs            billy.Filesystem
 	url           string
 	display       string
 	local         bool
@@ -57,21 +64,32 @@ type Repo struct {
 	secrets       []string
 	defaultBranch string
 	dir           string
+	history       bool
+	// refs are the remote's branches as last listed, by name.
+	refs map[plumbing.ReferenceName]plumbing.Hash
+	// fetched are the branches fetched (or found absent) since the last
+	// listing.
+	fetched map[string]bool
+	// tree is the tree Build reads: the commit's start point's.
+	tree *object.Tree
 }
 
-// Clone clones the repository. A local path must have a clean working
-// tree; it is read through git's own upload-pack, without any network.
+// Clone opens the repository: it lists the remote's branches and fetches
+// the base branch's tip (or, with History, every branch and its history).
+// It checks out no file. A local path must have a clean working tree; it
+// is read through git's own upload-pack, without any network.
 func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	loc, err := ParseLocation(o.URL)
 	if err != nil {
 		return nil, newError(ErrNotFound, o.Auth.secrets(), "%v", err)
 	}
-	r := &Repo{url: strings.TrimSpace(o.URL), display: loc.Clean(), secrets: o.Auth.secrets(), dir: o.Dir}
+	r := &Repo{url: strings.TrimSpace(o.URL), display: loc.Clean(), secrets: o.Auth.secrets(), dir: o.Dir, history: o.History, fetched: map[string]bool{}}
 	if loc.Scheme == SchemeLocal {
-		if err := checkClean(loc.Path); err != nil {
+		root, err := localRoot(loc.Path)
+		if err != nil {
 			return nil, err
 		}
-		r.url, r.local = loc.Path, true
+		r.url, r.local = root, true
 	}
 	auth, err := o.Auth.method(loc)
 	if err != nil {
@@ -84,39 +102,111 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	if loc.Remote() {
 		remoteURL = loc.Clean()
 	}
-	co := &git.CloneOptions{URL: remoteURL, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
+	if o.History {
+		co := &git.CloneOptions{URL: remoteURL, Auth: auth, RemoteName: remoteName, NoCheckout: true, Tags: git.NoTags}
+		if o.Dir != "" {
+			r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
+		} else {
+			r.repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, co)
+		}
+		if err != nil {
+			return nil, wrap("clone", r.display, err, r.secrets)
+		}
+		if head, err := r.repo.Reference(plumbing.HEAD, false); err == nil && head.Type() == plumbing.SymbolicReference {
+			r.defaultBranch = head.Target().Short()
+		}
+		return r, nil
+	}
 	if o.Dir != "" {
-		r.repo, err = git.PlainCloneContext(ctx, o.Dir, false, co)
+		r.repo, err = git.PlainInit(o.Dir, false)
 	} else {
-		r.fs = memfs.New()
-		r.repo, err = git.CloneContext(ctx, memory.NewStorage(), r.fs, co)
+		r.repo, err = git.Init(memory.NewStorage(), nil)
+	}
+	if err == nil {
+		_, err = r.repo.CreateRemote(&gitconfig.RemoteConfig{Name: remoteName, URLs: []string{remoteURL}, Fetch: []gitconfig.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}})
 	}
 	if err != nil {
 		return nil, wrap("clone", r.display, err, r.secrets)
 	}
-	if r.wt, err = r.repo.Worktree(); err != nil {
-		return nil, wrap("open worktree of", r.display, err, r.secrets)
+	if err := r.list(ctx); err != nil {
+		return nil, err
 	}
-	r.fs = r.wt.Filesystem
-	if head, err := r.repo.Reference(plumbing.HEAD, false); err == nil && head.Type() == plumbing.SymbolicReference {
-		r.defaultBranch = head.Target().Short()
+	base := o.Base
+	if base == "" {
+		base = r.defaultBranch
+	}
+	if base != "" {
+		if err := r.fetch(ctx, base); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-// checkClean refuses a local repository whose working tree has changes.
-func checkClean(dir string) error {
-	r, err := git.PlainOpen(dir)
+// list reads the remote's branches and its default branch (what HEAD
+// names, or else the branch HEAD's commit is the tip of).
+func (r *Repo) list(ctx context.Context) error {
+	rem, err := r.repo.Remote(remoteName)
 	if err != nil {
-		return newError(ErrNotFound, nil, "repository %s: %v. Pass the root of a Git repository, or a URL", dir, err)
+		return wrap("list the branches of", r.display, err, r.secrets)
 	}
-	wt, err := r.Worktree()
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	if err != nil {
+		return wrap("list the branches of", r.display, err, r.secrets)
+	}
+	r.refs, r.fetched = map[plumbing.ReferenceName]plumbing.Hash{}, map[string]bool{}
+	var head *plumbing.Reference
+	for _, ref := range refs {
+		switch {
+		case ref.Name() == plumbing.HEAD:
+			head = ref
+		case ref.Name().IsBranch() && ref.Type() == plumbing.HashReference:
+			r.refs[ref.Name()] = ref.Hash()
+		}
+	}
+	switch {
+	case head == nil:
+	case head.Type() == plumbing.SymbolicReference:
+		r.defaultBranch = head.Target().Short()
+	default:
+		var names []string
+		for n, h := range r.refs {
+			if h == head.Hash() {
+				names = append(names, n.Short())
+			}
+		}
+		sort.Strings(names)
+		if len(names) > 0 {
+			r.defaultBranch = names[0]
+		}
+	}
+	return nil
+}
+
+// localRoot is the repository a local path names: the root of the work
+// tree it is in, or the path itself for a bare repository. A work tree
+// must be clean.
+func localRoot(dir string) (string, error) {
+	lr, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		lr, err = git.PlainOpen(dir) // a bare repository
+	}
+	if err != nil {
+		return "", newError(ErrNotFound, nil, "repository %s: %v. Pass a Git checkout, a bare repository or a URL", dir, err)
+	}
+	wt, err := lr.Worktree()
 	if errors.Is(err, git.ErrIsBareRepository) {
-		return nil
+		return dir, nil
 	}
 	if err != nil {
-		return newError(ErrGit, nil, "repository %s: %v", dir, err)
+		return "", newError(ErrGit, nil, "repository %s: %v", dir, err)
 	}
+	root := wt.Filesystem.Root()
+	return root, checkClean(root, wt)
+}
+
+// checkClean refuses a local repository whose working tree has changes.
+func checkClean(dir string, wt *git.Worktree) error {
 	st, err := wt.Status()
 	if err != nil {
 		return newError(ErrGit, nil, "status of %s: %v", dir, err)
@@ -172,41 +262,40 @@ func (r *Repo) SourceURL() string {
 	return "file://" + filepath.ToSlash(r.url)
 }
 
-// ReadFile reads a file of the checked-out tree.
+// ReadFile reads a file of the tree the change builds on (Build's input),
+// straight from the object store: nothing is checked out.
 func (r *Repo) ReadFile(p string) ([]byte, error) {
-	f, err := r.fs.Open(p)
-	if err != nil {
-		return nil, err
+	if r.tree == nil {
+		return nil, fmt.Errorf("read %s of %s: no commit to read (ReadFile is for Build)", p, r.display)
 	}
-	defer f.Close()
-	return io.ReadAll(f)
+	f, err := r.tree.File(strings.TrimPrefix(path.Clean("/"+p), "/"))
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", p, r.display, err)
+	}
+	s, err := f.Contents()
+	return []byte(s), err
 }
 
-// Files lists the checked-out tree's files, slash-separated, sorted.
+// Files lists the files of the tree the change builds on (regular and
+// executable files), slash-separated, sorted.
 func (r *Repo) Files() ([]string, error) {
-	var out []string
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		infos, err := r.fs.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		for _, fi := range infos {
-			p := path.Join(dir, fi.Name())
-			switch {
-			case fi.IsDir() && fi.Name() == ".git":
-			case fi.IsDir():
-				if err := walk(p); err != nil {
-					return err
-				}
-			case fi.Mode().IsRegular():
-				out = append(out, strings.TrimPrefix(p, "/"))
-			}
-		}
-		return nil
+	if r.tree == nil {
+		return nil, fmt.Errorf("list files of %s: no commit to read (Files is for Build)", r.display)
 	}
-	if err := walk("/"); err != nil {
-		return nil, fmt.Errorf("list files of %s: %w", r.display, err)
+	var out []string
+	w := object.NewTreeWalker(r.tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list files of %s: %w", r.display, err)
+		}
+		if e.Mode == filemode.Regular || e.Mode == filemode.Executable {
+			out = append(out, name)
+		}
 	}
 	sort.Strings(out)
 	return out, nil
@@ -224,8 +313,9 @@ type Change struct {
 	// Base is where a new branch starts.
 	Base string
 	// Build computes the files to write and the commit message from the
-	// tree checked out at the branch tip (or Base). It is called again
-	// whenever the commit is rebuilt on top of a concurrent push.
+	// tree at the branch tip (or Base), which it reads with ReadFile and
+	// Files. It is called again whenever the commit is rebuilt on top of a
+	// concurrent push.
 	Build  func(r *Repo) (Content, error)
 	Author Signature
 }
@@ -275,13 +365,26 @@ type Result struct {
 }
 
 // Publish builds the change on the branch, commits it when it changes
-// anything, and pushes it. When the branch moved on the remote meanwhile, it
-// fetches, rebuilds the commit on the new tip and retries, a bounded number
-// of times. It never force-pushes unless Force is set.
+// anything, and pushes it. It first fetches the tips of Base and Branch
+// that the clone does not hold yet. When the branch moved on the remote
+// meanwhile, it lists and fetches both again, rebuilds the commit on the new
+// tip and retries, a bounded number of times. It never force-pushes unless
+// Force is set.
 func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result, error) {
 	attempts := o.Attempts
 	if attempts <= 0 {
 		attempts = DefaultAttempts
+	}
+	if !r.history {
+		var need []string
+		for _, b := range []string{c.Base, c.Branch} {
+			if !r.fetched[b] {
+				need = append(need, b)
+			}
+		}
+		if err := r.fetch(ctx, need...); err != nil {
+			return nil, err
+		}
 	}
 	for i := 1; ; i++ {
 		res, err := r.commit(c, o)
@@ -303,7 +406,12 @@ func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result
 		if i >= attempts {
 			return nil, newError(ErrNonFastForward, r.secrets, "push %s to %s: the branch kept moving; gave up after %d attempts. Run again, or pick another --branch", c.Branch, r.display, i)
 		}
-		if err := r.fetch(ctx); err != nil {
+		if !r.history {
+			if err := r.list(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.fetch(ctx, c.Base, c.Branch); err != nil {
 			return nil, err
 		}
 	}
@@ -336,8 +444,12 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, start)); err != nil {
 		return nil, wrap("create branch "+c.Branch+" in", r.display, err, r.secrets)
 	}
-	if err := r.wt.Checkout(&git.CheckoutOptions{Branch: local, Force: true}); err != nil {
-		return nil, wrap("check out "+c.Branch+" of", r.display, err, r.secrets)
+	sc, err := r.repo.CommitObject(start)
+	if err == nil {
+		r.tree, err = sc.Tree()
+	}
+	if err != nil {
+		return nil, wrap("read the tree of "+c.Branch+" of", r.display, err, r.secrets)
 	}
 	content, err := c.Build(r)
 	if err != nil {
@@ -354,17 +466,13 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 	}
 	if !changed {
 		res.Commit = res.Start
-		return res, nil
+		return res, r.checkout(local, start)
 	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, h)); err != nil {
 		return nil, wrap("update branch "+c.Branch+" in", r.display, err, r.secrets)
 	}
-	if r.dir != "" {
-		// An on-disk clone outlives the process: leave its working tree
-		// and index at the new commit, as git commit would.
-		if err := r.wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset}); err != nil {
-			return nil, wrap("check out "+c.Branch+" of", r.display, err, r.secrets)
-		}
+	if err := r.checkout(local, h); err != nil {
+		return nil, err
 	}
 	if o.Force && existing != nil && sameTree(r.repo, h, existing.Hash()) {
 		// --force rebuilt exactly what the branch already holds.
@@ -379,6 +487,23 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// checkout leaves an on-disk clone's HEAD on branch and its working tree
+// and index at commit h, as git commit would; an in-memory clone has no
+// working tree.
+func (r *Repo) checkout(branch plumbing.ReferenceName, h plumbing.Hash) error {
+	if r.dir == "" {
+		return nil
+	}
+	wt, err := r.repo.Worktree()
+	if err == nil {
+		err = r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branch))
+	}
+	if err == nil {
+		err = wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset})
+	}
+	return wrap("check out "+branch.Short()+" of", r.display, err, r.secrets)
 }
 
 func sameTree(repo *git.Repository, a, b plumbing.Hash) bool {
@@ -454,14 +579,33 @@ func (w *remoteText) String() string {
 	return strings.Join(lines, " / ")
 }
 
-// fetch updates every remote-tracking branch.
-func (r *Repo) fetch(ctx context.Context) error {
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []gitconfig.RefSpec{"+refs/heads/*:refs/remotes/origin/*"},
-		Auth:       r.auth,
-		Tags:       git.NoTags,
-	})
+// fetch updates the remote-tracking refs of branches: with History every
+// branch, whole; else the tips of those branches the last listing found
+// (depth 1), forgetting those it did not.
+func (r *Repo) fetch(ctx context.Context, branches ...string) error {
+	fo := &git.FetchOptions{RemoteName: remoteName, Auth: r.auth, Tags: git.NoTags}
+	if r.history {
+		fo.RefSpecs = []gitconfig.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}
+	} else {
+		fo.Depth = 1
+		for _, b := range branches {
+			r.fetched[b] = true
+			h, ok := r.refs[plumbing.NewBranchReferenceName(b)]
+			tracking := plumbing.NewRemoteReferenceName(remoteName, b)
+			switch cur := r.remoteRef(b); {
+			case !ok:
+				if err := r.repo.Storer.RemoveReference(tracking); err != nil {
+					return wrap("forget branch "+b+" of", r.display, err, r.secrets)
+				}
+			case cur == nil || cur.Hash() != h:
+				fo.RefSpecs = append(fo.RefSpecs, gitconfig.RefSpec("+refs/heads/"+b+":"+tracking.String()))
+			}
+		}
+		if len(fo.RefSpecs) == 0 {
+			return nil
+		}
+	}
+	err := r.repo.FetchContext(ctx, fo)
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}

@@ -155,9 +155,10 @@ func TestPublishOverSmartHTTP(t *testing.T) {
 	}
 }
 
-// TestConcurrentPush: another writer pushes the branch after we cloned. Our
-// push is refused as non-fast-forward; Publish fetches, rebuilds on top and
-// pushes without force, keeping the other writer's commit.
+// TestConcurrentPush: another writer pushes the branch after we built our
+// commit on the tip we fetched. Our push is refused as non-fast-forward;
+// Publish lists and fetches again (depth 1), rebuilds on top and pushes
+// without force, keeping the other writer's commit.
 func TestConcurrentPush(t *testing.T) {
 	g := startServer(t, "", "")
 	url := seed(t, g, "race")
@@ -166,17 +167,20 @@ func TestConcurrentPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := publish(t, url, Auth{}, Change{Branch: "adopt/p2", Base: "main", Build: files(map[string]string{"theirs.yaml": "x: 1\n"}, "theirs"), Author: author}, PublishOptions{})
+	var theirs *Result
 	calls := 0
 	res, err := ours.Publish(ctx, Change{Branch: "adopt/p2", Base: "main", Author: author,
 		Build: func(r *Repo) (Content, error) {
 			calls++
+			if calls == 1 {
+				theirs = publish(t, url, Auth{}, Change{Branch: "adopt/p2", Base: "main", Build: files(map[string]string{"theirs.yaml": "x: 1\n"}, "theirs"), Author: author}, PublishOptions{})
+			}
 			return Content{Files: map[string][]byte{"ours.yaml": []byte("y: 2\n")}, Message: "ours"}, nil
 		}}, PublishOptions{})
 	if err != nil {
 		t.Fatalf("publish after a concurrent push: %v", err)
 	}
-	if !res.Pushed || res.Attempts != 2 || calls != 2 {
+	if !res.Pushed || res.Attempts != 2 || calls != 2 || res.NewBranch {
 		t.Fatalf("result %+v, files built %d times", res, calls)
 	}
 	tip := branchTip(t, g.BarePath("race"), "adopt/p2")

@@ -42,7 +42,7 @@ func Clone(ctx context.Context, o CheckoutOptions) (*Checkout, error) {
 		co.Dir = dir
 	}
 	var err error
-	if co.Repo, err = gitops.Clone(ctx, gitops.CloneOptions{URL: o.URL, Auth: o.Auth, Dir: co.Dir}); err == nil && co.Base == "" {
+	if co.Repo, err = gitops.Clone(ctx, gitops.CloneOptions{URL: o.URL, Auth: o.Auth, Dir: co.Dir, Base: o.Base}); err == nil && co.Base == "" {
 		if co.Base = co.Repo.DefaultBranch(); co.Base == "" {
 			err = &ContractError{fmt.Sprintf("cannot tell the default branch of %s: pass --base", co.Repo.URL())}
 		}

@@ -64,7 +64,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	src := Sources{Dynamic: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
 	if o.Repo != "" {
-		repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.Auth})
+		repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.Auth, History: true})
 		if err != nil {
 			return nil, err
 		}
