@@ -307,3 +307,65 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishFetchesTipsOnly: a clone holds the base branch's tip, not its
+// history; Build reads the start tree's files with nothing checked out; and
+// the push sends exactly the objects the change adds (the commit, the trees
+// on the changed path, the new blob), which the server takes from a
+// shallow base.
+func TestPublishFetchesTipsOnly(t *testing.T) {
+	g := startServer(t, "", "")
+	url := seed(t, g, "history")
+	bare := g.BarePath("history")
+	work := filepath.Join(t.TempDir(), "w")
+	gitIn(t, "", "clone", "-q", bare, work)
+	first := gitIn(t, work, "rev-parse", "HEAD")
+	for i, f := range []string{"a/b/c.yaml", "x/y.yaml", "a/d.yaml"} {
+		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), []byte(f+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, work, "add", "-A")
+		gitIn(t, work, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-qm", "c"+string(rune('0'+i)))
+	}
+	gitIn(t, work, "push", "-q", "origin", "main")
+	r, err := Clone(context.Background(), CloneOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.repo.CommitObject(plumbing.NewHash(first)); err == nil {
+		t.Fatal("the clone holds the base branch's history, not only its tip")
+	}
+	var listed []string
+	var read string
+	res, err := r.Publish(context.Background(), Change{Branch: "adopt/tips", Base: r.DefaultBranch(), Author: author,
+		Build: func(r *Repo) (Content, error) {
+			var err error
+			if listed, err = r.Files(); err != nil {
+				return Content{}, err
+			}
+			b, err := r.ReadFile("a/b/c.yaml")
+			read = string(b)
+			return Content{Files: map[string][]byte{"a/b/new.yaml": []byte("new\n")}, Message: "m"}, err
+		}}, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(listed, ",") != "README.md,a/b/c.yaml,a/d.yaml,k8s/system/README.md,x/y.yaml" || read != "a/b/c.yaml\n" {
+		t.Fatalf("Build read files %v and a/b/c.yaml %q", listed, read)
+	}
+	tip := branchTip(t, bare, "adopt/tips")
+	if tip.Hash.String() != res.Commit || tip.ParentHashes[0].String() != gitIn(t, work, "rev-parse", "HEAD") {
+		t.Fatalf("tip %s on %v, result %+v", tip.Hash, tip.ParentHashes, res)
+	}
+	gitIn(t, bare, "fsck", "--strict", "--no-dangling")
+	sent, err := r.newObjects(tip.Hash, map[plumbing.Hash]bool{tip.ParentHashes[0]: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 5 {
+		t.Fatalf("the push sends %d objects, want 5 (commit, trees /, a, a/b, blob a/b/new.yaml)", len(sent))
+	}
+}
