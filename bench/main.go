@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, seven rows
+// through internal/testenv, loopback only) and prints, in one run, nine rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -21,7 +21,11 @@
 //     against the slowest single-cluster plan of the same run (bench/fleet.go);
 //  7. gitindex.Load of a 20,000-file directory with 500 kustomize overlays
 //     against the kustomize CLI building each overlay, one after another
-//     (bench/render.go).
+//     (bench/render.go);
+//  8. apply into a repository of 20,000 files and 30,000 commits, 250 files
+//     changed, against git clone + add + commit + push, with peak RSS at
+//     3,000 and 30,000 commits; 9. plan --repo of it in each form against
+//     git clone --depth 1 (bench/monorepo.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -75,9 +79,12 @@ type Config struct {
 	FleetClusters, FleetNamespaces int
 	// RenderApps and RenderFiles size the render row (0 apps skips it).
 	RenderApps, RenderFiles int
+	// MonoApps, MonoFiles and MonoCommits size the monorepo rows (0 apps
+	// skips them).
+	MonoApps, MonoFiles, MonoCommits int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -104,8 +111,11 @@ func main() {
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
 	flag.IntVar(&c.RenderApps, "render-apps", 500, "apps (a base and an overlay each) of the render row (0: skip it)")
 	flag.IntVar(&c.RenderFiles, "render-files", 20000, "files of the render row's repo")
+	flag.IntVar(&c.MonoApps, "mono-apps", 50, "Applications (4 ConfigMaps each) of the monorepo rows (0: skip them)")
+	flag.IntVar(&c.MonoFiles, "mono-files", 20000, "files of the monorepo rows' repository")
+	flag.IntVar(&c.MonoCommits, "mono-commits", 30000, "commits of the monorepo rows' repository (and a tenth of them for the RSS comparison)")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -129,6 +139,7 @@ func main() {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
 		c.RenderApps, c.RenderFiles = 10, 400
+		c.MonoApps, c.MonoFiles, c.MonoCommits = 5, 400, 300
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
@@ -232,8 +243,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}
