@@ -369,3 +369,37 @@ func TestPublishFetchesTipsOnly(t *testing.T) {
 		t.Fatalf("the push sends %d objects, want 5 (commit, trees /, a, a/b, blob a/b/new.yaml)", len(sent))
 	}
 }
+
+// TestOnDiskCloneIsShallow: a clone kept on disk (--no-push) holds the base
+// tip and the new commit, has its branch checked out at the new commit with
+// a clean working tree, and the git CLI pushes from it.
+func TestOnDiskCloneIsShallow(t *testing.T) {
+	g := startServer(t, "", "")
+	url := seed(t, g, "ondisk")
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := Clone(context.Background(), CloneOptions{URL: url, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Publish(context.Background(), Change{Branch: "adopt/disk", Base: r.DefaultBranch(), Author: author,
+		Build: files(map[string]string{"a/b.yaml": "b\n"}, "m")}, PublishOptions{NoPush: true})
+	if err != nil || !res.Changed || res.Pushed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if st := gitIn(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("the working tree is not at the new commit:\n%s", st)
+	}
+	if head := gitIn(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); head != "adopt/disk" {
+		t.Fatalf("HEAD is %s", head)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a", "b.yaml")); err != nil || string(b) != "b\n" {
+		t.Fatalf("a/b.yaml: %q %v", b, err)
+	}
+	if n := strings.Count(gitIn(t, dir, "log", "--oneline"), "\n") + 1; n != 2 {
+		t.Fatalf("the clone holds %d commits, want the base tip and the new one", n)
+	}
+	gitIn(t, dir, "push", "-q", "origin", "adopt/disk")
+	if branchTip(t, g.BarePath("ondisk"), "adopt/disk").Hash.String() != res.Commit {
+		t.Fatal("the git CLI's push from the clone did not land")
+	}
+}
