@@ -1,9 +1,11 @@
 // Package gitops owns everything Git: the repository seam (clone, branch,
 // write files, commit, push) built on go-git, and its credentials. It clones
-// in memory (or into a directory the caller names), never touches a local
-// repository's working tree or its checked-out branch, never force-pushes
-// unless asked, and redacts credentials from every error it returns. It does
-// not know what an Application or a plan is: callers hand it files.
+// in memory (or into a directory the caller names), fetching only the
+// branch tips a commit builds on unless asked for the history; it never
+// touches a local repository's working tree or its checked-out branch,
+// never force-pushes unless asked, and redacts credentials from every error
+// it returns. It does not know what an Application or a plan is: callers
+// hand it files.
 package gitops
 
 import (
