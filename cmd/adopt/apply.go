@@ -223,7 +223,6 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	defer setGCPercent(applyGCPercent)()
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}

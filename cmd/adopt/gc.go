@@ -18,12 +18,6 @@ import (
 const (
 	gcMemoryLimit = 160 << 20
 	gcPercent     = 200
-	// applyGCPercent is apply's: the runtime's default, a collection when
-	// the heap doubles. Most of what apply allocates is garbage at once
-	// (go-git parsing the fetched pack), and at 200 that garbage raised
-	// its peak RSS on a 20,000-file repository from 132 to 149 MB (bench
-	// row 8).
-	applyGCPercent = 100
 )
 
 // tuneGC sets the limit and percent above, unless the environment sets
@@ -38,14 +32,4 @@ func tuneGC() (restore func()) {
 	}
 	percent := debug.SetGCPercent(gcPercent)
 	return func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) }
-}
-
-// setGCPercent sets percent, unless GOGC is set, and returns what restores
-// the previous one.
-func setGCPercent(percent int) (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	old := debug.SetGCPercent(percent)
-	return func() { debug.SetGCPercent(old) }
 }
