@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, seven rows
+// through internal/testenv, loopback only) and prints, in one run, eight rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -21,7 +21,10 @@
 //     against the slowest single-cluster plan of the same run (bench/fleet.go);
 //  7. gitindex.Load of a 20,000-file directory with 500 kustomize overlays
 //     against the kustomize CLI building each overlay, one after another
-//     (bench/render.go).
+//     (bench/render.go);
+//  8. apply of 2,000 namespaces x 4 ConfigMaps (one Application a
+//     namespace), on a control plane of its own, against the git CLI as in
+//     row 5 (bench/spread.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -75,9 +78,12 @@ type Config struct {
 	FleetClusters, FleetNamespaces int
 	// RenderApps and RenderFiles size the render row (0 apps skips it).
 	RenderApps, RenderFiles int
+	// SpreadNamespaces and SpreadObjects size the spread row: namespaces,
+	// and ConfigMaps in each (0 namespaces skips it).
+	SpreadNamespaces, SpreadObjects int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, spread),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -104,8 +110,10 @@ func main() {
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
 	flag.IntVar(&c.RenderApps, "render-apps", 500, "apps (a base and an overlay each) of the render row (0: skip it)")
 	flag.IntVar(&c.RenderFiles, "render-files", 20000, "files of the render row's repo")
+	flag.IntVar(&c.SpreadNamespaces, "spread-namespaces", 2000, "namespaces of the spread row (0: skip it)")
+	flag.IntVar(&c.SpreadObjects, "spread-objects", 4, "ConfigMaps in each namespace of the spread row")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, spread (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -129,6 +137,7 @@ func main() {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
 		c.RenderApps, c.RenderFiles = 10, 400
+		c.SpreadNamespaces = 20
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
@@ -232,8 +241,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "spread": b.spreadRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "spread"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}
