@@ -297,11 +297,9 @@ func (a *Applier) list(ctx context.Context, gvr schema.GroupVersionResource, wan
 		}
 		return n
 	}
-	total := -1
-	if a.o.Count != nil && reads.NeedTotal(counts(), page) {
-		if n, err := a.o.Count(ctx, gvr); err == nil {
-			total = n
-		}
+	var count func() (int, error)
+	if a.o.Count != nil {
+		count = func() (int, error) { return a.o.Count(ctx, gvr) }
 	}
 	each := func(ns string) error {
 		return a.o.List(ctx, gvr, ns, func(live *unstructured.Unstructured) error {
@@ -316,7 +314,7 @@ func (a *Applier) list(ctx context.Context, gvr schema.GroupVersionResource, wan
 			return nil
 		})
 	}
-	c := reads.Choose(counts(), total, page)
+	c := reads.Decide(counts(), page, count)
 	if c.Cluster {
 		if each("") == nil || ctx.Err() != nil {
 			return ctx.Err() // what the list did not return is read alone
@@ -325,8 +323,7 @@ func (a *Applier) list(ctx context.Context, gvr schema.GroupVersionResource, wan
 		// namespaces and single reads.
 		c = reads.Choose(counts(), -1, page)
 	}
-	sort.Strings(c.Namespaces)
-	for _, ns := range c.Namespaces {
+	for _, ns := range c.Lists() {
 		if each(ns) != nil && ctx.Err() != nil {
 			return ctx.Err() // a failed list leaves its objects to single reads
 		}

@@ -80,11 +80,7 @@ func Each(ctx context.Context, c Clients, objs []Object, scope string, l Lister,
 			if scope == "" || !t.Namespaced {
 				n = total[t]
 			}
-			ch := reads.Choose(counts, n, l.Page(t.GVR()))
-			if ch.Cluster {
-				ch.Namespaces = []string{""}
-			}
-			for _, ns := range ch.Namespaces {
+			for _, ns := range reads.Choose(counts, n, l.Page(t.GVR())).Lists() {
 				// A failed list leaves what it did not read to GETs.
 				_ = l.List(ctx, t.GVR(), ns, func(u *unstructured.Unstructured) error {
 					if o := w[joinName(u.GetNamespace(), u.GetName())]; o != nil && !done[o] {

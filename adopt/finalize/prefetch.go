@@ -2,7 +2,6 @@ package finalize
 
 import (
 	"context"
-	"sort"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,13 +75,8 @@ func (p *prefetch) fill(ctx context.Context, f *Finalizer, sel Selection, target
 		namespaces[t.GVR()][t.Namespace] = true
 	}
 	for gvr, in := range namespaces {
-		c := p.choose(ctx, f, gvr)
-		if c.Cluster {
-			p.list(ctx, f, gvr, "")
-			continue
-		}
-		for _, ns := range c.Namespaces {
-			if in[ns] {
+		for _, ns := range p.choose(ctx, f, gvr).Lists() {
+			if ns == "" || in[ns] {
 				p.list(ctx, f, gvr, ns)
 			}
 		}
@@ -94,16 +88,18 @@ func (p *prefetch) choose(ctx context.Context, f *Finalizer, gvr schema.GroupVer
 	if c := p.choice[gvr]; c != nil {
 		return *c
 	}
-	total := -1
-	if reads.NeedTotal(p.counts[gvr], listPageSize) {
-		if l, ok := f.Client(clusterTarget(gvr)).(Lister); ok {
-			if page, err := l.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-				total = reads.Total(len(page.Items), page)
-			}
+	count := func() (int, error) {
+		l, ok := f.Client(clusterTarget(gvr)).(Lister)
+		if !ok {
+			return -1, nil
 		}
+		page, err := l.List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return -1, err
+		}
+		return reads.Total(len(page.Items), page), nil
 	}
-	c := reads.Choose(p.counts[gvr], total, listPageSize)
-	sort.Strings(c.Namespaces)
+	c := reads.Decide(p.counts[gvr], listPageSize, count)
 	p.choice[gvr] = &c
 	return c
 }

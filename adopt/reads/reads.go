@@ -5,7 +5,11 @@
 // finalize's tracking check both follow it. It makes no request itself.
 package reads
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // ListAtLeast is how many of the objects to read one namespace must hold
 // before it is listed rather than read object by object: fewer GETs than
@@ -41,6 +45,31 @@ func Choose(want map[string]int, total, page int) Choice {
 		}
 	}
 	return c
+}
+
+// Decide is Choose with the total learned from count (a list of one item
+// of the whole cluster: export.Count), which it calls only when the total
+// could change the answer (NeedTotal); a nil count, or one that fails,
+// leaves the total unknown.
+func Decide(want map[string]int, page int, count func() (int, error)) Choice {
+	total := -1
+	if count != nil && NeedTotal(want, page) {
+		if n, err := count(); err == nil {
+			total = n
+		}
+	}
+	return Choose(want, total, page)
+}
+
+// Lists are the namespaces to list, sorted: "" alone for the whole
+// cluster.
+func (c Choice) Lists() []string {
+	if c.Cluster {
+		return []string{""}
+	}
+	ns := append([]string(nil), c.Namespaces...)
+	sort.Strings(ns)
+	return ns
 }
 
 // perNamespace is how many requests reading want takes without a list of

@@ -1,6 +1,7 @@
 package reads
 
 import (
+	"errors"
 	"reflect"
 	"sort"
 	"testing"
@@ -39,5 +40,20 @@ func TestChoose(t *testing.T) {
 				t.Errorf("Choose = %+v, want %+v", got, tc.out)
 			}
 		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	counted := 0
+	count := func() (int, error) { counted++; return 900, nil }
+	if c := Decide(map[string]int{"a": 2}, 500, count); c.Cluster || counted != 0 {
+		t.Fatalf("two objects: %+v after %d counts, want GETs and no count", c, counted)
+	}
+	if c := Decide(map[string]int{"b": 3, "a": 3}, 500, count); !c.Cluster || counted != 1 || !reflect.DeepEqual(c.Lists(), []string{""}) {
+		t.Fatalf("six objects in a cluster of 900: %+v after %d counts, want one list of the cluster", c, counted)
+	}
+	failed := func() (int, error) { return 0, errors.New("forbidden") }
+	if c := Decide(map[string]int{"b": 30, "a": 30, "c": 1}, 500, failed); c.Cluster || !reflect.DeepEqual(c.Lists(), []string{"a", "b"}) {
+		t.Fatalf("a failed count: %+v, want lists of a and b", c)
 	}
 }
