@@ -1,8 +1,9 @@
 // Package reads is the one rule for how adopt reads many live objects of
 // one resource: one paginated list over the whole cluster, one list per
 // namespace that holds many of them, or one GET per object, whichever
-// takes the fewest requests, judged from counts alone. apply's export and
-// finalize's tracking check both follow it. It makes no request itself.
+// takes the fewest requests, judged from counts alone. apply's export,
+// finalize's tracking check and plan's reads of bodies for drift follow
+// it. It makes no request itself.
 package reads
 
 import (
@@ -30,10 +31,10 @@ type Choice struct {
 // ("" for a cluster-scoped resource), and total, how many objects of the
 // resource the whole cluster holds (negative when unknown), with page
 // objects a list page: one list of the cluster when its pages are fewer
-// requests than lists per namespace and GETs, else the latter. A namespace is listed when it
-// holds at least ListAtLeast objects to read (its list is costed as its
-// wanted objects' pages); the others are read by GET. Namespaces come
-// back in no particular order.
+// requests than lists per namespace and GETs, else the latter. A
+// namespace is listed when it holds at least ListAtLeast objects to read
+// (its list is costed as its wanted objects' pages); the others are read
+// by GET. Namespaces come back in no particular order (Lists sorts them).
 func Choose(want map[string]int, total, page int) Choice {
 	var c Choice
 	if total >= 0 && pages(total, page) < perNamespace(want, page) {
