@@ -129,10 +129,10 @@ func (p *prefetch) list(ctx context.Context, f *Finalizer, gvr schema.GroupVersi
 		if err != nil {
 			return
 		}
-		for i := range page.Items {
-			u := &page.Items[i]
+		for _, u := range page.Items {
+			// A copy, so that a kept object does not keep its page.
 			if k := listKey(gvr, u.GetNamespace()); p.want[k][u.GetName()] && len(p.objs) < maxPrefetched {
-				p.objs[k+"\x00"+u.GetName()] = u
+				p.objs[k+"\x00"+u.GetName()] = &u
 			}
 		}
 		if opts.Continue = page.GetContinue(); opts.Continue == "" {
