@@ -44,17 +44,33 @@ func (b *bench) applyRow(ctx context.Context) error {
 	}
 	b.seeded(c.ApplyObjects, time.Since(start))
 	planFile := filepath.Join(b.cp.Dir, "apply-plan.yaml")
-	kc := []string{"--kubeconfig", b.cp.Kubeconfig}
-	if _, err := measure("adopt plan", nil, c.Adopt, append(kc, "plan", "-q", "-n", applyNS, "--argocd-version", "v2.14.21", "--out", planFile)...); err != nil {
+	if _, err := measure("adopt plan", nil, c.Adopt, "--kubeconfig", b.cp.Kubeconfig, "plan", "-q", "-n", applyNS, "--argocd-version", "v2.14.21", "--out", planFile); err != nil {
 		return err
 	}
-	pl, err := plan.ReadFile(planFile)
+	row, err := b.applyAgainstGit(b.cp, planFile, func(apps, objects int) string {
+		return fmt.Sprintf("5. apply, %d Applications and %d exported objects, pushed over smart HTTP", apps, objects)
+	})
 	if err != nil {
 		return err
+	}
+	b.res.Rows = append(b.res.Rows, row)
+	return nil
+}
+
+// applyAgainstGit applies planFile, made on cp, to a fresh repository on a
+// local smart-HTTP git server, Repeat times, then pushes the same tree
+// with the git CLI to the same server, and returns the row named by name
+// from the plan's Applications and objects.
+func (b *bench) applyAgainstGit(cp *testenv.ControlPlane, planFile string, name func(apps, objects int) string) (Row, error) {
+	c := b.c
+	kc := []string{"--kubeconfig", cp.Kubeconfig}
+	pl, err := plan.ReadFile(planFile)
+	if err != nil {
+		return Row{}, err
 	}
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	defer g.Close()
 	// Each run, adopt's and git's, pushes into a fresh repository holding
@@ -69,7 +85,7 @@ func (b *bench) applyRow(ctx context.Context) error {
 			return Measurement{}, err
 		}
 		if c.HoldApply && i == 0 {
-			fmt.Printf("kubeconfig: %s\nplan: %s\nrepo: %s\n", b.cp.Kubeconfig, planFile, url)
+			fmt.Printf("kubeconfig: %s\nplan: %s\nrepo: %s\n", cp.Kubeconfig, planFile, url)
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 			<-sig
@@ -78,12 +94,12 @@ func (b *bench) applyRow(ctx context.Context) error {
 			"--author", "Bench <bench@example.invalid>", "--argocd-version", "v2.14.21", "-q")...)
 	})
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	bare := g.BarePath("adopt-0")
 	files, err := gitOut("", "--git-dir", bare, "ls-tree", "-r", "--name-only", "adopt-bench")
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	nfiles := len(strings.Fields(files))
 	ap.What = fmt.Sprintf("adopt apply: %d Applications, %d objects, %d files, pushed%s", len(pl.Applications), len(pl.Objects), nfiles, ap.What)
@@ -110,37 +126,36 @@ func (b *bench) applyRow(ctx context.Context) error {
 			return Measurement{}, err
 		}
 		return gitRun(fmt.Sprintf("git add -A && git commit && git push, the same %d files, into a fresh repository", nfiles),
-			url, filepath.Join(b.cp.Dir, fmt.Sprintf("git-bench-%d", i)), "git-bench")
+			url, filepath.Join(cp.Dir, fmt.Sprintf("git-bench-%d", i)), "git-bench")
 	})
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	// Reported, no goal: the same into the repository adopt filled, as
 	// this row measured before: the clone then holds every object, so git
 	// writes none and pushes one commit.
 	filled, err := measureN(c.Repeat, func(i int) (Measurement, error) {
 		return gitRun("the same into the repository adopt filled (git writes no object, pushes one commit)",
-			g.URL+"/adopt-0.git", filepath.Join(b.cp.Dir, fmt.Sprintf("git-filled-%d", i)), fmt.Sprintf("git-filled-%d", i))
+			g.URL+"/adopt-0.git", filepath.Join(cp.Dir, fmt.Sprintf("git-filled-%d", i)), fmt.Sprintf("git-filled-%d", i))
 	})
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	ours, err := gitOut("", "--git-dir", bare, "rev-parse", "adopt-bench^{tree}")
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	theirs, err := gitOut("", "--git-dir", g.BarePath("git-0"), "rev-parse", "git-bench^{tree}")
 	if err != nil {
-		return err
+		return Row{}, err
 	}
 	if ours != theirs {
-		return fmt.Errorf("apply row: git pushed tree %s, adopt %s: not the same tree", theirs, ours)
+		return Row{}, fmt.Errorf("apply row: git pushed tree %s, adopt %s: not the same tree", theirs, ours)
 	}
-	b.res.Rows = append(b.res.Rows, Row{Name: fmt.Sprintf("5. apply, %d Applications and %d exported objects, pushed over smart HTTP", len(pl.Applications), len(pl.Objects)),
+	return Row{Name: name(len(pl.Applications), len(pl.Objects)),
 		Measured: []Measurement{ap, gm, filled},
 		Ratios: []Ratio{ratio("adopt apply / git CLI (time)", ap.Seconds/gm.Seconds, "<= 2", ap.Seconds <= 2*gm.Seconds),
-			ratio("adopt apply / git CLI into the filled repository (time)", ap.Seconds/filled.Seconds, "(reported)", true)}})
-	return nil
+			ratio("adopt apply / git CLI into the filled repository (time)", ap.Seconds/filled.Seconds, "(reported)", true)}}, nil
 }
 
 func gitOut(dir string, args ...string) (string, error) {

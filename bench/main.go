@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, nine rows
+// through internal/testenv, loopback only) and prints, in one run, ten rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -25,7 +25,10 @@
 //  8. apply into a repository of 20,000 files and 30,000 commits, 250 files
 //     changed, against git clone + add + commit + push, with peak RSS at
 //     3,000 and 30,000 commits; 9. plan --repo of it in each form against
-//     git clone --depth 1 (bench/monorepo.go).
+//     git clone --depth 1 (bench/monorepo.go);
+//  10. apply of 2,000 namespaces x 4 ConfigMaps (one Application a
+//     namespace), on a control plane of its own, against the git CLI as in
+//     row 5 (bench/spread.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -82,9 +85,12 @@ type Config struct {
 	// MonoApps, MonoFiles and MonoCommits size the monorepo rows (0 apps
 	// skips them).
 	MonoApps, MonoFiles, MonoCommits int
+	// SpreadNamespaces and SpreadObjects size the spread row: namespaces,
+	// and ConfigMaps in each (0 namespaces skips it).
+	SpreadNamespaces, SpreadObjects int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo, spread),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -114,8 +120,10 @@ func main() {
 	flag.IntVar(&c.MonoApps, "mono-apps", 50, "Applications (4 ConfigMaps each) of the monorepo rows (0: skip them)")
 	flag.IntVar(&c.MonoFiles, "mono-files", 20000, "files of the monorepo rows' repository")
 	flag.IntVar(&c.MonoCommits, "mono-commits", 30000, "commits of the monorepo rows' repository (and a tenth of them for the RSS comparison)")
+	flag.IntVar(&c.SpreadNamespaces, "spread-namespaces", 2000, "namespaces of the spread row (0: skip it)")
+	flag.IntVar(&c.SpreadObjects, "spread-objects", 4, "ConfigMaps in each namespace of the spread row")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo, spread (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -140,6 +148,7 @@ func main() {
 		c.FleetNamespaces = 1
 		c.RenderApps, c.RenderFiles = 10, 400
 		c.MonoApps, c.MonoFiles, c.MonoCommits = 5, 400, 300
+		c.SpreadNamespaces = 20
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
@@ -243,8 +252,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/reads"
 	"github.com/adopt-dev/adopt/adopt/runbook"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -41,17 +42,21 @@ import (
 type Fetcher func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 
 // Live reads objects from a cluster's dynamic client: one at a time
-// (export.Fetch), or a namespace of one resource at once (export.List),
-// ConfigMaps and Secrets as protobuf through core when it is set (a client
-// of discover.ProtobufConfig; nil lists everything through dyn).
-func Live(dyn dynamic.Interface, core corev1client.CoreV1Interface) (Fetcher, Lister) {
+// (export.Fetch), or a namespace or the whole cluster of one resource at
+// once (export.List), ConfigMaps and Secrets as protobuf through core when
+// it is set (a client of discover.ProtobufConfig; nil lists everything
+// through dyn), and counts a resource's objects (export.Count).
+func Live(dyn dynamic.Interface, core corev1client.CoreV1Interface) (Fetcher, Lister, Counter) {
 	fetch := func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 		return export.Fetch(ctx, dyn, gvr, ns, name)
 	}
 	list := func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
 		return export.List(ctx, dyn, core, gvr, ns, fn)
 	}
-	return fetch, list
+	count := func(ctx context.Context, gvr schema.GroupVersionResource) (int, error) {
+		return export.Count(ctx, dyn, gvr)
+	}
+	return fetch, list, count
 }
 
 // Options are the choices apply makes that the plan does not record: how
@@ -72,8 +77,10 @@ type Options struct {
 	Templates *templates.Set
 	// Fetch reads live objects to export them.
 	Fetch Fetcher
-	// List, when set, reads many objects of one namespace at once.
-	List Lister
+	// List, when set, reads many objects of one resource at once, and
+	// Count, when set, tells how many a list of the whole cluster reads.
+	List  Lister
+	Count Counter
 	// Readers bounds concurrent Fetches; 0 means DefaultReaders.
 	Readers int
 	// RepoURL is the repository's own clean URL (gitops.Repo.SourceURL),
@@ -181,28 +188,27 @@ func (e *ContractError) Error() string { return e.msg }
 // fn (export.List with the cluster's clients).
 type Lister func(ctx context.Context, gvr schema.GroupVersionResource, namespace string, fn func(*unstructured.Unstructured) error) error
 
-// listAtLeast is how many objects of one resource in one namespace Export
-// must read before it lists them instead of reading each.
-const listAtLeast = 16
+// Counter tells how many objects of one resource the whole cluster holds,
+// -1 when it cannot tell (export.Count with the cluster's dynamic client).
+type Counter func(ctx context.Context, gvr schema.GroupVersionResource) (int, error)
 
 // DefaultReaders bounds Export's concurrent reads when Options.Readers is 0.
 const DefaultReaders = 8
 
 // Export reads every object that is not in Git and cleans it. Secrets are
-// read only to list their keys, and only for SecretsPlaceholder. Where one
-// namespace holds at least 16 objects of one resource to export and
-// Options.List is set, they are read with one paginated list; the others
-// with one read each, at most Options.Readers at once. The first failed
-// read in plan order is returned.
+// read only to list their keys, and only for SecretsPlaceholder. When
+// Options.List is set, each resource's objects are read as reads.Choose
+// says from their counts: one paginated list of the whole cluster (its
+// size from Options.Count), one list per namespace holding at least
+// reads.ListAtLeast of them, one GET for each of the others, at most
+// Options.Readers at once. A list keeps only the objects to export; a
+// failed list leaves its objects to the next way, and an object no list
+// returned is read alone, so its error names it. The first failed read
+// in plan order is returned.
 func (a *Applier) Export(ctx context.Context) error {
 	p := a.o.Plan
 	a.objs = make(map[string]*exported, len(p.Objects))
-	type group struct {
-		gvr  schema.GroupVersionResource
-		ns   string
-		want map[string]*exported
-	}
-	groups := map[string]*group{}
+	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
 	var order []*exported
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
@@ -224,13 +230,10 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		order = append(order, e)
 		gvr := obj.GVR()
-		k := gvr.String() + "\x00" + obj.Namespace
-		g := groups[k]
-		if g == nil {
-			g = &group{gvr: gvr, ns: obj.Namespace, want: map[string]*exported{}}
-			groups[k] = g
+		if byGVR[gvr] == nil {
+			byGVR[gvr] = map[string]*exported{}
 		}
-		g.want[obj.Name] = e
+		byGVR[gvr][obj.Namespace+"/"+obj.Name] = e
 	}
 	errs := map[*exported]error{}
 	var mu sync.Mutex
@@ -241,26 +244,10 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	done := map[*exported]bool{}
 	if a.o.List != nil {
-		for _, g := range groups {
-			if len(g.want) < listAtLeast {
-				continue
+		for gvr, want := range byGVR {
+			if err := a.list(ctx, gvr, want, done, fail); err != nil {
+				return err
 			}
-			err := a.o.List(ctx, g.gvr, g.ns, func(live *unstructured.Unstructured) error {
-				e := g.want[live.GetName()]
-				if e == nil || done[e] || live.GetNamespace() != g.ns {
-					return nil
-				}
-				done[e] = true
-				if err := a.clean(e, live); err != nil {
-					fail(e, err)
-				}
-				return nil
-			})
-			if err != nil && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// A failed list leaves its objects to single reads, whose
-			// errors name the object.
 		}
 	}
 	readers := a.o.Readers
@@ -291,6 +278,54 @@ func (a *Applier) Export(ctx context.Context) error {
 	for _, e := range order {
 		if err := errs[e]; err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// list reads the objects of want (gvr's, by namespace and name) that
+// reads.Choose says to list, marking each done; only a cancelled ctx is
+// an error.
+func (a *Applier) list(ctx context.Context, gvr schema.GroupVersionResource, want map[string]*exported, done map[*exported]bool, fail func(*exported, error)) error {
+	page := export.ListPage(gvr)
+	counts := func() map[string]int {
+		n := map[string]int{}
+		for _, e := range want {
+			if !done[e] {
+				n[e.obj.Namespace]++
+			}
+		}
+		return n
+	}
+	var count func() (int, error)
+	if a.o.Count != nil {
+		count = func() (int, error) { return a.o.Count(ctx, gvr) }
+	}
+	each := func(ns string) error {
+		return a.o.List(ctx, gvr, ns, func(live *unstructured.Unstructured) error {
+			e := want[live.GetNamespace()+"/"+live.GetName()]
+			if e == nil || done[e] {
+				return nil // not wanted: dropped as the pages stream
+			}
+			done[e] = true
+			if err := a.clean(e, live); err != nil {
+				fail(e, err)
+			}
+			return nil
+		})
+	}
+	c := reads.Decide(counts(), page, count)
+	if c.Cluster {
+		if each("") == nil || ctx.Err() != nil {
+			return ctx.Err() // what the list did not return is read alone
+		}
+		// A failed list leaves what it did not read to lists of their
+		// namespaces and single reads.
+		c = reads.Choose(counts(), -1, page)
+	}
+	for _, ns := range c.Lists() {
+		if each(ns) != nil && ctx.Err() != nil {
+			return ctx.Err() // a failed list leaves its objects to single reads
 		}
 	}
 	return nil

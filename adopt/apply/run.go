@@ -133,10 +133,10 @@ func resolveVersion(ctx context.Context, p *plan.Plan, flag string, hub kubernet
 
 // exportPlan makes the Applier of p and exports its objects from c.
 func exportPlan(ctx context.Context, p *plan.Plan, c Cluster, version argoapp.DetectedVersion, r RenderOptions) (*Applier, error) {
-	fetch, list := Live(c.Dynamic, c.Core)
+	fetch, list, count := Live(c.Dynamic, c.Core)
 	a, err := New(Options{
 		Plan: p, Secrets: r.Secrets, FixRunbooks: r.FixRunbooks, AutoSync: r.AutoSync, Prune: r.Prune,
-		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list,
+		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count,
 	})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/reads"
 )
 
 // Fetch reads one live object.
@@ -39,6 +40,25 @@ const (
 	listPage     = 100
 	bodyListPage = 500
 )
+
+// ListPage is how many objects one page of List holds at most.
+func ListPage(gvr schema.GroupVersionResource) int {
+	if bodyKind(gvr) != "" {
+		return bodyListPage
+	}
+	return listPage
+}
+
+// Count is how many objects of gvr the whole cluster holds, from a list
+// of one item (the item is dropped): the API server's remainingItemCount
+// plus it, or -1 when the server does not tell.
+func Count(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionResource) (int, error) {
+	l, err := c.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return -1, err
+	}
+	return reads.Total(len(l.Items), l), nil
+}
 
 // List reads every object of gvr in namespace ("" for all namespaces or a
 // cluster-scoped resource) page by page and hands each to fn. With core

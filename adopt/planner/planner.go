@@ -12,11 +12,14 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
@@ -121,7 +124,10 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		cfg.Destination = config.Destination{Name: mgmt.Cluster}
 	}
 	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
-		discover.Each(ctx, o.Clients, objs, 4, want, fn)
+		lists := discover.Lister{Page: export.ListPage, List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
+			return export.List(ctx, o.Clients.Dynamic, o.Clients.Core, gvr, ns, fn)
+		}}
+		discover.Each(ctx, o.Clients, objs, o.Cluster.Namespace, lists, 4, want, fn)
 	}
 	o.Config = cfg
 	rels, helm, unread := helmReleases(ctx, o, res)

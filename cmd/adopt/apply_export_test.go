@@ -6,24 +6,29 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
 	"github.com/adopt-dev/adopt/templates"
 )
 
 // TestExportListEqualsGet checks that apply's exports are the same bytes
 // whether a namespace's objects are read with one paginated list (enough
-// of them to list; as protobuf, as apply lists ConfigMaps) or one GET each, on a real API server; that a listed
-// namespace's object the list did not return still fails by name; and that
-// a namespace with few objects is read object by object.
+// of them to list; as protobuf, as apply lists ConfigMaps) or one GET
+// each, on a real API server; that a listed namespace's object the list
+// did not return still fails by name; and that, with no count of the
+// cluster, a namespace with few objects is read object by object.
 func TestExportListEqualsGet(t *testing.T) {
 	ctx := context.Background()
 	many, few := cp.Namespace(t), cp.Namespace(t)
@@ -57,7 +62,7 @@ func TestExportListEqualsGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, lister := apply.Live(dyn, c.clients.Core) // ConfigMaps as protobuf
+	_, lister, _ := apply.Live(dyn, c.clients.Core) // ConfigMaps as protobuf
 	gets, lists := 0, 0
 	run := func(list bool, p *plan.Plan) (map[string][]byte, error) {
 		set, err := templates.New("")
@@ -128,3 +133,166 @@ type mapTreeOf map[string]string
 
 func (m mapTreeOf) Files() ([]string, error)          { return nil, nil }
 func (m mapTreeOf) ReadFile(p string) ([]byte, error) { return []byte(m[p]), nil }
+
+// TestExportSpread exports 800 ConfigMaps spread over 200 namespaces, 4
+// each, as a real estate spreads them, through a request-counting proxy
+// in front of the real API server with the command's clients (50
+// requests a second): the export counts the cluster's ConfigMaps and
+// lists them all in a few pages (one GET each took 800 requests), waits
+// out a 429 on the first page and lists again rather than falling back
+// to GETs, writes the same bytes as one GET each, and an object the list
+// did not return still fails by name. When the list of the whole cluster
+// fails, the objects are read one by one and the export still succeeds.
+func TestExportSpread(t *testing.T) {
+	ctx := context.Background()
+	base := cp.Namespace(t)
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 500, 1000 // seeding is not what this test measures
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, ID: "plan-spread",
+		Cluster:  plan.Cluster{Server: cp.Server},
+		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstanceLabelKey: argoapp.DefaultInstanceLabelKey, Namespace: "argocd"},
+		Settings: plan.Settings{GroupBy: plan.GroupAuto, AppsDir: "apps", ExportDir: "adopted", Project: "default", Destination: "https://kubernetes.default.svc"}}
+	const namespaces, each = 200, 4
+	p.Applications = make([]plan.Application, namespaces)
+	var g errgroup.Group
+	g.SetLimit(16)
+	for n := 0; n < namespaces; n++ {
+		ns := fmt.Sprintf("%s-%03d", base, n)
+		app := plan.Application{Name: "adopt-" + ns, Namespace: ns, Project: "default", Source: "export", SourcePath: "adopted/" + ns,
+			RepoURL: "https://git.example.invalid/gitops.git", DestinationServer: "https://kubernetes.default.svc"}
+		for i := 0; i < each; i++ {
+			o := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}, App: app.Name}
+			p.Objects = append(p.Objects, o)
+			app.Objects = append(app.Objects, o.Ref.String())
+		}
+		p.Applications[n] = app
+		g.Go(func() error {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			for i := 0; i < each; i++ {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns,
+					Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+					Data: map[string]string{"k": strings.Repeat("v", n+i)}}
+				if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	fp, err := testenv.StartFaultProxy(cp, t.TempDir(),
+		testenv.Fault{Kind: testenv.TooManyRequests, Path: "/api/v1/configmaps", Query: "limit=50", Times: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	exportVia := func(p *plan.Plan, kubeconfig string, list bool) (map[string][]byte, error) {
+		pcfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := connectREST(pcfg, "", "") // the command's clients and rate
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch, lister, count := apply.Live(c.clients.Dynamic, c.clients.Core)
+		set, err := templates.New("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := apply.Options{Plan: p, Secrets: export.SecretsSkip, Templates: set, Fetch: fetch}
+		if list {
+			o.List, o.Count = lister, count
+		}
+		a, err := apply.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Export(ctx); err != nil {
+			return nil, err
+		}
+		b, err := a.Build(mapTreeOf{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Files, nil
+	}
+	byList, err := exportVia(p, fp.Kubeconfig, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := fp.Requests()
+	objectGets := 0
+	for _, r := range reqs {
+		if r.Method == "GET" && strings.Contains(r.Path, "/namespaces/") {
+			objectGets++
+		}
+	}
+	if fp.Injected(testenv.TooManyRequests) != 1 {
+		t.Fatalf("the 429 was not injected: %v", reqs)
+	}
+	// The bound fails with one GET an object (800), or one list a
+	// namespace (200).
+	if len(reqs) > 40 || objectGets > 0 {
+		t.Fatalf("exporting %d objects in %d namespaces took %d requests, %d of them per namespace or object, want at most 40 and none:\n%v", namespaces*each, namespaces, len(reqs), objectGets, reqs)
+	}
+	t.Logf("%d objects in %d namespaces: %d requests: %v", namespaces*each, namespaces, len(reqs), reqs)
+	// The first three namespaces, one GET each, give the same bytes.
+	few := *p
+	few.Objects = p.Objects[:3*each]
+	few.Applications = p.Applications[:3]
+	byGet, err := exportVia(&few, cp.Kubeconfig, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(got map[string][]byte, how string) {
+		t.Helper()
+		n := 0
+		for f, b := range byGet {
+			if !strings.HasPrefix(f, "adopted/") {
+				continue // the Applications name another plan
+			}
+			n++
+			if string(got[f]) != string(b) {
+				t.Fatalf("%s differs %s:\n%s\nwant, by GET:\n%s", f, how, got[f], b)
+			}
+		}
+		if n != 3*each {
+			t.Fatalf("%d exports by GET, want %d", n, 3*each)
+		}
+	}
+	same(byList, "by a list of the cluster")
+
+	// An object the list does not return is read alone, and its error
+	// names it.
+	gone := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: p.Objects[0].Namespace, Name: "gone"}, App: p.Applications[0].Name}
+	missing := *p
+	missing.Objects = append(append([]plan.Object(nil), p.Objects...), gone)
+	missing.Applications = append([]plan.Application(nil), p.Applications...)
+	missing.Applications[0].Objects = append(append([]string(nil), p.Applications[0].Objects...), gone.Ref.String())
+	if _, err := exportVia(&missing, fp.Kubeconfig, true); err == nil || !strings.Contains(err.Error(), gone.Ref.String()) || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("missing object: %v", err)
+	}
+
+	// A list of the whole cluster that fails leaves the objects to single
+	// reads.
+	failing, err := testenv.StartFaultProxy(cp, t.TempDir(), testenv.Fault{Kind: testenv.InternalError, Path: "/api/v1/configmaps", Query: "limit=50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Close()
+	byGets, err := exportVia(&few, failing.Kubeconfig, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs = failing.Requests()
+	if failing.Injected(testenv.InternalError) == 0 || len(reqs) != 2+3*each {
+		t.Fatalf("after a failed list, %d requests (%d failed), want a count, the failed list and %d GETs: %v", len(reqs), failing.Injected(testenv.InternalError), 3*each, reqs)
+	}
+	same(byGets, "after a failed list")
+}

@@ -50,6 +50,9 @@ type Fault struct {
 	Kind FaultKind
 	// Path matches requests whose URL path ends with it ("" matches all).
 	Path string
+	// Query, when set, matches only requests whose raw query contains it
+	// ("limit=50": the first page of a list, not a list of one item).
+	Query string
 	// Times is how many matching requests get the fault; 0 means every one.
 	Times int
 	// Delay is the wait for Slow.
@@ -57,7 +60,8 @@ type Fault struct {
 }
 
 // FaultProxy is a TLS reverse proxy in front of the control plane that
-// injects faults on a schedule and counts what it injected.
+// injects faults on a schedule and counts what it injected and every
+// request it received (Requests).
 type FaultProxy struct {
 	// URL is the proxy's https URL; Kubeconfig an admin kubeconfig for it.
 	URL        string
@@ -66,6 +70,7 @@ type FaultProxy struct {
 	mu       sync.Mutex
 	faults   []*Fault
 	injected map[FaultKind]int
+	requests []Request
 	srv      *httptest.Server
 
 	// holding is closed when a Hold fault first holds a request; release
@@ -89,6 +94,9 @@ func StartFaultProxy(cp *ControlPlane, dir string, faults ...Fault) (*FaultProxy
 		fp.faults = append(fp.faults, &f)
 	}
 	fp.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fp.mu.Lock()
+		fp.requests = append(fp.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery})
+		fp.mu.Unlock()
 		if f := fp.take(r); f != nil {
 			if fp.inject(f, w, r, rp) {
 				return
@@ -117,7 +125,7 @@ func (fp *FaultProxy) take(r *http.Request) *Fault {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	for _, f := range fp.faults {
-		if f.Path != "" && !strings.HasSuffix(r.URL.Path, f.Path) {
+		if f.Path != "" && !strings.HasSuffix(r.URL.Path, f.Path) || !strings.Contains(r.URL.RawQuery, f.Query) {
 			continue
 		}
 		if f.Kind == ExpiredContinue && r.URL.Query().Get("continue") == "" {
@@ -201,6 +209,21 @@ func (fp *FaultProxy) Injected(k FaultKind) int {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	return fp.injected[k]
+}
+
+// Request is one request the proxy received.
+type Request struct {
+	Method, Path, Query string
+}
+
+// Requests returns the requests received so far, in order, and forgets
+// them: the next call returns only later ones.
+func (fp *FaultProxy) Requests() []Request {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	r := fp.requests
+	fp.requests = nil
+	return r
 }
 
 // Holding is closed once a Hold fault holds a request (its handler has it

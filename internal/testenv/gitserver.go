@@ -72,7 +72,10 @@ func (g *GitServer) auth(next http.Handler) http.Handler {
 				http.Error(w, "request body cut short", http.StatusBadRequest)
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			// As a whole body of known length: Go's CGI handler refuses a
+			// chunked one (400), which git sends for a push larger than
+			// http.postBuffer (1 MiB).
+			r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 		}
 		next.ServeHTTP(w, r)
 	})
