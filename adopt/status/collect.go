@@ -16,6 +16,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -31,12 +32,36 @@ type Input struct {
 	// Journal is finalize's journal for the plan (<plan>.journal); a
 	// missing file means nothing was finalized.
 	Journal string
+	// Cluster is the context of a fleet plan's cluster ("" for a plan of
+	// its own; FleetInputs sets the fleet's fields): Plan is then that
+	// cluster's plan as Argo CD runs it, File the fleet plan, Branch the
+	// fleet's branch and AppFiles the file in Git that holds each
+	// Application (an ApplicationSet's for a generated one).
+	Cluster  string
+	Branch   string
+	AppFiles map[string]string
+	// Clients and Kube read the plan's objects and their pods, and count
+	// its cluster's coverage (zero: the Options' / Sources').
+	Clients discover.Clients
+	Kube    kubernetes.Interface
+}
+
+// branch is the adoption branch apply pushes for the input.
+func (i Input) branch() string {
+	if i.Branch != "" {
+		return i.Branch
+	}
+	return "adopt/" + apply.AdoptionID(i.Plan)
 }
 
 // Sources are what the collector reads from.
 type Sources struct {
-	// Dynamic reads the planned objects and the Applications.
+	// Dynamic reads the planned objects of inputs without their own
+	// clients.
 	Dynamic dynamic.Interface
+	// Apps reads the Applications: the management cluster's Argo CD (nil:
+	// Argo CD runs in each input's cluster, read with its objects).
+	Apps dynamic.Interface
 	// Kube explains unhealthy workloads from their pods (nil: not
 	// explained).
 	Kube kubernetes.Interface
@@ -71,10 +96,11 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 	if src.Repo != nil && src.PRs == nil && src.PRNote != "" {
 		notes = append(notes, "pull requests not looked up: "+src.PRNote)
 	}
+	gits := map[string]gitFacts{} // by branch: a fleet's clusters share one
 	for _, i := range in {
 		p := i.Plan
 		appsDir, argoNS := apply.Settings(p)
-		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Branch: "adopt/" + apply.AdoptionID(p)}
+		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Context: i.Cluster, Branch: i.branch()}
 		finalized, jnote, err := journal(i.Journal)
 		if err != nil {
 			return nil, nil, nil, err
@@ -87,8 +113,12 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 			if ref.Base = src.Base; ref.Base == "" {
 				ref.Base = src.Repo.DefaultBranch()
 			}
-			if git, err = readGit(ctx, src, ref); err != nil {
-				return nil, nil, nil, err
+			var ok bool
+			if git, ok = gits[ref.Branch]; !ok {
+				if git, err = readGit(ctx, src, ref); err != nil {
+					return nil, nil, nil, err
+				}
+				gits[ref.Branch] = git
 			}
 		}
 		refs = append(refs, ref)
@@ -96,9 +126,20 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 		for _, o := range p.Objects {
 			objs[o.Ref.String()] = o
 		}
-		reader := argoapp.KubeStatus{Client: src.Dynamic, Namespace: argoNS}
+		objects, kube := src.Dynamic, src.Kube
+		if i.Clients.Dynamic != nil {
+			objects, kube = i.Clients.Dynamic, i.Kube
+		}
+		apps := src.Apps
+		if apps == nil {
+			apps = objects
+		}
+		reader := argoapp.KubeStatus{Client: apps, Namespace: argoNS}
 		for _, a := range p.Applications {
-			file := path.Join(appsDir, a.Name+".yaml")
+			file := i.AppFiles[a.Name]
+			if file == "" {
+				file = path.Join(appsDir, a.Name+".yaml")
+			}
 			merged := git.merged
 			if !merged && src.Repo != nil && ref.Base != "" {
 				if merged, err = src.Repo.BranchHasFile(ref.Base, file); err != nil {
@@ -110,17 +151,17 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 				return nil, nil, nil, err
 			}
 			var explain []string
-			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && src.Kube != nil {
-				explain = argoapp.Explain(ctx, src.Kube, st)
+			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && kube != nil {
+				explain = argoapp.Explain(ctx, kube, st)
 			}
 			var targets []plan.Object
 			for _, r := range a.Objects {
 				targets = append(targets, objs[r])
 			}
-			lives := readObjects(ctx, src, targets)
+			lives := readObjects(ctx, objects, src.Parallel, targets)
 			for n, ob := range targets {
 				f := Facts{
-					PlanID: p.ID, PlanFile: i.File, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
+					PlanID: p.ID, PlanFile: i.File, Cluster: i.Cluster, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
 					FinalizedAt: finalized[ob.Ref.String()],
 					GitRead:     src.Repo != nil, Pushed: git.pushed, Merged: merged, PR: git.pr, PRNote: git.prNote,
 					AppState: &st, Explain: explain,
@@ -218,9 +259,9 @@ func (l live) into(f *Facts, t argoapp.Tracking) {
 // readObjects reads the objects, Parallel at a time, keeping only labels,
 // annotations (for their sizes and the tracking mark) and whether the
 // client-side-apply manager still owns fields. Secret data is never kept.
-func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
+func readObjects(ctx context.Context, client dynamic.Interface, parallel int, objs []plan.Object) []live {
 	out := make([]live, len(objs))
-	workers := src.Parallel
+	workers := parallel
 	if workers <= 0 {
 		workers = 8
 	}
@@ -229,7 +270,7 @@ func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
 	for i, ob := range objs {
 		g.Go(func() error {
 			gvr := ob.GVR()
-			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
+			u, err := client.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 				return nil
