@@ -50,11 +50,11 @@ type StatusOptions struct {
 	hub      *cluster
 	fleet    *fleet.Fleet
 	clusters map[string]*cluster
-	inputs  []status.Input
-	cfg     *config.Config
-	auth    gitops.Auth
-	tpl     *templates.Set
-	now     func() time.Time
+	inputs   []status.Input
+	cfg      *config.Config
+	auth     gitops.Auth
+	tpl      *templates.Set
+	now      func() time.Time
 }
 
 // statusFailOn are the --fail-on values.
