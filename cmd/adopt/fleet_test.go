@@ -143,6 +143,43 @@ func TestFleetPlan(t *testing.T) {
 		scan.add(f, string(a))
 	}
 	scan.check(t)
+
+	// Argo CD 2's label tracking, and the clusters registered under long
+	// names: <cluster>-<app> would pass 63 characters, which no label
+	// value may, so plan refuses with the names and what to do, and writes
+	// nothing; with annotation tracking the same names are planned.
+	long := map[string]string{"workload-1": "workload-1-" + strings.Repeat("e", 40), "workload-2": "workload-2-" + strings.Repeat("e", 40)}
+	for name, to := range long {
+		sec, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Get(ctx, "cluster-"+name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec.StringData = map[string]string{"name": to}
+		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: argoapp.ConfigMapName, Namespace: argoNS}, Data: map[string]string{"application.resourceTrackingMethod": "label"}}
+	if _, err := mgmt.Clientset().CoreV1().ConfigMaps(argoNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := filepath.Join(t.TempDir(), "fleet")
+	out, errOut, code = runFleet(refused, "--contexts", "w1,w2", "-n", shared)
+	generated := fleet.GeneratedName(long["workload-1"], set.Name)
+	if code != ExitUsage || !strings.Contains(errOut, generated+" (") || !strings.Contains(errOut, "application.resourceTrackingMethod: annotation") || !strings.Contains(errOut, "no fleet plan was written") {
+		t.Errorf("label tracking, %d-character generated names: exit %d: %s %s", len(generated), code, out, errOut)
+	}
+	if _, err := os.Stat(refused); !os.IsNotExist(err) {
+		t.Errorf("the refused fleet plan wrote %s (%v)", refused, err)
+	}
+	cm.Data["application.resourceTrackingMethod"] = "annotation"
+	if _, err := mgmt.Clientset().CoreV1().ConfigMaps(argoNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runFleet(filepath.Join(t.TempDir(), "fleet"), "--contexts", "w1,w2", "-n", shared)
+	if err := json.Unmarshal([]byte(out), &ix); code != 0 || err != nil || len(ix.ApplicationSets) != 1 || ix.ApplicationSets[0].Clusters[0] != long["workload-1"] {
+		t.Errorf("annotation tracking, long names: exit %d: %v %s %s", code, err, out, errOut)
+	}
 }
 
 // TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
