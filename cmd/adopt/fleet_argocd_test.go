@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -132,6 +134,37 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			t.Fatalf("ApplicationSets %+v (separate %v)", f.Index.ApplicationSets, f.Index.Separate)
 		}
 		set := f.Index.ApplicationSets[0]
+		// status follows the fleet at every stage, per cluster, under the
+		// generated names, recording a history for the report.
+		history, html := filepath.Join(t.TempDir(), "history"), filepath.Join(t.TempDir(), "status.html")
+		stage := func(want status.Stage) *status.Report {
+			t.Helper()
+			out, errOut, code := run("status", "--plan", dir, "--argocd-context", "mgmt", "--repo", url, "-o", "json", "--record", history, "--html", html)
+			var r status.Report
+			if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+				t.Fatalf("status --plan DIR exited %d: %v %s %s", code, err, errOut, out)
+			}
+			if len(r.Clusters) != 2 || r.Clusters[0].Cluster != contexts[0] || r.Clusters[1].Cluster != contexts[1] {
+				t.Fatalf("status clusters %+v, want %v", r.Clusters, contexts)
+			}
+			for _, c := range r.Clusters {
+				if c.Counts.Of(want) != 1 || c.Counts.Total() != 1 || c.Stuck != 0 {
+					t.Errorf("status, cluster %s: %+v, want its one object %s, not stuck\n%s", c.Cluster, c, want, out)
+				}
+			}
+			for i, o := range r.Objects {
+				if gen := fleet.GeneratedName(set.Clusters[i], set.Name); o.Cluster != contexts[i] || o.App != gen {
+					t.Errorf("status object %d: cluster %s app %s, want %s and %s", i, o.Cluster, o.App, contexts[i], gen)
+				}
+			}
+			for _, p := range r.Plans {
+				if p.Branch != "adopt/"+f.Index.ID() {
+					t.Errorf("status follows branch %s, want the fleet's adopt/%s", p.Branch, f.Index.ID())
+				}
+			}
+			return &r
+		}
+		stage(status.StagePlanned)
 
 		applyArgs := []string{"apply", "--plan", filepath.Join(dir, fleet.IndexFile), "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt"}
 		out, errOut, code = run(applyArgs...)
@@ -172,12 +205,14 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		if code != 0 || !strings.Contains(out, "is up to date") {
 			t.Errorf("apply re-run: exit %d: %s %s", code, out, errOut)
 		}
+		stage(status.StageInReview)
 
 		// Merge (fast-forward main to the branch) and apply the
 		// ApplicationSet to the management cluster, as an app of apps would.
 		if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
 			t.Fatalf("merge: %v: %s", err, b)
 		}
+		stage(status.StageMerged)
 		if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
@@ -187,6 +222,7 @@ func fleetOnArgoCD(t *testing.T, version string) {
 				t.Fatalf("the ApplicationSet controller did not generate %s: %v\n%s", name, err, a.LogTail("argocd-applicationset-controller", 3000))
 			}
 		}
+		stage(status.StageAppPresent)
 
 		out, errOut, code = run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "5m")
 		t.Logf("finalize:\n%s%s", out, errOut)
@@ -208,6 +244,22 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		}
 		if strings.Count(out, "1 objects: 1 finalized") != 2 {
 			t.Errorf("finalize did not finalize the object on both clusters:\n%s", out)
+		}
+		r := stage(status.StageFinalized)
+		if c := r.Coverage; c == nil || len(c.Namespaces) != 2 || c.Namespaces[0].Cluster != contexts[0] || c.Namespaces[1].Cluster != contexts[1] || c.Tracked != c.Objects || c.Tracked < 2 {
+			t.Errorf("status coverage per cluster: %+v", r.Coverage)
+		}
+		page, err := os.ReadFile(html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range contexts {
+			if row := `<td data-cluster="` + c + `"><code>` + c + `</code></td><td><code>` + fleet.GeneratedName(set.Clusters[i], set.Name) + `</code>`; !strings.Contains(string(page), row) {
+				t.Errorf("the report's Applications lack the row %s", row)
+			}
+		}
+		if n := strings.Count(string(page), `data-chart="cluster-burndown" data-points="5"`); n != 2 {
+			t.Errorf("the report has %d per-cluster burndowns of the 5 runs, want 2", n)
 		}
 		for i, ctxName := range contexts {
 			j, err := os.ReadFile(f.Files[ctxName] + ".journal")

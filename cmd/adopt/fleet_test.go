@@ -16,7 +16,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -318,6 +320,26 @@ func TestFleetApplyOpenPR(t *testing.T) {
 			t.Fatalf("run %d: pull request head %q base %q title %q body:\n%s", i, pr.Head.Ref, pr.Base.Ref, pr.Title, pr.Body)
 		}
 		scan.add("the pull request's title and body", pr.Title+"\n"+pr.Body)
+	}
+	// status follows the fleet: the fleet branch's pull request, on each
+	// cluster, under the generated names.
+	prs, err := g.PullRequests(ctx, "fleet")
+	if err != nil || len(prs) != 1 {
+		t.Fatalf("%d pull requests (%v)", len(prs), err)
+	}
+	out, errOut, code = cli("status", "--plan", dir, "--argocd-kubeconfig", mgmt.Kubeconfig, "--repo", cloneURL, "--git-token", g.Token, "--provider", "gitea", "-o", "json", "--no-coverage")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("status --plan DIR exited %d: %v %s %s", code, err, errOut, out)
+	}
+	if len(r.Clusters) != 2 || r.Clusters[0].Cluster != "w1" || r.Clusters[1].Cluster != "w2" || r.Clusters[0].Counts.InReview != 1 || r.Clusters[1].Counts.InReview != 1 {
+		t.Errorf("status per cluster %+v, want w1 and w2 with one object in review each", r.Clusters)
+	}
+	for i, a := range r.Applications {
+		want := fleet.GeneratedName([]string{"workload-1", "workload-2"}[i], set.Name)
+		if a.Name != want || a.Branch != "adopt/"+f.Index.ID() || a.PR == nil || a.PR.Number != prs[0].Number || a.PR.State != gitops.PROpen {
+			t.Errorf("status Application %d: %+v (PR %+v), want %s on the fleet branch with pull request #%d open", i, a, a.PR, want, prs[0].Number)
+		}
 	}
 	scan.check(t)
 }
