@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, seven rows
+// through internal/testenv, loopback only) and prints, in one run, the rows below
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -21,7 +21,10 @@
 //     against the slowest single-cluster plan of the same run (bench/fleet.go);
 //  7. gitindex.Load of a 20,000-file directory with 500 kustomize overlays
 //     against the kustomize CLI building each overlay, one after another
-//     (bench/render.go).
+//     (bench/render.go);
+//  8. status of a fleet plan of 10 clusters (10 kube-apiservers) x 500
+//     objects against `kubectl get` of the same objects, one per cluster
+//     (bench/fleetstatus.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -73,11 +76,14 @@ type Config struct {
 	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
 	// skips it).
 	FleetClusters, FleetNamespaces int
+	// FleetStatusClusters and FleetStatusNamespaces size the fleet status
+	// row (0 clusters skips it).
+	FleetStatusClusters, FleetStatusNamespaces int
 	// RenderApps and RenderFiles size the render row (0 apps skips it).
 	RenderApps, RenderFiles int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, fleetstatus),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -102,10 +108,12 @@ func main() {
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
+	flag.IntVar(&c.FleetStatusClusters, "fleetstatus-clusters", 10, "clusters of the fleet status row (0: skip it)")
+	flag.IntVar(&c.FleetStatusNamespaces, "fleetstatus-namespaces", 5, "namespaces per cluster of the fleet status row (10 types x 10 objects each)")
 	flag.IntVar(&c.RenderApps, "render-apps", 500, "apps (a base and an overlay each) of the render row (0: skip it)")
 	flag.IntVar(&c.RenderFiles, "render-files", 20000, "files of the render row's repo")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, fleetstatus (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -128,6 +136,7 @@ func main() {
 	if *smoke {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
+		c.FleetStatusClusters, c.FleetStatusNamespaces = 2, 1
 		c.RenderApps, c.RenderFiles = 10, 400
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
@@ -232,8 +241,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "fleetstatus": b.fleetStatusRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "fleetstatus"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}
