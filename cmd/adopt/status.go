@@ -239,6 +239,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	for n := range o.inputs {
+		if o.inputs[n].Cluster == "" { // a plan of its own: the cluster worked on
+			o.inputs[n].Clients, o.inputs[n].Kube = o.cluster.clients, o.cluster.kube
+		}
+	}
 	argo, perCluster := o.argoCD()
 	r, err := status.Run(ctx, status.Options{
 		Inputs: o.inputs, Clients: argo.clients, Kube: argo.kube, ArgoCDPerCluster: perCluster,
