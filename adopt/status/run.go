@@ -69,7 +69,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, explain(err)
 	}
-	src := Sources{Dynamic: o.Clients.Dynamic, Apps: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
+	src := Sources{Metadata: o.Clients.Metadata, Dynamic: o.Clients.Dynamic, Apps: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
 	if o.ArgoCDPerCluster {
 		src.Apps = nil
 	}
