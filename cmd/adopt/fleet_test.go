@@ -125,6 +125,23 @@ func TestFleetPlan(t *testing.T) {
 	if d := readPlan(t, filepath.Join(dir, byCtx["w2"].Plan)).Settings.Destination; d != "name:workload-2" {
 		t.Errorf("w2's plan destination %q", d)
 	}
+	// One cluster's plan of a hub: status reads its objects on the
+	// cluster and its Applications on the management cluster, and refuses
+	// without it.
+	statusOf := func(hub ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		args := append([]string{"--kubeconfig", kubeconfig, "--context", "w2", "status", "--plan", filepath.Join(dir, byCtx["w2"].Plan), "-o", "json", "--no-coverage"}, hub...)
+		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	sout, serr, scode := statusOf("--argocd-kubeconfig", mgmt.Kubeconfig)
+	var sr status.Report
+	if err := json.Unmarshal([]byte(sout), &sr); scode != 0 || err != nil || sr.Stuck != 0 || !strings.Contains(sout, `"ref": "ConfigMap `+shared+`/usage-hook"`) {
+		t.Errorf("status of w2's plan with its management cluster: exit %d: %v %s %s", scode, err, sout, serr)
+	}
+	if _, serr, scode := statusOf(); scode != ExitUsage || !strings.Contains(serr, "give --argocd-context") {
+		t.Errorf("status of w2's plan without its management cluster: exit %d: %s", scode, serr)
+	}
 
 	// --all-contexts takes every context of the kubeconfig: the same plan.
 	again := filepath.Join(t.TempDir(), "fleet")
