@@ -15,9 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -274,6 +277,8 @@ func fleetOnArgoCD(t *testing.T, version string) {
 	sprint([2]string{"print('eu')", "print('us')"}, false)
 	if version == "v3.2.6" { // one version is enough for the same flow
 		sprint([2]string{"print(2)", "print(2)"}, true)
+		// v3.2.6 has the client-side-apply migration trap.
+		fleetCSATrap(ctx, t, a, mgmt, w2, run, url, bare)
 	}
 
 	// A fleet plan for other clusters (the contexts now name each other's
@@ -309,4 +314,138 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		scan.add(fmt.Sprintf("output %d", i), o)
 	}
 	scan.check(t)
+}
+
+// fleetCSATrap: the client-side-apply migration trap under the names an
+// ApplicationSet generates, on the real application and ApplicationSet
+// controllers of Argo CD v3.2.6. A ConfigMap hand-applied client-side on
+// both workload clusters is sized so that, under the plan's own Application
+// name, the first sync's migration would write exactly the 262,144-byte cap
+// (which the API server accepts): under <cluster>-<app> it writes 22 bytes
+// more (the prefix "workload-N-" in the tracking id and its copy in
+// last-applied). The fleet plan says so on both clusters and apply writes
+// ClientSideApplyMigration=false into the set's template. With the option
+// taken out, the real first sync fails with "Too long" and the objects keep
+// their annotation; with the set as apply wrote it, it syncs and finalize
+// removes the annotation on both clusters.
+func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2 *testenv.ControlPlane, run func(...string) (string, string, int), url, bare string) {
+	t.Helper()
+	ns := cp.Namespace(t)
+	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const name = "big-hook"
+	ref := "ConfigMap " + ns + "/" + name
+	hand := func(size int) {
+		doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {blob: \"" + strings.Repeat("x", size) + "\"}\n")
+		for _, w := range []*testenv.ControlPlane{cp, w2} {
+			if out, err := w.Kubectl(ctx, doc, "apply", "--server-side=false", "-n", ns, "-f", "-"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+	}
+	planFleet := func() (*fleet.Fleet, string) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "fleet")
+		if out, errOut, code := run("plan", "--contexts", "w1,w2", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", "v3.2.6", "--out-dir", dir, "-q"); code != 0 {
+			t.Fatalf("plan --contexts exited %d: %s %s", code, out, errOut)
+		}
+		f, err := fleet.Load(dir)
+		if err != nil || len(f.Index.ApplicationSets) != 1 {
+			t.Fatalf("fleet plan: %v %+v", err, f)
+		}
+		return f, dir
+	}
+	const base = 240000
+	hand(base)
+	f, _ := planFleet()
+	prefix := len("workload-1-")
+	// Under the plan's own name the prediction is prefix bytes shorter in
+	// the tracking id and again in last-applied: size the data (one byte of
+	// it is one byte of last-applied) to put that exactly at the cap.
+	plain := f.Plans["w1"].Object(ref).CSAMigration.Bytes - 2*prefix
+	hand(base + budget.AnnotationCap - plain)
+	f, dir := planFleet()
+	set := f.Index.ApplicationSets[0]
+	for i, c := range []string{"w1", "w2"} {
+		ob := f.Plans[c].Object(ref)
+		gen := fleet.GeneratedName(set.Clusters[i], set.Name)
+		fnd := finding(ob, plan.CodeCSAMigrationFails)
+		if ob.CSAMigration.Bytes != budget.AnnotationCap+2*prefix || !ob.CSAMigration.Fails || fnd == nil || fnd.Severity != plan.Critical || !strings.Contains(fnd.Message, "Application "+gen) {
+			t.Fatalf("cluster %s: prediction %+v, finding %+v; want %d B (the cap under %s), critical, naming %s", c, ob.CSAMigration, fnd, budget.AnnotationCap+2*prefix, set.Name, gen)
+		}
+	}
+	if out, errOut, code := run("apply", "--plan", dir, "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt", "-q"); code != 0 {
+		t.Fatalf("apply exited %d: %s %s", code, out, errOut)
+	}
+	committed := fileText(t, tipOf(t, bare, "adopt/"+f.Index.ID()), f.Plans["w1"].Settings.AppsDir+"/"+set.Name+".applicationset.yaml")
+	opt := "        - ClientSideApplyMigration=false\n"
+	if !strings.Contains(committed, opt) {
+		t.Fatalf("the committed ApplicationSet lacks %q:\n%s", opt, committed)
+	}
+	generated := func(with string) {
+		t.Helper()
+		if out, err := mgmt.Kubectl(ctx, []byte(with), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, dest := range set.Clusters {
+			if _, err := a.WaitApplication(ctx, fleet.GeneratedName(dest, set.Name), func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
+				t.Fatalf("the ApplicationSet controller did not generate %s: %v", fleet.GeneratedName(dest, set.Name), err)
+			}
+		}
+	}
+	finalize := func() (string, int) {
+		out, errOut, code := run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "3m")
+		return out + errOut, code
+	}
+	lastApplied := func() []bool {
+		var kept []bool
+		for _, w := range []*testenv.ControlPlane{cp, w2} {
+			live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ok := live.Annotations[budget.LastAppliedKey]
+			kept = append(kept, ok)
+		}
+		return kept
+	}
+
+	// Without the option the real first sync fails at the cap on both.
+	generated(strings.Replace(committed, opt, "", 1))
+	out, code := finalize()
+	if code == 0 || !strings.Contains(out, "annotation cap") {
+		t.Errorf("finalize --sync without the option: exit %d, want a failure naming the trap:\n%s", code, out)
+	}
+	for _, dest := range set.Clusters {
+		st, err := a.WaitApplication(ctx, fleet.GeneratedName(dest, set.Name), func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) })
+		if err != nil || !strings.Contains(strings.Join(st.Resources, "; "), "Too long: may not be more than 262144 bytes") {
+			t.Errorf("%s without the option: %s (%v), want the first sync failed with Too long", fleet.GeneratedName(dest, set.Name), st, err)
+		}
+	}
+	if kept := lastApplied(); !kept[0] || !kept[1] {
+		t.Errorf("the failed syncs removed last-applied: %v", kept)
+	}
+	// As apply wrote it, the set's Applications sync, and finalize ends
+	// the adoption on both clusters.
+	generated(committed)
+	dyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range set.Clusters {
+		gen := fleet.GeneratedName(dest, set.Name)
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			u, err := dyn.Resource(argoapp.ApplicationGVR).Namespace(argoNS).Get(ctx, gen, metav1.GetOptions{})
+			return err == nil && strings.Contains(fmt.Sprint(u.Object["spec"]), "ClientSideApplyMigration=false"), nil
+		}); err != nil {
+			t.Fatalf("the ApplicationSet controller did not put the option into %s: %v", gen, err)
+		}
+	}
+	if out, code := finalize(); code != 0 {
+		t.Fatalf("finalize --sync with the option exited %d:\n%s", code, out)
+	}
+	if kept := lastApplied(); kept[0] || kept[1] {
+		t.Errorf("finalize left last-applied: %v", kept)
+	}
 }
