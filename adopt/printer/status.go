@@ -150,9 +150,9 @@ func statusMarkdown(w io.Writer, r *status.Report) error {
 		fmt.Fprintf(w, "|%s `%s` | %s | %s B | %.1f%% | %s |\n", cell(o.Cluster), o.Ref, o.Stage.Title(), Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, md(o.Reason))
 	}
 	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
-		fmt.Fprintln(w, "\n## Coverage per namespace\n\n| Namespace | Tracked | Objects | Coverage |\n|---|---:|---:|---:|")
+		fmt.Fprintln(w, "\n## Coverage per namespace\n\n|"+col+" Namespace | Tracked | Objects | Coverage |\n|"+sep+"---|---:|---:|---:|")
 		for _, n := range c.Namespaces {
-			fmt.Fprintf(w, "| `%s` | %d | %d | %.1f%% |\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
+			fmt.Fprintf(w, "|%s `%s` | %d | %d | %.1f%% |\n", cell(n.Cluster), nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
 		}
 	}
 	return nil
