@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -317,17 +316,16 @@ func fleetOnArgoCD(t *testing.T, version string) {
 }
 
 // fleetCSATrap: the client-side-apply migration trap under the names an
-// ApplicationSet generates, on the real application and ApplicationSet
-// controllers of Argo CD v3.2.6. A ConfigMap hand-applied client-side on
-// both workload clusters is sized so that, under the plan's own Application
-// name, the first sync's migration would write exactly the 262,144-byte cap
-// (which the API server accepts): under <cluster>-<app> it writes 22 bytes
-// more (the prefix "workload-N-" in the tracking id and its copy in
-// last-applied). The fleet plan says so on both clusters and apply writes
-// ClientSideApplyMigration=false into the set's template. With the option
-// taken out, the real first sync fails with "Too long" and the objects keep
-// their annotation; with the set as apply wrote it, it syncs and finalize
-// removes the annotation on both clusters.
+// ApplicationSet generates, on real clusters and Argo CD v3.2.6's real
+// controllers. A ConfigMap hand-applied client-side on both workload
+// clusters is sized so that workload-1's own plan predicts the first sync's
+// migration 11 bytes under the 262,144-byte cap: no finding. The fleet plan
+// of both predicts it 11 bytes over on each (the prefix "workload-N-"
+// counted in the tracking id and its copy in last-applied), with the
+// critical finding naming <cluster>-<app>; apply writes
+// ClientSideApplyMigration=false into the set's template, the controller
+// generates both Applications with it, they sync, and finalize removes the
+// annotation on both clusters.
 func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2 *testenv.ControlPlane, run func(...string) (string, string, int), url, bare string) {
 	t.Helper()
 	ns := cp.Namespace(t)
@@ -344,6 +342,14 @@ func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2
 			}
 		}
 	}
+	single := func() *plan.Object {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "w1.yaml")
+		if out, errOut, code := run("plan", "--context", "w1", "--argocd-context", "mgmt", "-n", ns, "--argocd-version", "v3.2.6", "--out", file, "-q"); code != 0 {
+			t.Fatalf("plan --context w1 exited %d: %s %s", code, out, errOut)
+		}
+		return readPlan(t, file).Object(ref)
+	}
 	planFleet := func() (*fleet.Fleet, string) {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "fleet")
@@ -357,95 +363,67 @@ func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2
 		return f, dir
 	}
 	const base = 240000
-	hand(base)
-	f, _ := planFleet()
 	prefix := len("workload-1-")
-	// Under the plan's own name the prediction is prefix bytes shorter in
-	// the tracking id and again in last-applied: size the data (one byte of
-	// it is one byte of last-applied) to put that exactly at the cap.
-	plain := f.Plans["w1"].Object(ref).CSAMigration.Bytes - 2*prefix
-	hand(base + budget.AnnotationCap - plain)
+	hand(base)
+	// One byte of data is one byte of last-applied.
+	size := base + budget.AnnotationCap - prefix - single().CSAMigration.Bytes
+	hand(size)
+	if ob := single(); ob.CSAMigration.Bytes != budget.AnnotationCap-prefix || ob.CSAMigration.Fails || finding(ob, plan.CodeCSAMigrationFails) != nil {
+		t.Fatalf("workload-1's own plan: %+v, want %d B, under the cap, no finding", ob.CSAMigration, budget.AnnotationCap-prefix)
+	}
 	f, dir := planFleet()
 	set := f.Index.ApplicationSets[0]
 	for i, c := range []string{"w1", "w2"} {
 		ob := f.Plans[c].Object(ref)
 		gen := fleet.GeneratedName(set.Clusters[i], set.Name)
 		fnd := finding(ob, plan.CodeCSAMigrationFails)
-		if ob.CSAMigration.Bytes != budget.AnnotationCap+2*prefix || !ob.CSAMigration.Fails || fnd == nil || fnd.Severity != plan.Critical || !strings.Contains(fnd.Message, "Application "+gen) {
-			t.Fatalf("cluster %s: prediction %+v, finding %+v; want %d B (the cap under %s), critical, naming %s", c, ob.CSAMigration, fnd, budget.AnnotationCap+2*prefix, set.Name, gen)
+		if ob.CSAMigration.Bytes != budget.AnnotationCap+prefix || !ob.CSAMigration.Fails || fnd == nil || fnd.Severity != plan.Critical || !strings.Contains(fnd.Message, "Application "+gen) {
+			t.Fatalf("cluster %s: prediction %+v, finding %+v; want %d B, critical, naming %s", c, ob.CSAMigration, fnd, budget.AnnotationCap+prefix, gen)
 		}
 	}
 	if out, errOut, code := run("apply", "--plan", dir, "--repo", url, "--author", "T <t@example.invalid>", "--argocd-context", "mgmt", "-q"); code != 0 {
 		t.Fatalf("apply exited %d: %s %s", code, out, errOut)
 	}
-	committed := fileText(t, tipOf(t, bare, "adopt/"+f.Index.ID()), f.Plans["w1"].Settings.AppsDir+"/"+set.Name+".applicationset.yaml")
+	branch := "adopt/" + f.Index.ID()
+	committed := fileText(t, tipOf(t, bare, branch), f.Plans["w1"].Settings.AppsDir+"/"+set.Name+".applicationset.yaml")
 	opt := "        - ClientSideApplyMigration=false\n"
 	if !strings.Contains(committed, opt) {
 		t.Fatalf("the committed ApplicationSet lacks %q:\n%s", opt, committed)
 	}
-	generated := func(with string) {
-		t.Helper()
-		if out, err := mgmt.Kubectl(ctx, []byte(with), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		for _, dest := range set.Clusters {
-			if _, err := a.WaitApplication(ctx, fleet.GeneratedName(dest, set.Name), func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
-				t.Fatalf("the ApplicationSet controller did not generate %s: %v", fleet.GeneratedName(dest, set.Name), err)
-			}
-		}
+	if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v: %s", err, b)
 	}
-	finalize := func() (string, int) {
-		out, errOut, code := run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "3m")
-		return out + errOut, code
+	// Merged, and the set applied as an app of apps would: the controller
+	// generates both Applications with the option, they sync, and finalize
+	// ends the adoption on both clusters.
+	if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
-	lastApplied := func() []bool {
-		var kept []bool
-		for _, w := range []*testenv.ControlPlane{cp, w2} {
-			live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, ok := live.Annotations[budget.LastAppliedKey]
-			kept = append(kept, ok)
-		}
-		return kept
-	}
-
-	// Without the option the real first sync fails at the cap on both.
-	generated(strings.Replace(committed, opt, "", 1))
-	out, code := finalize()
-	if code == 0 || !strings.Contains(out, "annotation cap") {
-		t.Errorf("finalize --sync without the option: exit %d, want a failure naming the trap:\n%s", code, out)
-	}
-	for _, dest := range set.Clusters {
-		st, err := a.WaitApplication(ctx, fleet.GeneratedName(dest, set.Name), func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) })
-		if err != nil || !strings.Contains(strings.Join(st.Resources, "; "), "Too long: may not be more than 262144 bytes") {
-			t.Errorf("%s without the option: %s (%v), want the first sync failed with Too long", fleet.GeneratedName(dest, set.Name), st, err)
-		}
-	}
-	if kept := lastApplied(); !kept[0] || !kept[1] {
-		t.Errorf("the failed syncs removed last-applied: %v", kept)
-	}
-	// As apply wrote it, the set's Applications sync, and finalize ends
-	// the adoption on both clusters.
-	generated(committed)
 	dyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dest := range set.Clusters {
 		gen := fleet.GeneratedName(dest, set.Name)
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			u, err := dyn.Resource(argoapp.ApplicationGVR).Namespace(argoNS).Get(ctx, gen, metav1.GetOptions{})
-			return err == nil && strings.Contains(fmt.Sprint(u.Object["spec"]), "ClientSideApplyMigration=false"), nil
-		}); err != nil {
-			t.Fatalf("the ApplicationSet controller did not put the option into %s: %v", gen, err)
+		if _, err := a.WaitApplication(ctx, gen, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
+			t.Fatalf("the ApplicationSet controller did not generate %s: %v", gen, err)
+		}
+		u, err := dyn.Resource(argoapp.ApplicationGVR).Namespace(argoNS).Get(ctx, gen, metav1.GetOptions{})
+		if err != nil || !strings.Contains(fmt.Sprint(u.Object["spec"]), "ClientSideApplyMigration=false") {
+			t.Fatalf("%s lacks ClientSideApplyMigration=false (%v)", gen, err)
 		}
 	}
-	if out, code := finalize(); code != 0 {
-		t.Fatalf("finalize --sync with the option exited %d:\n%s", code, out)
+	out, errOut, code := run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "3m")
+	if code != 0 {
+		t.Fatalf("finalize --sync exited %d:\n%s%s", code, out, errOut)
 	}
-	if kept := lastApplied(); kept[0] || kept[1] {
-		t.Errorf("finalize left last-applied: %v", kept)
+	for i, w := range []*testenv.ControlPlane{cp, w2} {
+		live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := live.Annotations[budget.LastAppliedKey]; ok || len(live.Data["blob"]) != size {
+			t.Errorf("workload-%d after finalize: last-applied kept %v, data %d B (want %d)", i+1, ok, len(live.Data["blob"]), size)
+		}
 	}
 }
