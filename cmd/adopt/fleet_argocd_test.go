@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/fleet"
@@ -318,14 +317,15 @@ func fleetOnArgoCD(t *testing.T, version string) {
 // fleetCSATrap: the client-side-apply migration trap under the names an
 // ApplicationSet generates, on real clusters and Argo CD v3.2.6's real
 // controllers. A ConfigMap hand-applied client-side on both workload
-// clusters is sized so that workload-1's own plan predicts the first sync's
-// migration 11 bytes under the 262,144-byte cap: no finding. The fleet plan
-// of both predicts it 11 bytes over on each (the prefix "workload-N-"
-// counted in the tracking id and its copy in last-applied), with the
-// critical finding naming <cluster>-<app>; apply writes
-// ClientSideApplyMigration=false into the set's template, the controller
-// generates both Applications with it, they sync, and finalize removes the
-// annotation on both clusters.
+// clusters is sized so that workload-1's own plan (`plan --context`)
+// predicts the first sync's migration 11 bytes under the 262,144-byte cap:
+// no finding. The fleet plan of both predicts it
+// 11 bytes over on each (the prefix "workload-N-" counted in the tracking
+// id and its copy in last-applied), with the critical finding naming
+// <cluster>-<app>, and apply writes ClientSideApplyMigration=false into
+// the set's template. With the option taken out, the Applications the real
+// ApplicationSet controller generates fail their first sync with "Too
+// long" on both clusters, and the objects are left as they were.
 func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2 *testenv.ControlPlane, run func(...string) (string, string, int), url, bare string) {
 	t.Helper()
 	ns := cp.Namespace(t)
@@ -393,37 +393,34 @@ func fleetCSATrap(ctx context.Context, t *testing.T, a *testenv.ArgoCD, mgmt, w2
 	if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/"+branch).CombinedOutput(); err != nil {
 		t.Fatalf("merge: %v: %s", err, b)
 	}
-	// Merged, and the set applied as an app of apps would: the controller
-	// generates both Applications with the option, they sync, and finalize
-	// ends the adoption on both clusters.
-	if out, err := mgmt.Kubectl(ctx, []byte(committed), "apply", "--server-side", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	// The set without the option, syncing on its own (automated, no
+	// prune, one quick retry), as the Applications would without adopt's
+	// prediction: the real first sync's migration passes the cap on both
+	// clusters, 11 bytes over under <cluster>-<app>, and the objects are
+	// left as they were. (finalize --sync would not show it: its sync
+	// operation turns the migration off on these versions.)
+	automated := "      syncPolicy:\n        automated: {}\n        retry:\n          limit: 1\n          backoff: {duration: 1s, factor: 1, maxDuration: 1s}\n"
+	stripped := strings.Replace(strings.Replace(committed, opt, "", 1), "      syncPolicy:\n", automated, 1)
+	if !strings.Contains(stripped, "automated: {}") {
+		t.Fatalf("no template syncPolicy to automate:\n%s", committed)
 	}
-	dyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
+	if out, err := mgmt.Kubectl(ctx, []byte(stripped), "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
 	for _, dest := range set.Clusters {
 		gen := fleet.GeneratedName(dest, set.Name)
-		if _, err := a.WaitApplication(ctx, gen, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
-			t.Fatalf("the ApplicationSet controller did not generate %s: %v", gen, err)
+		st, err := a.WaitApplication(ctx, gen, func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) })
+		if err != nil || !st.Failed() || !strings.Contains(strings.Join(st.Resources, "; "), "Too long: may not be more than 262144 bytes") {
+			t.Errorf("%s without the option: %s (%v), want its first sync failed with Too long", gen, st, err)
 		}
-		u, err := dyn.Resource(argoapp.ApplicationGVR).Namespace(argoNS).Get(ctx, gen, metav1.GetOptions{})
-		if err != nil || !strings.Contains(fmt.Sprint(u.Object["spec"]), "ClientSideApplyMigration=false") {
-			t.Fatalf("%s lacks ClientSideApplyMigration=false (%v)", gen, err)
-		}
-	}
-	out, errOut, code := run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "3m")
-	if code != 0 {
-		t.Fatalf("finalize --sync exited %d:\n%s%s", code, out, errOut)
 	}
 	for i, w := range []*testenv.ControlPlane{cp, w2} {
 		live, err := w.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := live.Annotations[budget.LastAppliedKey]; ok || len(live.Data["blob"]) != size {
-			t.Errorf("workload-%d after finalize: last-applied kept %v, data %d B (want %d)", i+1, ok, len(live.Data["blob"]), size)
+		if _, ok := live.Annotations[budget.LastAppliedKey]; !ok || len(live.Data["blob"]) != size {
+			t.Errorf("workload-%d: the failed sync changed the object: last-applied kept %v, data %d B (want %d)", i+1, ok, len(live.Data["blob"]), size)
 		}
 	}
 }
