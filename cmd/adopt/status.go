@@ -73,6 +73,12 @@ branch), Application present, synced and healthy (or why not), finalized
 annotation came back or the tracking went). Also coverage: user objects Argo
 CD tracks out of all of them, per namespace, counted the way plan counts.
 
+--plan DIR (a fleet plan from 'adopt plan --contexts' or --argocd-clusters)
+follows every cluster of the fleet as Argo CD runs it: each cluster's objects
+there, the Applications its ApplicationSets generate (<cluster>-<app>) on the
+management cluster (--argocd-context), the fleet's branch and pull request;
+per cluster and in total.
+
 It writes nothing, except what you ask for: --html FILE (one self-contained
 page, no network) and --record DIR (one small JSON snapshot per run; the
 report's burndown and coverage charts are drawn from them).
