@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/fleet"
@@ -79,6 +81,15 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		tokens[name+" CA"] = base64.StdEncoding.EncodeToString(ca) // the Secret's caData
 	}
 
+	dyn, err := dynamic.NewForConfig(mgmt.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := dyn.Resource(argoapp.ApplicationGVR)
+	argoVersion, err := argoapp.ParseVersion(version)
+	if err != nil {
+		t.Fatal(err)
+	}
 	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2, "mgmt": mgmt})
 	// For --argocd-clusters: no workload context, so only the cluster
 	// Secrets' credentials reach the workload clusters.
@@ -224,6 +235,19 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			}
 		}
 		stage(status.StageAppPresent)
+		// A sync started as from Argo CD's UI: synced and healthy, the
+		// annotation still there.
+		op, _ := json.Marshal(map[string]any{"operation": argoapp.SyncOperation("", argoapp.SyncOptions(nil, argoVersion))})
+		for _, dest := range set.Clusters {
+			name := fleet.GeneratedName(dest, set.Name)
+			if _, err := apps.Namespace(argoNS).Patch(ctx, name, types.MergePatchType, op, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) }); err != nil || !testenv.SyncedHealthy(st) {
+				t.Fatalf("%s did not sync: %s %v", name, st, err)
+			}
+		}
+		stage(status.StageSynced)
 
 		out, errOut, code = run("finalize", "--plan", dir, "--argocd-context", "mgmt", "--sync", "--poll-interval", "500ms", "--timeout", "5m")
 		t.Logf("finalize:\n%s%s", out, errOut)
@@ -259,8 +283,8 @@ func fleetOnArgoCD(t *testing.T, version string) {
 				t.Errorf("the report's Applications lack the row %s", row)
 			}
 		}
-		if n := strings.Count(string(page), `data-chart="cluster-burndown" data-points="5"`); n != 2 {
-			t.Errorf("the report has %d per-cluster burndowns of the 5 runs, want 2", n)
+		if n := strings.Count(string(page), `data-chart="cluster-burndown" data-points="6"`); n != 2 {
+			t.Errorf("the report has %d per-cluster burndowns of the 6 runs, want 2", n)
 		}
 		for i, ctxName := range contexts {
 			j, err := os.ReadFile(f.Files[ctxName] + ".journal")
