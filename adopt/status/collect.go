@@ -43,9 +43,11 @@ type Input struct {
 	Branch   string
 	AppFiles map[string]string
 	// Clients and Kube read the plan's objects and their pods, and count
-	// its cluster's coverage (zero: the Options' / Sources').
+	// its cluster's coverage (zero: the Options' / Sources'); Explain
+	// words that cluster's errors (nil: the Options').
 	Clients discover.Clients
 	Kube    kubernetes.Interface
+	Explain func(error) error
 }
 
 // branch is the adoption branch apply pushes for the input.

@@ -89,8 +89,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var cov *Coverage
 	if o.Coverage {
-		if cov, err = o.coverage(ctx, tracking); err != nil {
-			return nil, explain(err)
+		if cov, err = o.coverage(ctx, tracking, explain); err != nil {
+			return nil, err
 		}
 	}
 	r := Assemble(o.Now, refs, facts, cov, notes)
@@ -139,7 +139,7 @@ func (o Options) provider(src *Sources, repo *gitops.Repo) error {
 // coverage counts each cluster of the inputs (one for plans of their own,
 // each cluster of a fleet plan in context order), with the Applications of
 // the Argo CD that deploys there, and adds them up.
-func (o Options) coverage(ctx context.Context, tracking argoapp.Tracking) (*Coverage, error) {
+func (o Options) coverage(ctx context.Context, tracking argoapp.Tracking, explain func(error) error) (*Coverage, error) {
 	var clusters []string
 	byCluster := map[string][]Input{}
 	for _, i := range o.Inputs {
@@ -152,28 +152,34 @@ func (o Options) coverage(ctx context.Context, tracking argoapp.Tracking) (*Cove
 	var err error
 	if !o.ArgoCDPerCluster {
 		if apps, err = argoapp.ListApplications(ctx, o.Clients.Dynamic); err != nil {
-			return nil, err
+			return nil, explain(err)
 		}
 	}
 	var total *Coverage
 	for _, c := range clusters {
 		in := byCluster[c]
-		clients := o.Clients
+		clients, why := o.Clients, explain
 		if in[0].Clients.Dynamic != nil {
 			clients = in[0].Clients
+		}
+		if in[0].Explain != nil {
+			why = in[0].Explain
+		}
+		fail := func(err error) error {
+			if err = why(err); c != "" {
+				err = fmt.Errorf("cluster %s: %w", c, err)
+			}
+			return err
 		}
 		here := apps
 		if o.ArgoCDPerCluster {
 			if here, err = argoapp.ListApplications(ctx, clients.Dynamic); err != nil {
-				return nil, fmt.Errorf("cluster %s: %w", c, err)
+				return nil, fail(err)
 			}
 		}
 		cov, err := Count(ctx, CoverageOptions{Clients: clients, Namespaces: namespaces(in), Config: o.Config, Tracking: tracking, Apps: here})
 		if err != nil {
-			if c != "" {
-				err = fmt.Errorf("cluster %s: %w", c, err)
-			}
-			return nil, err
+			return nil, fail(err)
 		}
 		if total == nil {
 			total = cov

@@ -181,7 +181,7 @@ func (o *StatusOptions) completeFleet(ctx context.Context, file string) error {
 			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, in.Cluster, err)
 		}
 		o.clusters[in.Cluster] = c
-		in.Clients, in.Kube = c.clients, c.kube
+		in.Clients, in.Kube, in.Explain = c.clients, c.kube, c.explain
 		o.inputs = append(o.inputs, in)
 	}
 	return nil
@@ -247,7 +247,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	for n := range o.inputs {
 		if o.inputs[n].Cluster == "" { // a plan of its own: the cluster worked on
-			o.inputs[n].Clients, o.inputs[n].Kube = o.cluster.clients, o.cluster.kube
+			o.inputs[n].Clients, o.inputs[n].Kube, o.inputs[n].Explain = o.cluster.clients, o.cluster.kube, o.cluster.explain
 		}
 	}
 	argo, perCluster := o.argoCD()
