@@ -362,3 +362,25 @@ func KustomizeBuildOptions(ctx context.Context, c kubernetes.Interface, ns strin
 	}
 	return cm.Data[keyKustomizeBuildOptions], nil
 }
+
+// LabelMaxLength is the longest label value Kubernetes accepts, so the
+// longest Application name label tracking can write.
+const LabelMaxLength = 63
+
+// TruncatedLabel is the instance label Argo CD writes for Application app
+// under annotation+label tracking, where the label is informational: cut to
+// LabelMaxLength, then shortened until it ends in a letter or digit.
+func TruncatedLabel(app string) string {
+	if len(app) <= LabelMaxLength {
+		return app
+	}
+	v := app[:LabelMaxLength]
+	for len(v) > 1 && !isAlnum(v[len(v)-1]) {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

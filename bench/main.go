@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, ten rows
+// through internal/testenv, loopback only) and prints, in one run, eleven rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -28,7 +28,10 @@
 //     git clone --depth 1 (bench/monorepo.go);
 //  10. apply of 2,000 namespaces x 4 ConfigMaps (one Application a
 //     namespace), on a control plane of its own, against the git CLI as in
-//     row 5 (bench/spread.go).
+//     row 5 (bench/spread.go);
+//  11. status of a fleet plan of 10 clusters (10 kube-apiservers) x 500
+//     objects against `kubectl get` of the same objects, one per cluster
+//     (bench/fleetstatus.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -80,6 +83,9 @@ type Config struct {
 	// FleetClusters and FleetNamespaces size the fleet row (0 clusters
 	// skips it).
 	FleetClusters, FleetNamespaces int
+	// FleetStatusClusters and FleetStatusNamespaces size the fleet status
+	// row (0 clusters skips it).
+	FleetStatusClusters, FleetStatusNamespaces int
 	// RenderApps and RenderFiles size the render row (0 apps skips it).
 	RenderApps, RenderFiles int
 	// MonoApps, MonoFiles and MonoCommits size the monorepo rows (0 apps
@@ -90,7 +96,7 @@ type Config struct {
 	SpreadNamespaces, SpreadObjects int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo, spread),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -115,6 +121,8 @@ func main() {
 	flag.IntVar(&c.ApplyObjects, "apply-objects", 2000, "exported ConfigMaps of the apply row")
 	flag.IntVar(&c.FleetClusters, "fleet-clusters", 4, "clusters of the fleet row (0: skip it)")
 	flag.IntVar(&c.FleetNamespaces, "fleet-namespaces", 5, "namespaces per cluster of the fleet row (10 types x -per-type objects each)")
+	flag.IntVar(&c.FleetStatusClusters, "fleetstatus-clusters", 10, "clusters of the fleet status row (0: skip it)")
+	flag.IntVar(&c.FleetStatusNamespaces, "fleetstatus-namespaces", 5, "namespaces per cluster of the fleet status row (10 types x 10 objects each)")
 	flag.IntVar(&c.RenderApps, "render-apps", 500, "apps (a base and an overlay each) of the render row (0: skip it)")
 	flag.IntVar(&c.RenderFiles, "render-files", 20000, "files of the render row's repo")
 	flag.IntVar(&c.MonoApps, "mono-apps", 50, "Applications (4 ConfigMaps each) of the monorepo rows (0: skip them)")
@@ -123,7 +131,7 @@ func main() {
 	flag.IntVar(&c.SpreadNamespaces, "spread-namespaces", 2000, "namespaces of the spread row (0: skip it)")
 	flag.IntVar(&c.SpreadObjects, "spread-objects", 4, "ConfigMaps in each namespace of the spread row")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo, spread (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -146,6 +154,7 @@ func main() {
 	if *smoke {
 		c.Namespaces, c.LargeNamespaces, c.Finalize, c.Apps, c.ApplyObjects = 2, 4, 50, 10, 40
 		c.FleetNamespaces = 1
+		c.FleetStatusClusters, c.FleetStatusNamespaces = 2, 1
 		c.RenderApps, c.RenderFiles = 10, 400
 		c.MonoApps, c.MonoFiles, c.MonoCommits = 5, 400, 300
 		c.SpreadNamespaces = 20
@@ -252,8 +261,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow, "fleetstatus": b.fleetStatusRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread", "fleetstatus"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}

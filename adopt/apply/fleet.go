@@ -168,7 +168,7 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 			}
 			delete(out.files, as.File)
 			m.files, m.spec, m.path = out.files, d.Spec, as.Path
-			ss.File = path.Join(path.Dir(as.File), set.Name+".applicationset.yaml")
+			ss.File = SetFile(m.a.o.Plan, set.Name)
 		}
 		return nil
 	}
@@ -262,6 +262,13 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 	files[ss.File] = out
 	ss.ApplicationSet = as
 	return ss, nil
+}
+
+// SetFile is where ApplicationSet name is written for plan p's cluster:
+// beside its Applications, <appsDir>/<name>.applicationset.yaml.
+func SetFile(p *plan.Plan, name string) string {
+	appsDir, _ := Settings(p)
+	return path.Join(appsDir, name+".applicationset.yaml")
 }
 
 // members pairs each cluster of the set with its Applier and Application.

@@ -180,13 +180,17 @@ type ApplicationSet struct {
 
 // NewIndex builds the index from the results; file names each cluster's
 // plan file; registered are the clusters registered with the management
-// cluster's Argo CD (name, server, labels), for label selectors.
-func NewIndex(results []Result, file func(cluster string) string, registered []argoapp.Cluster) *Index {
+// cluster's Argo CD (name, server, labels), for label selectors. A set
+// whose generated name cannot be a label value under its cluster's label
+// tracking refuses the fleet plan (a *LabelError).
+func NewIndex(results []Result, file func(cluster string) string, registered []argoapp.Cluster) (*Index, error) {
 	ix := &Index{APIVersion: APIVersion, Kind: Kind}
 	type member struct {
-		dest string
-		app  plan.Application
+		dest     string
+		app      plan.Application
+		tracking argoapp.Tracking
 	}
+	var long []string
 	groups := map[string][]member{}
 	var keys []string
 	for _, r := range results {
@@ -210,7 +214,7 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 			if _, ok := groups[k]; !ok {
 				keys = append(keys, k)
 			}
-			groups[k] = append(groups[k], member{dest: e.Destination, app: a})
+			groups[k] = append(groups[k], member{dest: e.Destination, app: a, tracking: p.Tracking})
 		}
 	}
 	sort.Strings(keys)
@@ -230,6 +234,9 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 			}
 			set.Clusters = append(set.Clusters, m.dest)
 			paths[m.dest] = m.app.SourcePath
+			if g := GeneratedName(m.dest, a.Name); m.tracking.Method == argoapp.TrackingLabel && len(g) > argoapp.LabelMaxLength {
+				long = append(long, fmt.Sprintf("%s (%d characters, cluster %s)", g, len(g), m.dest))
+			}
 			if m.app.SourcePath != a.SourcePath {
 				set.SourcePath = ""
 			}
@@ -245,7 +252,24 @@ func NewIndex(results []Result, file func(cluster string) string, registered []a
 		set.Selector = selector(set.Clusters, registered)
 		ix.ApplicationSets = append(ix.ApplicationSets, set)
 	}
-	return ix
+	if len(long) > 0 {
+		return nil, &LabelError{Names: long}
+	}
+	return ix, nil
+}
+
+// LabelError refuses a fleet plan whose ApplicationSets would generate
+// Applications named longer than a label value may be, under Argo CD's
+// label tracking: Argo CD writes the name into every object's instance
+// label, so the first sync would fail.
+type LabelError struct {
+	// Names are the generated names, each with its length and cluster.
+	Names []string
+}
+
+func (e *LabelError) Error() string {
+	return fmt.Sprintf("Argo CD tracks objects by label (application.resourceTrackingMethod: label, the default before Argo CD 3), so each Application's name becomes the app.kubernetes.io/instance label of its objects, at most %d characters; the ApplicationSets would generate <cluster>-<app> names longer than that: %s. Their first sync would fail, so no fleet plan was written. Set application.resourceTrackingMethod: annotation in argocd-cm (what Argo CD 3 does by default) and plan again, or shorten the Application names (adopt.yaml naming) or the clusters' registered names",
+		argoapp.LabelMaxLength, strings.Join(e.Names, ", "))
 }
 
 // selector is one label (key=value) of the registered clusters that
@@ -281,19 +305,34 @@ func selector(clusters []string, registered []argoapp.Cluster) map[string]string
 }
 
 // WriteDir writes each cluster's plan as <dir>/<cluster>.yaml and the
-// index as <dir>/fleet.yaml.
+// index as <dir>/fleet.yaml. Each Application an ApplicationSet covers has
+// its objects' client-side-apply prediction made again for the name the
+// set generates (plan.Plan.RenameApplication) before its plan is written.
+// A fleet NewIndex refuses writes nothing.
 func WriteDir(dir string, results []Result, registered []argoapp.Cluster) (*Index, error) {
+	ix, err := NewIndex(results, PlanFile, registered)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create the fleet plan directory %s: %w", dir, err)
 	}
 	for _, r := range results {
-		if r.Plan != nil {
-			if err := plan.WriteFile(filepath.Join(dir, PlanFile(r.Cluster)), r.Plan); err != nil {
-				return nil, err
-			}
+		if r.Plan == nil {
+			continue
+		}
+		dest := ix.Entry(r.Cluster).Destination
+		for name := range ix.Covered(r.Cluster) {
+			r.Plan.RenameApplication(name, GeneratedName(dest, name))
+		}
+		if err := plan.WriteFile(filepath.Join(dir, PlanFile(r.Cluster)), r.Plan); err != nil {
+			return nil, err
 		}
 	}
-	ix := NewIndex(results, PlanFile, registered)
+	// Again, with the plan ids the written plans now have.
+	if ix, err = NewIndex(results, PlanFile, registered); err != nil {
+		return nil, err
+	}
 	b, err := yaml.Marshal(ix)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,9 @@ func TrackingMark(t argoapp.Tracking, app string, r objref.Ref) Mark {
 			key = argoapp.DefaultInstanceLabelKey
 		}
 		m.Labels[key] = app
+		if t.Method == argoapp.TrackingAnnotationAndLabel {
+			m.Labels[key] = argoapp.TruncatedLabel(app)
+		}
 	}
 	if t.InstallationID != "" {
 		m.Annotations[argoapp.AnnotationInstallationID] = t.InstallationID
@@ -97,6 +100,27 @@ func PredictCSAMigration(o *discover.Object, target SyncTarget) CSAMigration {
 		jsonGrowth("annotations", target.Annotations, target.Mark.Annotations) +
 		jsonGrowth("labels", target.Labels, target.Mark.Labels)
 	m.Bytes = total + len(budget.LastAppliedKey) + applied
+	m.Fails = m.Bytes > budget.AnnotationCap
+	return m
+}
+
+// Renamed is m for the same object and target when Argo CD names the
+// Application to instead of from (an ApplicationSet's generated name): the
+// tracking mark holds the name, in the tracking id annotation (counted once
+// among the annotations and once inside last-applied) and the instance
+// label (inside last-applied), so PredictCSAMigration's bytes change by the
+// marks' difference and nothing else.
+func (m CSAMigration) Renamed(t argoapp.Tracking, r objref.Ref, from, to string) CSAMigration {
+	if !m.Runs || m.Bytes <= 0 {
+		return m
+	}
+	a, b := TrackingMark(t, from, r), TrackingMark(t, to, r)
+	for k, v := range b.Annotations {
+		m.Bytes += len(v) - len(a.Annotations[k]) + jsonLen(v) - jsonLen(a.Annotations[k])
+	}
+	for k, v := range b.Labels {
+		m.Bytes += jsonLen(v) - jsonLen(a.Labels[k])
+	}
 	m.Fails = m.Bytes > budget.AnnotationCap
 	return m
 }

@@ -181,3 +181,71 @@ func flat(m map[string]string) string {
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
+
+// TestCSAMigrationRenamed: an object whose first-sync migration writes
+// exactly the cap under its plan's Application name passes it under the
+// name an ApplicationSet generates (<cluster>-<app>): the prefix is in the
+// tracking id (twice: the annotation and its copy inside last-applied) and
+// the instance label (inside last-applied). Renamed must give the bytes
+// PredictCSAMigration gives with the generated name's mark, for every
+// tracking method, including annotation+label's truncated label.
+func TestCSAMigrationRenamed(t *testing.T) {
+	ref := objref.Ref{Kind: "ConfigMap", Namespace: "litellm-test", Name: "usage-hook"}
+	others := map[string]string{"team": "sre"}
+	const app, prefix = "adopt-litellm-test", "eu-west-1-"
+	long := strings.Repeat("c", 50) + "-" // 51 + 18 > 63: annotation+label cuts the label
+	for _, tc := range []struct {
+		name     string
+		tracking argoapp.Tracking
+		cluster  string
+		// grows is what the generated name adds, from the rule's parts.
+		grows int
+	}{
+		{"annotation", annotationTracking, prefix, 2 * len(prefix)},
+		{"label", argoapp.Tracking{Method: argoapp.TrackingLabel}, prefix, len(prefix)},
+		{"annotation+label", argoapp.Tracking{Method: argoapp.TrackingAnnotationAndLabel}, prefix, 3 * len(prefix)},
+		{"annotation+label, label cut at 63", argoapp.Tracking{Method: argoapp.TrackingAnnotationAndLabel}, long,
+			2*len(long) + len(argoapp.TruncatedLabel(long+app)) - len(app)},
+		{"annotation with an installation id", argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstallationID: "prod-1"}, prefix, 2 * len(prefix)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := handApplied(1000, others)
+			predict := func(name string, applied int) CSAMigration {
+				return PredictCSAMigration(o, SyncTarget{AppliedBytes: applied, Annotations: others, Mark: TrackingMark(tc.tracking, name, ref)})
+			}
+			// Size the configuration so the plan's name lands exactly on the cap.
+			probe := predict(app, 100000)
+			applied := 100000 + budget.AnnotationCap - probe.Bytes
+			atCap := predict(app, applied)
+			if atCap.Bytes != budget.AnnotationCap || atCap.Fails {
+				t.Fatalf("under %s: %+v, want exactly %d B, not failing", app, atCap, budget.AnnotationCap)
+			}
+			generated := tc.cluster + app
+			want := predict(generated, applied)
+			got := atCap.Renamed(tc.tracking, ref, app, generated)
+			if got != want {
+				t.Errorf("Renamed = %+v, PredictCSAMigration with %s = %+v", got, generated, want)
+			}
+			if got.Bytes != budget.AnnotationCap+tc.grows || !got.Fails {
+				t.Errorf("under %s: %d B (fails %v), want %d B over the cap", generated, got.Bytes, got.Fails, budget.AnnotationCap+tc.grows)
+			}
+		})
+	}
+	if got := (CSAMigration{Runs: true}).Renamed(annotationTracking, ref, app, prefix+app); got.Bytes != 0 || got.Fails {
+		t.Errorf("an unknown size stays unknown: %+v", got)
+	}
+}
+
+// TestTruncatedLabel: Argo CD's rule for annotation+label's label.
+func TestTruncatedLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"short":                           "short",
+		strings.Repeat("a", 63):           strings.Repeat("a", 63),
+		strings.Repeat("a", 64):           strings.Repeat("a", 63),
+		strings.Repeat("a", 61) + "--b-c": strings.Repeat("a", 61),
+	} {
+		if got := argoapp.TruncatedLabel(in); got != want {
+			t.Errorf("TruncatedLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -47,17 +47,43 @@ func CoverageLine(c *status.Coverage) string {
 	return fmt.Sprintf("%.1f%% of user objects tracked by Argo CD (%d of %d; %s)", c.Percent, c.Tracked, c.Objects, c.Scope)
 }
 
+// ClusterLine is one fleet cluster's objects per stage.
+func ClusterLine(c status.ClusterCounts) string {
+	var parts []string
+	for _, s := range status.Stages {
+		parts = append(parts, fmt.Sprintf("%s %d", s.Title(), c.Counts.Of(s)))
+	}
+	return fmt.Sprintf("cluster %s: %d objects: %s; %d stuck", c.Cluster, c.Counts.Total(), strings.Join(parts, ", "), c.Stuck)
+}
+
+// clusterCol is the cluster column's header and cell, for a fleet plan's
+// report only.
+func clusterCol(r *status.Report, cluster string) string {
+	switch {
+	case len(r.Clusters) == 0:
+		return ""
+	case cluster == "":
+		return "-\t"
+	}
+	return cluster + "\t"
+}
+
 func statusTable(w io.Writer, r *status.Report) error {
 	fmt.Fprintf(w, "Coverage: %s\n", CoverageLine(r.Coverage))
-	fmt.Fprintf(w, "Stages: %s\n\n", StatusLine(r))
+	fmt.Fprintf(w, "Stages: %s\n", StatusLine(r))
+	for _, c := range r.Clusters {
+		fmt.Fprintln(w, "  "+ClusterLine(c))
+	}
+	fmt.Fprintln(w)
+	head := clusterCol(r, "CLUSTER")
 	tw := newTabwriter(w)
-	fmt.Fprintln(tw, "OBJECT\tAPPLICATION\tSTAGE\tANNOTATIONS\tWHERE IT STANDS\tNEXT")
+	fmt.Fprintln(tw, head+"OBJECT\tAPPLICATION\tSTAGE\tANNOTATIONS\tWHERE IT STANDS\tNEXT")
 	for _, o := range r.Objects {
 		stage := o.Stage.Title()
 		if o.Stuck {
 			stage += " (stuck)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s B (%.1f%%)\t%s\t%s\n", o.Ref, o.App, stage, Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, dash(o.Reason), dash(o.Next))
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s B (%.1f%%)\t%s\t%s\n", clusterCol(r, o.Cluster), o.Ref, o.App, stage, Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, dash(o.Reason), dash(o.Next))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,9 +91,9 @@ func statusTable(w io.Writer, r *status.Report) error {
 	if len(r.Applications) > 0 {
 		fmt.Fprintln(w)
 		tw = newTabwriter(w)
-		fmt.Fprintln(tw, "APPLICATION\tPLAN\tSTAGE\tOBJECTS\tPULL REQUEST\tSYNC\tHEALTH")
+		fmt.Fprintln(tw, head+"APPLICATION\tPLAN\tSTAGE\tOBJECTS\tPULL REQUEST\tSYNC\tHEALTH")
 		for _, a := range r.Applications {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.Name, a.Plan, a.Stage.Title(), a.Objects, prText(a), dash(a.Sync), dash(a.Health))
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\t%s\n", clusterCol(r, a.Cluster), a.Name, a.Plan, a.Stage.Title(), a.Objects, prText(a), dash(a.Sync), dash(a.Health))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -76,9 +102,9 @@ func statusTable(w io.Writer, r *status.Report) error {
 	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
 		fmt.Fprintln(w)
 		tw = newTabwriter(w)
-		fmt.Fprintln(tw, "NAMESPACE\tTRACKED\tOBJECTS\tCOVERAGE")
+		fmt.Fprintln(tw, head+"NAMESPACE\tTRACKED\tOBJECTS\tCOVERAGE")
 		for _, n := range c.Namespaces {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
+			fmt.Fprintf(tw, "%s%s\t%d\t%d\t%.1f%%\n", clusterCol(r, n.Cluster), nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -93,6 +119,9 @@ func statusTable(w io.Writer, r *status.Report) error {
 func statusMarkdown(w io.Writer, r *status.Report) error {
 	fmt.Fprintf(w, "# Adoption status %s\n\n", r.Time.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- Coverage: %s\n- %s\n", md(CoverageLine(r.Coverage)), md(StatusLine(r)))
+	for _, c := range r.Clusters {
+		fmt.Fprintf(w, "  - %s\n", md(ClusterLine(c)))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "- Note: %s\n", md(n))
 	}
@@ -102,22 +131,28 @@ func statusMarkdown(w io.Writer, r *status.Report) error {
 			fmt.Fprintf(w, "| `%s` | %s | %s | `%s` |\n", o.Ref, o.Stage.Title(), md(o.Reason), o.Next)
 		}
 	}
-	fmt.Fprintln(w, "\n## Applications\n\n| Application | Stage | Objects | Pull request | Sync | Health |\n|---|---|---:|---|---|---|")
+	col, sep := "", ""
+	cell := func(string) string { return "" }
+	if len(r.Clusters) > 0 {
+		col, sep = " Cluster |", "---|"
+		cell = func(c string) string { return " " + md(c) + " |" }
+	}
+	fmt.Fprintln(w, "\n## Applications\n\n|"+col+" Application | Stage | Objects | Pull request | Sync | Health |\n|"+sep+"---|---|---:|---|---|---|")
 	for _, a := range r.Applications {
 		pr := prText(a)
 		if a.PR != nil {
 			pr = fmt.Sprintf("[#%d](%s) %s", a.PR.Number, a.PR.URL, a.PR.State)
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %d | %s | %s | %s |\n", a.Name, a.Stage.Title(), a.Objects, pr, dash(a.Sync), dash(a.Health))
+		fmt.Fprintf(w, "|%s `%s` | %s | %d | %s | %s | %s |\n", cell(a.Cluster), a.Name, a.Stage.Title(), a.Objects, pr, dash(a.Sync), dash(a.Health))
 	}
-	fmt.Fprintln(w, "\n## Objects\n\n| Object | Stage | Annotations | % cap | Where it stands |\n|---|---|---:|---:|---|")
+	fmt.Fprintln(w, "\n## Objects\n\n|"+col+" Object | Stage | Annotations | % cap | Where it stands |\n|"+sep+"---|---|---:|---:|---|")
 	for _, o := range r.Objects {
-		fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s |\n", o.Ref, o.Stage.Title(), Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, md(o.Reason))
+		fmt.Fprintf(w, "|%s `%s` | %s | %s B | %.1f%% | %s |\n", cell(o.Cluster), o.Ref, o.Stage.Title(), Bytes(o.Budget.AnnotationBytes), o.Budget.PercentOfCap, md(o.Reason))
 	}
 	if c := r.Coverage; c != nil && len(c.Namespaces) > 0 {
-		fmt.Fprintln(w, "\n## Coverage per namespace\n\n| Namespace | Tracked | Objects | Coverage |\n|---|---:|---:|---:|")
+		fmt.Fprintln(w, "\n## Coverage per namespace\n\n|"+col+" Namespace | Tracked | Objects | Coverage |\n|"+sep+"---|---:|---:|---:|")
 		for _, n := range c.Namespaces {
-			fmt.Fprintf(w, "| `%s` | %d | %d | %.1f%% |\n", nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
+			fmt.Fprintf(w, "|%s `%s` | %d | %d | %.1f%% |\n", cell(n.Cluster), nsName(n.Namespace), n.Tracked, n.Objects, n.Percent)
 		}
 	}
 	return nil

@@ -44,9 +44,22 @@ type view struct {
 	Budget   budgetChart
 	History  []historyRow
 	Cap      int
+	// Fleet is set for a fleet plan's report: tables get a cluster column
+	// and each cluster its own burndown.
+	Fleet    bool
+	Clusters []clusterView
+}
+
+// clusterView is one fleet cluster's burndown, drawn from the snapshots
+// that recorded it (this run's among them).
+type clusterView struct {
+	Cluster  string
+	Counts   status.ClusterCounts
+	Burndown chart
 }
 
 type stageView struct {
+	Stage      status.Stage
 	Key, Title string
 	Num, Count int
 }
@@ -59,6 +72,8 @@ type historyRow struct {
 
 // chart is a line chart laid out for SVG, in user units.
 type chart struct {
+	// ID makes the chart's element ids unique; Kind is its data-chart.
+	ID, Kind                       string
 	W, H, Left, Top, Right, Bottom float64
 	// AxisY is the x axis' height, PlotRight the plot's right edge.
 	AxisY, PlotRight float64
@@ -113,7 +128,7 @@ var dashes = []string{"", "8 4", "2 3", "10 3 2 3", "6 2 2 2 2 2", "1 6", "12 6"
 func statusView(r *status.Report) view {
 	v := view{R: r, Stuck: r.StuckObjects(), Cap: budget.AnnotationCap}
 	for i, s := range status.Stages {
-		v.Stages = append(v.Stages, stageView{Key: string(s), Title: s.Title(), Num: i + 1, Count: r.Counts.Of(s)})
+		v.Stages = append(v.Stages, stageView{Stage: s, Key: string(s), Title: s.Title(), Num: i + 1, Count: r.Counts.Of(s)})
 	}
 	hist := r.History
 	if len(hist) == 0 {
@@ -130,7 +145,20 @@ func statusView(r *status.Report) view {
 		v.History = append(v.History, row)
 	}
 	v.Burndown = burndown(hist)
+	v.Burndown.ID, v.Burndown.Kind = "burndown", "burndown"
 	v.Coverage = coverageChart(hist)
+	v.Fleet = len(r.Clusters) > 0
+	for _, c := range r.Clusters {
+		var own []status.Snapshot
+		for _, s := range hist {
+			if n, ok := s.Clusters[c.Cluster]; ok {
+				own = append(own, status.Snapshot{Time: s.Time, Counts: n})
+			}
+		}
+		b := burndown(own)
+		b.ID, b.Kind = fmt.Sprintf("burndown-%d", len(v.Clusters)+1), "cluster-burndown"
+		v.Clusters = append(v.Clusters, clusterView{Cluster: c.Cluster, Counts: c, Burndown: b})
+	}
 	v.Budget = budgetBars(r.Nearest(10))
 	return v
 }

@@ -91,3 +91,66 @@ func TestStatusFormats(t *testing.T) {
 		t.Fatal("an unknown format was accepted")
 	}
 }
+
+// TestStatusHTMLFleet: a fleet plan's report has a cluster column in the
+// object, stuck and Application tables, a per-cluster table of counts, and
+// one burndown per cluster drawn from the snapshots that recorded it.
+func TestStatusHTMLFleet(t *testing.T) {
+	r := sampleStatus()
+	for i, c := range []string{"eu-1", "eu-1", "us-1"} {
+		r.Objects[i].Cluster = c
+	}
+	r.Applications[0].Cluster = "eu-1"
+	r.Clusters = []status.ClusterCounts{
+		{Cluster: "eu-1", Counts: status.Counts{AppPresent: 1, Finalized: 1}, Stuck: 1},
+		{Cluster: "us-1", Counts: status.Counts{Planned: 1}},
+	}
+	t0 := r.History[0].Time
+	r.History = []status.Snapshot{
+		{Time: t0, Counts: status.Counts{Planned: 3}, Clusters: map[string]status.Counts{"eu-1": {Planned: 2}, "us-1": {Planned: 1}}},
+		{Time: t0.Add(30 * time.Minute), Counts: status.Counts{Planned: 3}}, // before the fleet: no clusters
+		r.Snapshot(),
+	}
+	set, err := templates.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := set.LoadHTML(templates.StatusReport, StatusHTMLFuncs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := StatusHTML(&b, r, tpl); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		`<th>Cluster</th><th>Application</th>`, `<td data-cluster="eu-1"><code>eu-1</code></td><td><code>a</code></td>`,
+		`<td data-cluster="us-1"><code>us-1</code></td><td><code>ConfigMap ns/small</code>`,
+		`<tr data-cluster="us-1"><td><code>us-1</code></td><td class="num" data-stage-count="planned">1</td>`,
+		`data-chart="burndown" data-points="3"`, `<title id="burndown-1-title">`, `<title id="burndown-2-title">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("fleet report lacks %s", want)
+		}
+	}
+	if n := strings.Count(page, `data-chart="cluster-burndown" data-points="2"`); n != 2 {
+		t.Errorf("%d per-cluster burndowns of 2 points, want 2 (the snapshot without clusters left out)", n)
+	}
+	// eu-1's planned line goes 2 -> 0.
+	eu := page[strings.Index(page, `<title id="burndown-1-title">`):strings.Index(page, `<title id="burndown-2-title">`)]
+	planned := eu[strings.Index(eu, `data-series="planned"`):]
+	planned = planned[:strings.Index(planned, "</g>")]
+	if got := regexp.MustCompile(`data-value="(\d+)"`).FindAllStringSubmatch(planned, -1); len(got) != 2 || got[0][1] != "2" || got[1][1] != "0" {
+		t.Errorf("eu-1's planned line: %v, want 2 then 0", got)
+	}
+	var tb bytes.Buffer
+	if err := Status(&tb, r, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cluster eu-1: 2 objects:", "cluster us-1: 1 objects: planned 1,", "CLUSTER  OBJECT"} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+}

@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -31,12 +34,39 @@ type Input struct {
 	// Journal is finalize's journal for the plan (<plan>.journal); a
 	// missing file means nothing was finalized.
 	Journal string
+	// Cluster is the context of a fleet plan's cluster ("" for a plan of
+	// its own; FleetInputs sets the fleet's fields): Plan is then that
+	// cluster's plan as Argo CD runs it, File the fleet plan, Branch the
+	// fleet's branch and AppFiles the file in Git that holds each
+	// Application (an ApplicationSet's for a generated one).
+	Cluster  string
+	Branch   string
+	AppFiles map[string]string
+	// Clients and Kube read the plan's objects and their pods, and count
+	// its cluster's coverage (zero: the Options' / Sources'); Explain
+	// words that cluster's errors (nil: the Options').
+	Clients discover.Clients
+	Kube    kubernetes.Interface
+	Explain func(error) error
+}
+
+// branch is the adoption branch apply pushes for the input.
+func (i Input) branch() string {
+	if i.Branch != "" {
+		return i.Branch
+	}
+	return "adopt/" + apply.AdoptionID(i.Plan)
 }
 
 // Sources are what the collector reads from.
 type Sources struct {
-	// Dynamic reads the planned objects and the Applications.
-	Dynamic dynamic.Interface
+	// Metadata reads the planned objects, and Dynamic the Applications,
+	// of inputs without clients of their own.
+	Metadata metadata.Interface
+	Dynamic  dynamic.Interface
+	// Apps reads the Applications: the management cluster's Argo CD (nil:
+	// Argo CD runs in each input's cluster, read with its objects).
+	Apps dynamic.Interface
 	// Kube explains unhealthy workloads from their pods (nil: not
 	// explained).
 	Kube kubernetes.Interface
@@ -71,10 +101,11 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 	if src.Repo != nil && src.PRs == nil && src.PRNote != "" {
 		notes = append(notes, "pull requests not looked up: "+src.PRNote)
 	}
+	gits := map[string]gitFacts{} // by branch: a fleet's clusters share one
 	for _, i := range in {
 		p := i.Plan
 		appsDir, argoNS := apply.Settings(p)
-		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Branch: "adopt/" + apply.AdoptionID(p)}
+		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Context: i.Cluster, Branch: i.branch()}
 		finalized, jnote, err := journal(i.Journal)
 		if err != nil {
 			return nil, nil, nil, err
@@ -87,8 +118,12 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 			if ref.Base = src.Base; ref.Base == "" {
 				ref.Base = src.Repo.DefaultBranch()
 			}
-			if git, err = readGit(ctx, src, ref); err != nil {
-				return nil, nil, nil, err
+			var ok bool
+			if git, ok = gits[ref.Branch]; !ok {
+				if git, err = readGit(ctx, src, ref); err != nil {
+					return nil, nil, nil, err
+				}
+				gits[ref.Branch] = git
 			}
 		}
 		refs = append(refs, ref)
@@ -96,9 +131,21 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 		for _, o := range p.Objects {
 			objs[o.Ref.String()] = o
 		}
-		reader := argoapp.KubeStatus{Client: src.Dynamic, Namespace: argoNS}
+		objects, dyn, kube := src.Metadata, src.Dynamic, src.Kube
+		if i.Clients.Metadata != nil {
+			objects, dyn, kube = i.Clients.Metadata, i.Clients.Dynamic, i.Kube
+		}
+		apps := src.Apps
+		if apps == nil {
+			apps = dyn
+		}
+		reader := argoapp.KubeStatus{Client: apps, Namespace: argoNS}
+		lives := readObjects(ctx, objects, src.Parallel, p)
 		for _, a := range p.Applications {
-			file := path.Join(appsDir, a.Name+".yaml")
+			file := i.AppFiles[a.Name]
+			if file == "" {
+				file = path.Join(appsDir, a.Name+".yaml")
+			}
 			merged := git.merged
 			if !merged && src.Repo != nil && ref.Base != "" {
 				if merged, err = src.Repo.BranchHasFile(ref.Base, file); err != nil {
@@ -110,22 +157,18 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 				return nil, nil, nil, err
 			}
 			var explain []string
-			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && src.Kube != nil {
-				explain = argoapp.Explain(ctx, src.Kube, st)
+			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && kube != nil {
+				explain = argoapp.Explain(ctx, kube, st)
 			}
-			var targets []plan.Object
 			for _, r := range a.Objects {
-				targets = append(targets, objs[r])
-			}
-			lives := readObjects(ctx, src, targets)
-			for n, ob := range targets {
+				ob := objs[r]
 				f := Facts{
-					PlanID: p.ID, PlanFile: i.File, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
+					PlanID: p.ID, PlanFile: i.File, Cluster: i.Cluster, Repo: src.RepoName, App: a, Object: ob, ArgoNS: argoNS, AppFile: file,
 					FinalizedAt: finalized[ob.Ref.String()],
 					GitRead:     src.Repo != nil, Pushed: git.pushed, Merged: merged, PR: git.pr, PRNote: git.prNote,
 					AppState: &st, Explain: explain,
 				}
-				lives[n].into(&f, src.Tracking)
+				lives[r].into(&f, src.Tracking)
 				facts = append(facts, f)
 			}
 		}
@@ -215,38 +258,106 @@ func (l live) into(f *Facts, t argoapp.Tracking) {
 	f.CSAManager = l.csaManager
 }
 
-// readObjects reads the objects, Parallel at a time, keeping only labels,
-// annotations (for their sizes and the tracking mark) and whether the
-// client-side-apply manager still owns fields. Secret data is never kept.
-func readObjects(ctx context.Context, src Sources, objs []plan.Object) []live {
-	out := make([]live, len(objs))
-	workers := src.Parallel
+// readObjects reads the metadata of p's objects (labels, annotations for
+// their sizes and the tracking mark, field managers), by object, Parallel
+// requests at a time (0 means 8): one paginated list per resource and
+// namespace where that takes fewer requests than a GET per object, a GET
+// per object elsewhere. A list's size is estimated from the plan, which
+// counted what it found there (planned and skipped). No body is read, so
+// no Secret value.
+func readObjects(ctx context.Context, client metadata.Interface, parallel int, p *plan.Plan) map[string]live {
+	type group struct {
+		gvr  schema.GroupVersionResource
+		ns   string
+		objs []plan.Object
+	}
+	found := map[string]int{} // objects the plan found, by group/kind/namespace
+	for _, s := range p.Skipped {
+		found[s.Group+"/"+s.Kind+"/"+s.Namespace]++
+	}
+	groups := map[string]*group{}
+	var keys []string
+	for _, o := range p.Objects {
+		k := o.Group + "/" + o.Kind + "/" + o.Namespace
+		found[k]++
+		if groups[k] == nil {
+			groups[k] = &group{gvr: o.GVR(), ns: o.Namespace}
+			keys = append(keys, k)
+		}
+		groups[k].objs = append(groups[k].objs, o)
+	}
+	out := make(map[string]live, len(p.Objects))
+	var mu sync.Mutex
+	keep := func(ref string, l live) {
+		mu.Lock()
+		out[ref] = l
+		mu.Unlock()
+	}
+	workers := parallel
 	if workers <= 0 {
 		workers = 8
 	}
 	var g errgroup.Group
 	g.SetLimit(workers)
-	for i, ob := range objs {
-		g.Go(func() error {
-			gvr := ob.GVR()
-			u, err := src.Dynamic.Resource(gvr).Namespace(ob.Namespace).Get(ctx, ob.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case err != nil:
-				out[i].err = strings.Join(strings.Fields(err.Error()), " ")
-				return nil // kept per object
-			}
-			l := live{found: true, labels: u.GetLabels(), ann: u.GetAnnotations()}
-			for _, m := range u.GetManagedFields() {
-				if m.Manager == finalize.CSAManager && m.Operation == metav1.ManagedFieldsOperationUpdate {
-					l.csaManager = true
+	for _, k := range keys {
+		gr := groups[k]
+		res := client.Resource(gr.gvr).Namespace(gr.ns)
+		if pages := (found[k] + listPage - 1) / listPage; pages < len(gr.objs) {
+			g.Go(func() error {
+				want := map[string]string{}
+				for _, o := range gr.objs {
+					want[o.Name] = o.Ref.String()
 				}
-			}
-			out[i] = l
-			return nil
-		})
+				opts := metav1.ListOptions{Limit: listPage}
+				for {
+					page, err := res.List(ctx, opts)
+					if err != nil {
+						for _, ref := range want { // kept per object, as a GET's would be
+							keep(ref, live{err: gitops.OneLine(err.Error())})
+						}
+						return nil
+					}
+					for i := range page.Items {
+						if ref, ok := want[page.Items[i].Name]; ok {
+							keep(ref, liveOf(&page.Items[i]))
+							delete(want, page.Items[i].Name)
+						}
+					}
+					if opts.Continue = page.Continue; opts.Continue == "" {
+						return nil // what is left in want is not found
+					}
+				}
+			})
+			continue
+		}
+		for _, o := range gr.objs {
+			g.Go(func() error {
+				m, err := res.Get(ctx, o.Name, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+				case err != nil:
+					keep(o.Ref.String(), live{err: gitops.OneLine(err.Error())})
+				default:
+					keep(o.Ref.String(), liveOf(m))
+				}
+				return nil
+			})
+		}
 	}
 	_ = g.Wait()
 	return out
+}
+
+// listPage is the page size of readObjects' lists.
+const listPage = 500
+
+// liveOf is what status keeps of an object's metadata.
+func liveOf(m *metav1.PartialObjectMetadata) live {
+	l := live{found: true, labels: m.Labels, ann: m.Annotations}
+	for _, f := range m.ManagedFields {
+		if f.Manager == finalize.CSAManager && f.Operation == metav1.ManagedFieldsOperationUpdate {
+			l.csaManager = true
+		}
+	}
+	return l
 }

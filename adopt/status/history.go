@@ -17,6 +17,9 @@ type Snapshot struct {
 	Plans  []string  `json:"plans"`
 	Counts Counts    `json:"counts"`
 	Stuck  int       `json:"stuck"`
+	// Clusters are a fleet plan's counts per cluster (context), for the
+	// report's per-cluster burndown.
+	Clusters map[string]Counts `json:"clusters,omitempty"`
 	// Coverage is nil when it was not counted.
 	Coverage *SnapshotCoverage `json:"coverage,omitempty"`
 }
@@ -33,6 +36,12 @@ func (r *Report) Snapshot() Snapshot {
 	s := Snapshot{Time: r.Time.UTC(), Counts: r.Counts, Stuck: r.Stuck, Plans: []string{}}
 	for _, p := range r.Plans {
 		s.Plans = append(s.Plans, p.ID)
+	}
+	for _, c := range r.Clusters {
+		if s.Clusters == nil {
+			s.Clusters = map[string]Counts{}
+		}
+		s.Clusters[c.Cluster] = c.Counts
 	}
 	if c := r.Coverage; c != nil {
 		s.Coverage = &SnapshotCoverage{Tracked: c.Tracked, Objects: c.Objects, Percent: c.Percent}

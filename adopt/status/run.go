@@ -18,9 +18,16 @@ import (
 type Options struct {
 	// Inputs are the plans to report on (at least one; the first's Argo CD
 	// namespace and version are read).
-	Inputs  []Input
+	Inputs []Input
+	// Clients and Kube are the cluster Argo CD runs on (argocd-cm, the
+	// Applications), and the cluster of the inputs without clients of
+	// their own.
 	Clients discover.Clients
 	Kube    kubernetes.Interface
+	// ArgoCDPerCluster is set when each input's cluster runs its own Argo
+	// CD (a fleet plan made without a management cluster): Applications
+	// are read there.
+	ArgoCDPerCluster bool
 	// Repo is the GitOps repo apply wrote to ("" for none), Auth its
 	// credentials and Base the branch adoptions merge into.
 	Repo string
@@ -62,7 +69,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, explain(err)
 	}
-	src := Sources{Dynamic: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
+	src := Sources{Metadata: o.Clients.Metadata, Dynamic: o.Clients.Dynamic, Apps: o.Clients.Dynamic, Kube: o.Kube, Tracking: tracking}
+	if o.ArgoCDPerCluster {
+		src.Apps = nil
+	}
 	if o.Repo != "" {
 		repo, err := gitops.Clone(ctx, gitops.CloneOptions{URL: o.Repo, Auth: o.Auth, History: true})
 		if err != nil {
@@ -79,13 +89,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var cov *Coverage
 	if o.Coverage {
-		apps, err := argoapp.ListApplications(ctx, o.Clients.Dynamic)
-		if err != nil {
-			return nil, explain(err)
-		}
-		cov, err = Count(ctx, CoverageOptions{Clients: o.Clients, Namespaces: namespaces(o.Inputs), Config: o.Config, Tracking: tracking, Apps: apps})
-		if err != nil {
-			return nil, explain(err)
+		if cov, err = o.coverage(ctx, tracking, explain); err != nil {
+			return nil, err
 		}
 	}
 	r := Assemble(o.Now, refs, facts, cov, notes)
@@ -129,6 +134,72 @@ func (o Options) provider(src *Sources, repo *gitops.Repo) error {
 	}
 	src.PRs, src.PRRepo = sr, ch.Repo
 	return nil
+}
+
+// coverage counts each cluster of the inputs (one for plans of their own,
+// each cluster of a fleet plan in context order), with the Applications of
+// the Argo CD that deploys there, and adds them up.
+func (o Options) coverage(ctx context.Context, tracking argoapp.Tracking, explain func(error) error) (*Coverage, error) {
+	var clusters []string
+	byCluster := map[string][]Input{}
+	for _, i := range o.Inputs {
+		if _, ok := byCluster[i.Cluster]; !ok {
+			clusters = append(clusters, i.Cluster)
+		}
+		byCluster[i.Cluster] = append(byCluster[i.Cluster], i)
+	}
+	var apps argoapp.Applications
+	var err error
+	if !o.ArgoCDPerCluster {
+		if apps, err = argoapp.ListApplications(ctx, o.Clients.Dynamic); err != nil {
+			return nil, explain(err)
+		}
+	}
+	var total *Coverage
+	for _, c := range clusters {
+		in := byCluster[c]
+		clients, why := o.Clients, explain
+		if in[0].Clients.Dynamic != nil {
+			clients = in[0].Clients
+		}
+		if in[0].Explain != nil {
+			why = in[0].Explain
+		}
+		fail := func(err error) error {
+			if err = why(err); c != "" {
+				err = fmt.Errorf("cluster %s: %w", c, err)
+			}
+			return err
+		}
+		here := apps
+		if o.ArgoCDPerCluster {
+			if here, err = argoapp.ListApplications(ctx, clients.Dynamic); err != nil {
+				return nil, fail(err)
+			}
+		}
+		cov, err := Count(ctx, CoverageOptions{Clients: clients, Namespaces: namespaces(in), Config: o.Config, Tracking: tracking, Apps: here})
+		if err != nil {
+			return nil, fail(err)
+		}
+		if total == nil {
+			total = cov
+			for n := range cov.Namespaces {
+				cov.Namespaces[n].Cluster = c
+			}
+			continue
+		}
+		for _, n := range cov.Namespaces {
+			n.Cluster = c
+			total.Namespaces = append(total.Namespaces, n)
+		}
+		total.Tracked += cov.Tracked
+		total.Objects += cov.Objects
+		total.Percent = Percent(total.Tracked, total.Objects)
+		if total.Scope != cov.Scope {
+			total.Scope = "per cluster"
+		}
+	}
+	return total, nil
 }
 
 // namespaces is the coverage scope of the plans: every namespace (nil)

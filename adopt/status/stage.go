@@ -16,6 +16,9 @@ import (
 // stage from them alone.
 type Facts struct {
 	PlanID, PlanFile string
+	// Cluster is the fleet plan's cluster (context), "" for a plan of its
+	// own.
+	Cluster string
 	// Repo is how the commands name the GitOps repo ("" when not given).
 	Repo   string
 	App    plan.Application
@@ -56,13 +59,13 @@ type Facts struct {
 // Place decides the object's stage, whether it is stuck, why, and what
 // moves it on.
 func Place(f Facts) Object {
-	o := Object{Ref: f.Object.Ref.String(), Namespace: f.Object.Namespace, Plan: f.PlanID, App: f.App.Name, Budget: f.Budget, FinalizedAt: f.FinalizedAt}
+	o := Object{Ref: f.Object.Ref.String(), Namespace: f.Object.Namespace, Cluster: f.Cluster, Plan: f.PlanID, App: f.App.Name, Budget: f.Budget, FinalizedAt: f.FinalizedAt}
 	if !f.Found {
 		o.Budget = f.Object.Budget
 	}
 	o.Level = o.Budget.Level()
 	tracked := f.TrackedBy == f.App.Name
-	cmd := commands{plan: f.PlanFile, app: f.App.Name, repo: f.Repo}
+	cmd := commands{plan: f.PlanFile, app: f.App.Name, repo: f.Repo, fleet: f.Cluster != ""}
 	if f.AppState != nil && f.AppState.Found {
 		o.Revision = f.AppState.Revision
 	}
@@ -173,8 +176,12 @@ func placeReview(o *Object, f Facts, cmd commands) {
 	}
 }
 
-// commands words the next step for one object.
-type commands struct{ plan, app, repo string }
+// commands words the next step for one object; a fleet plan is applied
+// and finalized whole (finalize takes no --app for it).
+type commands struct {
+	plan, app, repo string
+	fleet           bool
+}
 
 func (c commands) apply() string {
 	repo := c.repo
@@ -186,6 +193,9 @@ func (c commands) apply() string {
 
 func (c commands) finalize(extra string) string {
 	s := fmt.Sprintf("adopt finalize --plan %s --app %s", c.plan, c.app)
+	if c.fleet {
+		s = fmt.Sprintf("adopt finalize --plan %s", c.plan)
+	}
 	if extra != "" {
 		s += " " + extra
 	}
@@ -228,6 +238,7 @@ func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, note
 	type key struct{ plan, app string }
 	apps := map[key]*App{}
 	var order []key
+	clusters := map[string]*ClusterCounts{}
 	for _, f := range facts {
 		o := Place(f)
 		r.Objects = append(r.Objects, o)
@@ -235,10 +246,21 @@ func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, note
 		if o.Stuck {
 			r.Stuck++
 		}
+		if f.Cluster != "" {
+			c := clusters[f.Cluster]
+			if c == nil {
+				c = &ClusterCounts{Cluster: f.Cluster}
+				clusters[f.Cluster] = c
+			}
+			c.Counts.add(o.Stage)
+			if o.Stuck {
+				c.Stuck++
+			}
+		}
 		k := key{f.PlanID, f.App.Name}
 		a := apps[k]
 		if a == nil {
-			a = &App{Name: f.App.Name, Plan: f.PlanID, Stage: o.Stage, PR: f.PR}
+			a = &App{Name: f.App.Name, Cluster: f.Cluster, Plan: f.PlanID, Stage: o.Stage, PR: f.PR}
 			for _, p := range plans {
 				if p.ID == f.PlanID {
 					a.Branch = p.Branch
@@ -259,6 +281,12 @@ func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, note
 	}
 	for _, k := range order {
 		r.Applications = append(r.Applications, *apps[k])
+	}
+	for _, p := range plans {
+		if c := clusters[p.Context]; c != nil {
+			r.Clusters = append(r.Clusters, *c)
+			delete(clusters, p.Context)
+		}
 	}
 	return r
 }

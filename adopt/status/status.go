@@ -74,9 +74,12 @@ type Report struct {
 	Coverage *Coverage `json:"coverage,omitempty" yaml:"coverage,omitempty"`
 	Counts   Counts    `json:"counts" yaml:"counts"`
 	// Stuck counts objects that will not move on without someone acting.
-	Stuck        int      `json:"stuck" yaml:"stuck"`
-	Objects      []Object `json:"objects" yaml:"objects"`
-	Applications []App    `json:"applications" yaml:"applications"`
+	Stuck int `json:"stuck" yaml:"stuck"`
+	// Clusters are the counts per cluster of a fleet plan, in context
+	// order (empty for plans of their own).
+	Clusters     []ClusterCounts `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	Objects      []Object        `json:"objects" yaml:"objects"`
+	Applications []App           `json:"applications" yaml:"applications"`
 	// Notes say what could not be read, and so what the stages rest on.
 	Notes []string `json:"notes,omitempty" yaml:"notes,omitempty"`
 	// History are the recorded snapshots, oldest first (this run's last
@@ -84,11 +87,21 @@ type Report struct {
 	History []Snapshot `json:"-" yaml:"-"`
 }
 
+// ClusterCounts are one fleet cluster's objects per stage.
+type ClusterCounts struct {
+	Cluster string `json:"cluster" yaml:"cluster"`
+	Counts  Counts `json:"counts" yaml:"counts"`
+	Stuck   int    `json:"stuck" yaml:"stuck"`
+}
+
 // PlanRef names a plan the report covers.
 type PlanRef struct {
 	ID      string `json:"id" yaml:"id"`
 	File    string `json:"file" yaml:"file"`
 	Cluster string `json:"cluster" yaml:"cluster"`
+	// Context is the fleet plan's cluster the plan is ("" for a plan of
+	// its own).
+	Context string `json:"context,omitempty" yaml:"context,omitempty"`
 	// Branch is the adoption branch, Base the branch it merges into.
 	Branch string `json:"branch" yaml:"branch"`
 	Base   string `json:"base,omitempty" yaml:"base,omitempty"`
@@ -160,9 +173,12 @@ func (c Counts) Total() int {
 type Object struct {
 	Ref       string `json:"ref" yaml:"ref"`
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Plan      string `json:"plan" yaml:"plan"`
-	App       string `json:"app" yaml:"app"`
-	Stage     Stage  `json:"stage" yaml:"stage"`
+	// Cluster is the fleet plan's cluster (context) it is on ("" for a
+	// plan of its own).
+	Cluster string `json:"cluster,omitempty" yaml:"cluster,omitempty"`
+	Plan    string `json:"plan" yaml:"plan"`
+	App     string `json:"app" yaml:"app"`
+	Stage   Stage  `json:"stage" yaml:"stage"`
 	// Stuck is set when the object will not move on by waiting.
 	Stuck bool `json:"stuck,omitempty" yaml:"stuck,omitempty"`
 	// Reason is one line on where it stands or why it is stuck; Next the
@@ -183,7 +199,10 @@ type Object struct {
 // App is one proposed Application's row.
 type App struct {
 	Name string `json:"name" yaml:"name"`
-	Plan string `json:"plan" yaml:"plan"`
+	// Cluster is the fleet plan's cluster (context) it deploys to ("" for
+	// a plan of its own).
+	Cluster string `json:"cluster,omitempty" yaml:"cluster,omitempty"`
+	Plan    string `json:"plan" yaml:"plan"`
 	// Stage is its least advanced object's stage.
 	Stage   Stage            `json:"stage" yaml:"stage"`
 	Objects int              `json:"objects" yaml:"objects"`
@@ -210,6 +229,9 @@ type Coverage struct {
 
 // NamespaceCoverage is one namespace's coverage ("" is cluster-scoped).
 type NamespaceCoverage struct {
+	// Cluster is the fleet plan's cluster (context; "" for a plan of its
+	// own).
+	Cluster   string  `json:"cluster,omitempty" yaml:"cluster,omitempty"`
 	Namespace string  `json:"namespace" yaml:"namespace"`
 	Tracked   int     `json:"tracked" yaml:"tracked"`
 	Objects   int     `json:"objects" yaml:"objects"`

@@ -16,7 +16,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -123,6 +125,23 @@ func TestFleetPlan(t *testing.T) {
 	if d := readPlan(t, filepath.Join(dir, byCtx["w2"].Plan)).Settings.Destination; d != "name:workload-2" {
 		t.Errorf("w2's plan destination %q", d)
 	}
+	// One cluster's plan of a hub: status reads its objects on the
+	// cluster and its Applications on the management cluster, and refuses
+	// without it.
+	statusOf := func(hub ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		args := append([]string{"--kubeconfig", kubeconfig, "--context", "w2", "status", "--plan", filepath.Join(dir, byCtx["w2"].Plan), "-o", "json", "--no-coverage"}, hub...)
+		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	sout, serr, scode := statusOf("--argocd-kubeconfig", mgmt.Kubeconfig)
+	var sr status.Report
+	if err := json.Unmarshal([]byte(sout), &sr); scode != 0 || err != nil || sr.Stuck != 0 || !strings.Contains(sout, `"ref": "ConfigMap `+shared+`/usage-hook"`) {
+		t.Errorf("status of w2's plan with its management cluster: exit %d: %v %s %s", scode, err, sout, serr)
+	}
+	if _, serr, scode := statusOf(); scode != ExitUsage || !strings.Contains(serr, "give --argocd-context") {
+		t.Errorf("status of w2's plan without its management cluster: exit %d: %s", scode, serr)
+	}
 
 	// --all-contexts takes every context of the kubeconfig: the same plan.
 	again := filepath.Join(t.TempDir(), "fleet")
@@ -143,6 +162,43 @@ func TestFleetPlan(t *testing.T) {
 		scan.add(f, string(a))
 	}
 	scan.check(t)
+
+	// Argo CD 2's label tracking, and the clusters registered under long
+	// names: <cluster>-<app> would pass 63 characters, which no label
+	// value may, so plan refuses with the names and what to do, and writes
+	// nothing; with annotation tracking the same names are planned.
+	long := map[string]string{"workload-1": "workload-1-" + strings.Repeat("e", 40), "workload-2": "workload-2-" + strings.Repeat("e", 40)}
+	for name, to := range long {
+		sec, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Get(ctx, "cluster-"+name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec.StringData = map[string]string{"name": to}
+		if _, err := mgmt.Clientset().CoreV1().Secrets(argoNS).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: argoapp.ConfigMapName, Namespace: argoNS}, Data: map[string]string{"application.resourceTrackingMethod": "label"}}
+	if _, err := mgmt.Clientset().CoreV1().ConfigMaps(argoNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := filepath.Join(t.TempDir(), "fleet")
+	out, errOut, code = runFleet(refused, "--contexts", "w1,w2", "-n", shared)
+	generated := fleet.GeneratedName(long["workload-1"], set.Name)
+	if code != ExitUsage || !strings.Contains(errOut, generated+" (") || !strings.Contains(errOut, "application.resourceTrackingMethod: annotation") || !strings.Contains(errOut, "no fleet plan was written") {
+		t.Errorf("label tracking, %d-character generated names: exit %d: %s %s", len(generated), code, out, errOut)
+	}
+	if _, err := os.Stat(refused); !os.IsNotExist(err) {
+		t.Errorf("the refused fleet plan wrote %s (%v)", refused, err)
+	}
+	cm.Data["application.resourceTrackingMethod"] = "annotation"
+	if _, err := mgmt.Clientset().CoreV1().ConfigMaps(argoNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runFleet(filepath.Join(t.TempDir(), "fleet"), "--contexts", "w1,w2", "-n", shared)
+	if err := json.Unmarshal([]byte(out), &ix); code != 0 || err != nil || len(ix.ApplicationSets) != 1 || ix.ApplicationSets[0].Clusters[0] != long["workload-1"] {
+		t.Errorf("annotation tracking, long names: exit %d: %v %s %s", code, err, out, errOut)
+	}
 }
 
 // TestFleetPlanClusterDownMidPlan: a workload cluster's API server stops
@@ -281,6 +337,26 @@ func TestFleetApplyOpenPR(t *testing.T) {
 			t.Fatalf("run %d: pull request head %q base %q title %q body:\n%s", i, pr.Head.Ref, pr.Base.Ref, pr.Title, pr.Body)
 		}
 		scan.add("the pull request's title and body", pr.Title+"\n"+pr.Body)
+	}
+	// status follows the fleet: the fleet branch's pull request, on each
+	// cluster, under the generated names.
+	prs, err := g.PullRequests(ctx, "fleet")
+	if err != nil || len(prs) != 1 {
+		t.Fatalf("%d pull requests (%v)", len(prs), err)
+	}
+	out, errOut, code = cli("status", "--plan", dir, "--argocd-kubeconfig", mgmt.Kubeconfig, "--repo", cloneURL, "--git-token", g.Token, "--provider", "gitea", "-o", "json", "--no-coverage")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("status --plan DIR exited %d: %v %s %s", code, err, errOut, out)
+	}
+	if len(r.Clusters) != 2 || r.Clusters[0].Cluster != "w1" || r.Clusters[1].Cluster != "w2" || r.Clusters[0].Counts.InReview != 1 || r.Clusters[1].Counts.InReview != 1 {
+		t.Errorf("status per cluster %+v, want w1 and w2 with one object in review each", r.Clusters)
+	}
+	for i, a := range r.Applications {
+		want := fleet.GeneratedName([]string{"workload-1", "workload-2"}[i], set.Name)
+		if a.Name != want || a.Branch != "adopt/"+f.Index.ID() || a.PR == nil || a.PR.Number != prs[0].Number || a.PR.State != gitops.PROpen {
+			t.Errorf("status Application %d: %+v (PR %+v), want %s on the fleet branch with pull request #%d open", i, a, a.PR, want, prs[0].Number)
+		}
 	}
 	scan.check(t)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -191,6 +192,10 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.kube, o.ArgoCDNamespace)
 	}
 	ix, err := fleet.WriteDir(o.OutDir, results, registered)
+	var long *fleet.LabelError
+	if errors.As(err, &long) {
+		return usageErrorf("fleet plan %s: %v", o.OutDir, err)
+	}
 	if err != nil {
 		return err
 	}

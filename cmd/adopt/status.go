@@ -16,6 +16,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/finalize"
+	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/status"
@@ -39,14 +40,21 @@ type StatusOptions struct {
 	FailOn      []string
 	NoCoverage  bool
 	Templates   string
+	Hub         hubFlags
 
 	genericiooptions.IOStreams
 	cluster *cluster
-	inputs  []status.Input
-	cfg     *config.Config
-	auth    gitops.Auth
-	tpl     *templates.Set
-	now     func() time.Time
+	// hub is the management cluster Argo CD runs on (nil: the cluster
+	// itself); fleet is --plan DIR's fleet plan, clusters its clusters by
+	// context.
+	hub      *cluster
+	fleet    *fleet.Fleet
+	clusters map[string]*cluster
+	inputs   []status.Input
+	cfg      *config.Config
+	auth     gitops.Auth
+	tpl      *templates.Set
+	now      func() time.Time
 }
 
 // statusFailOn are the --fail-on values.
@@ -65,6 +73,12 @@ branch), Application present, synced and healthy (or why not), finalized
 annotation came back or the tracking went). Also coverage: user objects Argo
 CD tracks out of all of them, per namespace, counted the way plan counts.
 
+--plan DIR (a fleet plan from 'adopt plan --contexts' or --argocd-clusters)
+follows every cluster of the fleet as Argo CD runs it: each cluster's objects
+there, the Applications its ApplicationSets generate (<cluster>-<app>) on the
+management cluster (--argocd-context), the fleet's branch and pull request;
+per cluster and in total.
+
 It writes nothing, except what you ask for: --html FILE (one self-contained
 page, no network) and --record DIR (one small JSON snapshot per run; the
 report's burndown and coverage charts are drawn from them).
@@ -77,13 +91,17 @@ report's burndown and coverage charts are drawn from them).
   adopt status --plan a.yaml --plan b.yaml --repo ../gitops --record status/ --html status.html
 
   # In CI: fail (exit 3) when something is stuck or regressed
-  adopt status --plan plan.yaml --fail-on stuck,regressed -o markdown`,
+  adopt status --plan plan.yaml --fail-on stuck,regressed -o markdown
+
+  # A fleet plan, per cluster and in total, Argo CD on the management cluster
+  adopt status --plan plans/sprint-12 --argocd-context mgmt --repo $REPO --html status.html`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	o.Git.AddFlags(f)
-	f.StringArrayVar(&o.PlanFiles, "plan", nil, "a plan file written by 'adopt plan --out' (repeatable; required)")
+	o.Hub.AddFlags(f)
+	f.StringArrayVar(&o.PlanFiles, "plan", nil, "a plan file written by 'adopt plan --out' (repeatable; required), or one fleet plan directory (or its fleet.yaml) written by 'adopt plan --out-dir'")
 	f.StringVar(&o.Repo, "repo", "", "the GitOps repo apply wrote to (URL or local path); without it planned, in review and merged are not told apart")
 	f.StringVar(&o.Base, "base", "", "the branch adoptions merge into (default: the repo's default branch)")
 	f.StringVar(&o.Provider, "provider", "", "pull-request provider: "+strings.Join(gitops.ProviderNames(), "|")+" (default: inferred from the repo URL's host)")
@@ -105,7 +123,20 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	if len(o.PlanFiles) == 0 {
 		return usageErrorf("--plan is required: the plan file(s) written by 'adopt plan --out'")
 	}
+	var err error
+	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
+		return err
+	}
 	for _, file := range o.PlanFiles {
+		if fleet.IsIndex(file) {
+			if len(o.PlanFiles) > 1 {
+				return usageErrorf("--plan %s is a fleet plan: give it alone (one fleet plan covers all its clusters)", file)
+			}
+			if err := o.completeFleet(cmd.Context(), file); err != nil {
+				return err
+			}
+			break
+		}
 		p, err := plan.ReadFile(file)
 		if err != nil {
 			return usageErrorf("--plan: %v", err)
@@ -122,8 +153,36 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	if o.tpl, err = templates.New(o.Templates); err != nil {
 		return usageErrorf("%v", err)
 	}
+	if o.fleet != nil {
+		return nil
+	}
 	if o.cluster, err = connect(o.ConfigFlags); err != nil {
 		return err
+	}
+	return nil
+}
+
+// completeFleet loads a fleet plan and connects to each of its clusters
+// the way apply and finalize do; its inputs follow each cluster as Argo CD
+// runs it (status.FleetInputs).
+func (o *StatusOptions) completeFleet(ctx context.Context, file string) error {
+	f, err := fleet.Load(file)
+	if err != nil {
+		return usageErrorf("--plan: %v", err)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	o.fleet, o.clusters = f, map[string]*cluster{}
+	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
+	for _, in := range status.FleetInputs(f) {
+		c, err := fc.connect(ctx, f, in.Cluster)
+		if err != nil {
+			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, in.Cluster, err)
+		}
+		o.clusters[in.Cluster] = c
+		in.Clients, in.Kube, in.Explain = c.clients, c.kube, c.explain
+		o.inputs = append(o.inputs, in)
 	}
 	return nil
 }
@@ -150,11 +209,34 @@ func (o *StatusOptions) Validate() error {
 		return usageErrorf("--provider %q is not supported: use one of %s", o.Provider, strings.Join(gitops.ProviderNames(), ", "))
 	}
 	for _, i := range o.inputs {
-		if err := plan.CheckCluster(i.Plan, o.cluster.rest.Host, o.cluster.context); err != nil {
+		c := o.cluster
+		if i.Cluster != "" {
+			c = o.clusters[i.Cluster]
+		}
+		if err := plan.CheckCluster(i.Plan, c.rest.Host, c.context); err != nil {
 			return usageErrorf("--plan %s: %v", i.File, err)
+		}
+		if err := checkHub(i.Plan, o.hub); err != nil {
+			return err
+		}
+		if m := i.Plan.ArgoCD.Management; m != nil && o.hub == nil {
+			return usageErrorf("--plan %s was made with Argo CD on the management cluster %s (context %q), where its Applications are: give --argocd-context (and --argocd-kubeconfig when it is in another file)", i.File, m.Server, m.Context)
 		}
 	}
 	return nil
+}
+
+// argoCD is the cluster Argo CD runs on: the management cluster, the
+// cluster worked on, or (a fleet plan without a management cluster) each
+// of the fleet's clusters, the first of them read for argocd-cm.
+func (o *StatusOptions) argoCD() (c *cluster, perCluster bool) {
+	switch {
+	case o.hub != nil:
+		return o.hub, false
+	case o.fleet != nil:
+		return o.clusters[o.inputs[0].Cluster], true
+	}
+	return o.cluster, false
 }
 
 // Run calls the status engine, prints its report, and writes the HTML
@@ -163,10 +245,16 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	for n := range o.inputs {
+		if o.inputs[n].Cluster == "" { // a plan of its own: the cluster worked on
+			o.inputs[n].Clients, o.inputs[n].Kube, o.inputs[n].Explain = o.cluster.clients, o.cluster.kube, o.cluster.explain
+		}
+	}
+	argo, perCluster := o.argoCD()
 	r, err := status.Run(ctx, status.Options{
-		Inputs: o.inputs, Clients: o.cluster.clients, Kube: o.cluster.kube,
+		Inputs: o.inputs, Clients: argo.clients, Kube: argo.kube, ArgoCDPerCluster: perCluster,
 		Repo: o.Repo, Auth: o.auth, Base: o.Base, Provider: o.Provider, APIURL: o.APIURL,
-		Coverage: !o.NoCoverage, Config: o.cfg, Record: o.Record, Now: o.now(), Explain: o.cluster.explain,
+		Coverage: !o.NoCoverage, Config: o.cfg, Record: o.Record, Now: o.now(), Explain: argo.explain,
 	})
 	var ie *status.InputError
 	if errors.As(err, &ie) {

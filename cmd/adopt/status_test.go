@@ -396,3 +396,57 @@ func TestStatusOnAPlainGitServer(t *testing.T) {
 		t.Fatalf("objects %+v, notes %v", r.Objects, r.Notes)
 	}
 }
+
+// TestStatusReadsByList: a namespace whose 24 ConfigMaps status reads with
+// one metadata list (fewer requests than a GET each) and whose one Secret
+// it GETs: the list gives what a GET would (a ConfigMap annotated since the
+// plan is read with its new annotation bytes, the client-side-apply
+// manager seen), and a ConfigMap deleted since the plan is not found and
+// stuck, as with a GET.
+func TestStatusReadsByList(t *testing.T) {
+	ns := cp.Namespace(t)
+	var docs []string
+	for i := 0; i < 24; i++ {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d}\ndata: {a: \"%d\"}\n", i, i))
+	}
+	docs = append(docs, "apiVersion: v1\nkind: Secret\nmetadata: {name: only}\nstringData: {k: list-CANARY-value}\n")
+	kc(t, []byte(strings.Join(docs, "---\n")), "apply", "-n", ns, "-f", "-")
+	planFile := filepath.Join(t.TempDir(), "plan.yaml")
+	if _, errOut, code := adopt(t, "plan", "-n", ns, "-q", "--out", planFile, "--argocd-version", "v3.2.6"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	p, err := plan.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc(t, nil, "delete", "configmap", "cm-07", "-n", ns)
+	kc(t, nil, "annotate", "configmap", "cm-03", "-n", ns, "extra=xyz")
+	r := statusJSON(t, "--plan", planFile, "--no-coverage")
+	seen := 0
+	for _, o := range r.Objects {
+		switch {
+		case strings.HasPrefix(o.Ref, "ConfigMap "+ns+"/cm-"), o.Ref == "Secret "+ns+"/only":
+		default:
+			continue
+		}
+		seen++
+		planned := p.Object(o.Ref)
+		switch o.Ref {
+		case "ConfigMap " + ns + "/cm-07":
+			if !o.Stuck || !strings.Contains(o.Reason, "not found in the cluster") {
+				t.Errorf("the deleted ConfigMap: %+v", o)
+			}
+		case "ConfigMap " + ns + "/cm-03":
+			if want := planned.Budget.AnnotationBytes + len("extra") + len("xyz"); o.Stuck || o.Budget.AnnotationBytes != want {
+				t.Errorf("the annotated ConfigMap: %d annotation bytes (stuck %v), want %d", o.Budget.AnnotationBytes, o.Stuck, want)
+			}
+		default:
+			if o.Stuck || o.Budget.AnnotationBytes != planned.Budget.AnnotationBytes || o.Budget.LastAppliedBytes == 0 {
+				t.Errorf("%s: %+v, want found with the plan's %d annotation bytes, last-applied among them", o.Ref, o, planned.Budget.AnnotationBytes)
+			}
+		}
+	}
+	if seen != 25 {
+		t.Errorf("status reported %d of the 25 objects", seen)
+	}
+}
