@@ -3,7 +3,7 @@
 // namespace that holds many of them, or one GET per object, whichever
 // takes the fewest requests, judged from counts alone. apply's export,
 // finalize's tracking check and plan's reads of bodies for drift follow
-// it. It makes no request itself.
+// it, and so do status's reads of metadata. It makes no request itself.
 package reads
 
 import (

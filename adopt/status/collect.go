@@ -21,6 +21,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/reads"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"golang.org/x/sync/errgroup"
@@ -260,31 +261,41 @@ func (l live) into(f *Facts, t argoapp.Tracking) {
 
 // readObjects reads the metadata of p's objects (labels, annotations for
 // their sizes and the tracking mark, field managers), by object, Parallel
-// requests at a time (0 means 8): one paginated list per resource and
-// namespace where that takes fewer requests than a GET per object, a GET
-// per object elsewhere. A list's size is estimated from the plan, which
-// counted what it found there (planned and skipped). No body is read, so
-// no Secret value.
+// requests at a time (0 means 8), as reads.Choose says for each resource:
+// one paginated list of the cluster, lists of the namespaces holding many
+// of its objects, a GET for each other object. A cluster list's size is
+// the plan's count of what it found of the resource (planned and
+// skipped), known only when the plan covered the whole cluster or the
+// resource is cluster-scoped; it leaves out what Argo CD already tracked
+// at plan time. No body is read, so no Secret value.
 func readObjects(ctx context.Context, client metadata.Interface, parallel int, p *plan.Plan) map[string]live {
-	type group struct {
-		gvr  schema.GroupVersionResource
-		ns   string
-		objs []plan.Object
+	type resource struct {
+		gvr     schema.GroupVersionResource
+		unknown bool                         // the plan did not count the whole cluster's objects
+		want    map[string]map[string]string // ref by name, by namespace
 	}
-	found := map[string]int{} // objects the plan found, by group/kind/namespace
+	found := map[string]int{} // by group/kind
 	for _, s := range p.Skipped {
-		found[s.Group+"/"+s.Kind+"/"+s.Namespace]++
+		found[s.Group+"/"+s.Kind]++
 	}
-	groups := map[string]*group{}
+	res := map[string]*resource{}
 	var keys []string
 	for _, o := range p.Objects {
-		k := o.Group + "/" + o.Kind + "/" + o.Namespace
+		k := o.Group + "/" + o.Kind
 		found[k]++
-		if groups[k] == nil {
-			groups[k] = &group{gvr: o.GVR(), ns: o.Namespace}
+		r := res[k]
+		if r == nil {
+			r = &resource{gvr: o.GVR(), want: map[string]map[string]string{}}
+			res[k] = r
 			keys = append(keys, k)
 		}
-		groups[k].objs = append(groups[k].objs, o)
+		if r.want[o.Namespace] == nil {
+			r.want[o.Namespace] = map[string]string{}
+		}
+		r.want[o.Namespace][o.Name] = o.Ref.String()
+		if o.Namespace != "" && p.Cluster.Namespace != "" {
+			r.unknown = true // a namespaced plan does not count the cluster
+		}
 	}
 	out := make(map[string]live, len(p.Objects))
 	var mu sync.Mutex
@@ -300,52 +311,70 @@ func readObjects(ctx context.Context, client metadata.Interface, parallel int, p
 	var g errgroup.Group
 	g.SetLimit(workers)
 	for _, k := range keys {
-		gr := groups[k]
-		res := client.Resource(gr.gvr).Namespace(gr.ns)
-		if pages := (found[k] + listPage - 1) / listPage; pages < len(gr.objs) {
-			g.Go(func() error {
-				want := map[string]string{}
-				for _, o := range gr.objs {
-					want[o.Name] = o.Ref.String()
-				}
-				opts := metav1.ListOptions{Limit: listPage}
-				for {
-					page, err := res.List(ctx, opts)
-					if err != nil {
-						for _, ref := range want { // kept per object, as a GET's would be
-							keep(ref, live{err: gitops.OneLine(err.Error())})
-						}
-						return nil
-					}
-					for i := range page.Items {
-						if ref, ok := want[page.Items[i].Name]; ok {
-							keep(ref, liveOf(&page.Items[i]))
-							delete(want, page.Items[i].Name)
-						}
-					}
-					if opts.Continue = page.Continue; opts.Continue == "" {
-						return nil // what is left in want is not found
-					}
-				}
-			})
-			continue
+		r := res[k]
+		counts := map[string]int{}
+		for ns, names := range r.want {
+			counts[ns] = len(names)
 		}
-		for _, o := range gr.objs {
+		total := found[k]
+		if r.unknown {
+			total = -1
+		}
+		for _, ns := range reads.Choose(counts, total, listPage).Lists() {
 			g.Go(func() error {
-				m, err := res.Get(ctx, o.Name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(err):
-				case err != nil:
-					keep(o.Ref.String(), live{err: gitops.OneLine(err.Error())})
-				default:
-					keep(o.Ref.String(), liveOf(m))
-				}
+				list(ctx, client.Resource(r.gvr).Namespace(ns), r.want, ns == "", keep)
 				return nil
 			})
+		}
+		_ = g.Wait() // the GETs below read what no list did
+		for ns, names := range r.want {
+			mu.Lock()
+			var left [][2]string
+			for name, ref := range names {
+				if _, ok := out[ref]; !ok {
+					left = append(left, [2]string{name, ref})
+				}
+			}
+			mu.Unlock()
+			for _, nr := range left {
+				g.Go(func() error {
+					m, err := client.Resource(r.gvr).Namespace(ns).Get(ctx, nr[0], metav1.GetOptions{})
+					switch {
+					case apierrors.IsNotFound(err):
+					case err != nil:
+						keep(nr[1], live{err: gitops.OneLine(err.Error())})
+					default:
+						keep(nr[1], liveOf(m))
+					}
+					return nil
+				})
+			}
 		}
 	}
 	_ = g.Wait()
 	return out
+}
+
+// list reads one resource's list (of one namespace, or of the whole
+// cluster when all is set) page by page and keeps what want names. A
+// failed list keeps nothing: its objects are left to GETs, whose errors
+// name them.
+func list(ctx context.Context, res metadata.ResourceInterface, want map[string]map[string]string, all bool, keep func(string, live)) {
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		page, err := res.List(ctx, opts)
+		if err != nil {
+			return
+		}
+		for i := range page.Items {
+			if ref, ok := want[page.Items[i].Namespace][page.Items[i].Name]; ok {
+				keep(ref, liveOf(&page.Items[i]))
+			}
+		}
+		if opts.Continue = page.Continue; opts.Continue == "" {
+			return
+		}
+	}
 }
 
 // listPage is the page size of readObjects' lists.
