@@ -341,15 +341,95 @@ spec:
 		if s.Kind != "Deployment" || s.Group != "apps" || s.Name != "api" {
 			t.Errorf("suggestion %+v names another object", s)
 		}
-		if len(s.ManagedFieldsManagers) == 1 && s.ManagedFieldsManagers[0] == "test-autoscaler" && strings.Join(s.JSONPointers, ",") == "/spec/replicas" {
+		// The manager's entry names the manager only: a field a person
+		// changes later changes owner and shows as drift.
+		if len(s.ManagedFieldsManagers) == 1 && s.ManagedFieldsManagers[0] == "test-autoscaler" && len(s.JSONPointers) == 0 &&
+			strings.Join(s.Fields, ",") == "spec.replicas" && s.Manager == "test-autoscaler" && s.Source == preview.SourceManagedFields {
 			byManager = true
 		}
-		if strings.HasPrefix(s.Reason, "HorizontalPodAutoscaler "+ns+"/api") && strings.Join(s.JSONPointers, ",") == "/spec/replicas" {
+		if strings.HasPrefix(s.Reason, "HorizontalPodAutoscaler "+ns+"/api") && strings.Join(s.JSONPointers, ",") == "/spec/replicas" &&
+			len(s.ManagedFieldsManagers) == 0 && s.Manager == "test-autoscaler" && strings.HasPrefix(s.Source, "HorizontalPodAutoscaler (") {
 			byHPA = true
 		}
 	}
 	if !byManager || !byHPA {
 		t.Errorf("ignoreDifferences %+v; want /spec/replicas for manager test-autoscaler and for the HPA", r.IgnoreDifferences)
+	}
+}
+
+// TestHandEditedFieldIsNotIgnored: a person scaled the Deployment with
+// kubectl (field manager kubectl-scale) although an HPA targets it, and
+// another controller set a label a person then edited: neither field is
+// ignored, and notes say why.
+func TestHandEditedFieldIsNotIgnored(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	d := deployment(ns, "api", "registry.invalid/api:1", 2, "")
+	handApply(t, ctx, d)
+	if _, err := cp.Kubectl(ctx, nil, "-n", ns, "scale", "deployment/api", "--replicas=4"); err != nil {
+		t.Fatal(err)
+	}
+	handApply(t, ctx, fmt.Sprintf(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: api, namespace: %s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+`, ns))
+	u := live(t, ctx, deployments, ns, "api")
+	editedBy := ""
+	for _, m := range u.GetManagedFields() {
+		if strings.HasPrefix(m.Manager, "kubectl-") && m.Manager != "kubectl-client-side-apply" {
+			editedBy = m.Manager
+		}
+	}
+	if editedBy == "" {
+		t.Fatalf("kubectl scale left no kubectl-* manager: %+v", u.GetManagedFields())
+	}
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
+	if len(r.IgnoreDifferences) != 0 {
+		t.Errorf("ignoreDifferences %+v; want none: %s changed spec.replicas by hand", r.IgnoreDifferences, editedBy)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "spec.replicas is not ignored although HorizontalPodAutoscaler "+ns+"/api scales it") {
+		t.Errorf("notes %q; want spec.replicas not ignored, naming the HPA", r.Notes)
+	}
+}
+
+// TestInjectedCABundle: a webhook configuration carrying cert-manager's
+// inject-ca-from annotation gets a caBundle pointer per webhook, even though
+// no cainjector has run.
+func TestInjectedCABundle(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	name := "adopt-test-" + ns
+	hook := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: %[1]s
+  annotations: {cert-manager.io/inject-ca-from: %[2]s/serving}
+webhooks:
+- name: a.%[1]s.invalid
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {url: "https://a.invalid/validate"}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: Namespaced}]
+  namespaceSelector: {matchLabels: {never: match}}
+`, name, ns)
+	handApply(t, ctx, hook)
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), nil, "delete", "validatingwebhookconfiguration", name) })
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, gvr, hook)
+	if len(r.IgnoreDifferences) != 1 {
+		t.Fatalf("ignoreDifferences %+v; want one", r.IgnoreDifferences)
+	}
+	d := r.IgnoreDifferences[0]
+	if strings.Join(d.JSONPointers, ",") != "/webhooks/0/clientConfig/caBundle" || d.Manager != "cert-manager-cainjector" ||
+		!strings.HasPrefix(d.Source, "cert-manager cainjector (") || !strings.Contains(d.Reason, "cert-manager.io/inject-ca-from: "+ns+"/serving") {
+		t.Errorf("entry %+v; want the caBundle pointer of webhook 0 from cainjector", d)
 	}
 }
 
