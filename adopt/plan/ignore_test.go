@@ -57,9 +57,9 @@ func TestIgnoreDifferencesFollowTheApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range p.Applications {
-		want := "adopt.yaml noIgnoreDifferences"
+		want := "turned off by adopt.yaml noIgnoreDifferences"
 		if a.Name == app.Name {
-			want = "--no-ignore-differences" // the first setting is the one recorded
+			want = "turned off by --no-ignore-differences" // the first setting is the one recorded
 		}
 		if a.IgnoreDifferencesOff != want || len(a.WrittenIgnoreDifferences()) != 0 {
 			t.Errorf("Application %s: off %q, written %+v; want off by %s and none written", a.Name, a.IgnoreDifferencesOff, a.WrittenIgnoreDifferences(), want)

@@ -214,9 +214,10 @@ type Application struct {
 	// owns); apply writes them with RespectIgnoreDifferences=true unless
 	// IgnoreDifferencesOff says why not. Empty without plan --preview.
 	IgnoreDifferences []preview.IgnoreDifference `json:"ignoreDifferences,omitempty" yaml:"ignoreDifferences,omitempty"`
-	// IgnoreDifferencesOff names the setting that turned the entries off
-	// for this Application (--no-ignore-differences or adopt.yaml's
-	// noIgnoreDifferences); "" when apply writes them.
+	// IgnoreDifferencesOff says why apply writes none of the entries
+	// ("turned off by --no-ignore-differences", "turned off by adopt.yaml
+	// noIgnoreDifferences", or an existing Application, which apply does
+	// not write); "" when apply writes them.
 	IgnoreDifferencesOff string `json:"ignoreDifferencesOff,omitempty" yaml:"ignoreDifferencesOff,omitempty"`
 }
 
@@ -228,7 +229,7 @@ func (a Application) IgnoreSummary() string {
 	case n == 0:
 		return ""
 	case a.IgnoreDifferencesOff != "":
-		return fmt.Sprintf("%d ignoreDifferences entr%s NOT written (turned off by %s): the Application will show these fields OutOfSync or, with self-heal, fight their writer", n, plural(n, "y", "ies"), a.IgnoreDifferencesOff)
+		return fmt.Sprintf("%d ignoreDifferences entr%s NOT written (%s): the Application will show these fields OutOfSync or, with self-heal, fight their writer", n, plural(n, "y", "ies"), a.IgnoreDifferencesOff)
 	}
 	return fmt.Sprintf("%d ignoreDifferences entr%s written, with RespectIgnoreDifferences=true (fields another writer owns; turn off with --no-ignore-differences)", n, plural(n, "y", "ies"))
 }

@@ -65,6 +65,9 @@ func (p *Plan) AddPreview(results map[string]preview.Result) {
 				a.IgnoreDifferences = append(a.IgnoreDifferences, r.IgnoreDifferences...)
 			}
 		}
+		if a.Existing != nil && len(a.IgnoreDifferences) > 0 {
+			a.IgnoreDifferencesOff = "the Application already exists and apply writes nothing for it: add them to it by hand"
+		}
 	}
 	p.summarize()
 	s := preview.Summarize(all)
@@ -84,7 +87,7 @@ func (p *Plan) TurnOffIgnoreDifferences(globs []string, by string) error {
 		a := &p.Applications[i]
 		for _, g := range globs {
 			if ok, _ := path.Match(g, a.Name); ok && a.IgnoreDifferencesOff == "" {
-				a.IgnoreDifferencesOff = by
+				a.IgnoreDifferencesOff = "turned off by " + by
 			}
 		}
 	}

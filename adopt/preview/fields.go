@@ -265,7 +265,7 @@ func (p *Previewer) ignoreDifferences(ctx context.Context, r *Result, in Input, 
 	}
 	edited := &fieldpath.Set{} // fields a person changed
 	for _, o := range before {
-		if handEdit(o.entry.Manager) {
+		if handEdit(o.entry) {
 			edited = edited.Union(o.set)
 		}
 	}
@@ -325,19 +325,21 @@ func (p *Previewer) ignoreDifferences(ctx context.Context, r *Result, in Input, 
 	return nil
 }
 
-// handEdit reports whether a manager is a person changing an object by
-// hand after it was created: kubectl edit, patch, scale, label, set, …
-// (any kubectl-* but the client-side apply that created it).
-func handEdit(manager string) bool {
-	return strings.HasPrefix(manager, "kubectl-") && manager != "kubectl-client-side-apply"
+// handEdit reports whether a managedFields entry is a person changing the
+// object by hand after applying it: an Update by kubectl edit, patch,
+// scale, label, set, … The applies that created it (client-side, or
+// kubectl's server-side Apply) are what adopt replaces, not a change.
+func handEdit(e metav1.ManagedFieldsEntry) bool {
+	return isHand(e.Manager) && e.Operation == metav1.ManagedFieldsOperationUpdate &&
+		e.Manager != "kubectl-client-side-apply" && e.Manager != "before-first-apply"
 }
 
 // editor is the handEdit manager that owns the field at path ("" when
 // none does).
 func editor(os []owner, path string) string {
 	for _, o := range os {
-		if handEdit(o.entry.Manager) && ownsPath(o, path) {
-			return o.entry.Manager
+		if handEdit(o.entry) && ownsPath(o, path) {
+			return o.String()
 		}
 	}
 	return ""
