@@ -42,15 +42,24 @@ func (o owner) key() string {
 func owners(u *unstructured.Unstructured) ([]owner, error) {
 	var out []owner
 	for _, e := range u.GetManagedFields() {
-		s := &fieldpath.Set{}
-		if e.FieldsV1 != nil {
-			if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-				return nil, fmt.Errorf("%s: managedFields of %s: %w", ref(u).String(), e.Manager, err)
-			}
+		s, err := fieldSet(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ref(u).String(), err)
 		}
 		out = append(out, owner{entry: e, set: s})
 	}
 	return out, nil
+}
+
+// fieldSet parses the fields of a managedFields entry.
+func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
+	if e.FieldsV1 != nil {
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
+		}
+	}
+	return s, nil
 }
 
 // pendingDeletions names the fields hand-apply managers still own after the
@@ -364,4 +373,16 @@ func ownsPath(o owner, path string) bool {
 		}
 	})
 	return found
+}
+
+// OwnedFields are the fields a managedFields entry owns, as Change paths
+// name them.
+func OwnedFields(e metav1.ManagedFieldsEntry) ([]string, error) {
+	s, err := fieldSet(e)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	s.Leaves().Iterate(func(fp fieldpath.Path) { out = append(out, pathString(fp)) })
+	return out, nil
 }

@@ -1,0 +1,173 @@
+package finalize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// DefaultSettle is Runner.Settle's default (finalize --settle): long
+// enough for Argo CD to see a writer that sets a field back after the
+// cleanup, short enough to wait for on every run.
+const DefaultSettle = 10 * time.Second
+
+// Settle is an Application's sync status over the settle window that
+// follows its cleanup.
+type Settle struct {
+	// Window is how long finalize watched.
+	Window string `json:"window" yaml:"window"`
+	// Synced is true when the Application stayed Synced the whole window.
+	Synced bool `json:"synced" yaml:"synced"`
+	// Sync is the status it flipped to ("" when it stayed Synced).
+	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
+	// Drift names, for each object Argo CD reports OutOfSync, the fields a
+	// manager other than Argo CD wrote since the window opened.
+	Drift []Drift `json:"drift,omitempty" yaml:"drift,omitempty"`
+}
+
+// Drift is one object that went OutOfSync, and who changed what.
+type Drift struct {
+	Object string `json:"object" yaml:"object"`
+	// Manager is the field manager (and operation) that wrote Fields
+	// during the window; "" when none did.
+	Manager string   `json:"manager,omitempty" yaml:"manager,omitempty"`
+	Fields  []string `json:"fields,omitempty" yaml:"fields,omitempty"`
+	// Note says why the writer is not named.
+	Note string `json:"note,omitempty" yaml:"note,omitempty"`
+}
+
+func (d Drift) String() string {
+	if d.Manager == "" {
+		return d.Object + ": " + d.Note
+	}
+	return fmt.Sprintf("%s: %s changed by %s", d.Object, strings.Join(d.Fields, ", "), d.Manager)
+}
+
+// SettleAll watches every ready Application of rep, all at once, for
+// r.Settle and records on each whether it stayed Synced; where it did not,
+// a problem names the object, the fields and the manager. It writes
+// nothing; Session runs it after the cleanup, with the journal closed.
+func (r *Runner) SettleAll(ctx context.Context, rep *Report) error {
+	if r.Settle <= 0 || r.DryRun {
+		return nil
+	}
+	errs := make([]error, len(rep.Apps))
+	var wg sync.WaitGroup
+	for i := range rep.Apps {
+		ar := &rep.Apps[i]
+		if !ar.Ready {
+			continue
+		}
+		wg.Go(func() {
+			ar.Settle, errs[i] = r.settle(ctx, ar.Name, r.Selection.Targets[ar.Name])
+			if s := ar.Settle; s != nil && !s.Synced {
+				for _, d := range s.Drift {
+					ar.Problems = append(ar.Problems, fmt.Sprintf("went %s within the %s settle window after cleanup: %s", s.Sync, s.Window, d))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// settle watches Application name for r.Settle once its objects are
+// cleaned up (a watch where the reader has one, else a read every
+// PollInterval) and reports whether it stayed Synced; at the first read
+// that is not Synced it stops and names, for each OutOfSync object of
+// targets, the fields another manager wrote since the window opened.
+func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Settle, error) {
+	s := &Settle{Window: r.Settle.String(), Synced: true}
+	since := time.Now().Truncate(time.Second) // managedFields times have seconds
+	window, cancel := context.WithTimeout(ctx, r.Settle)
+	defer cancel()
+	var changes <-chan struct{}
+	if w, ok := r.Reader.(argoapp.Watcher); ok {
+		changes = w.Changes(window, name)
+	}
+	interval := r.PollInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		st, err := r.Reader.Application(ctx, name)
+		if err != nil {
+			return s, err
+		}
+		if st.Sync != argoapp.SyncSynced {
+			s.Synced, s.Sync = false, st.Sync
+			s.Drift = r.drift(ctx, st, targets, since)
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-window.Done():
+			return s, nil
+		case <-tick.C:
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil
+			}
+		}
+	}
+}
+
+// drift names, for each object of targets that st reports OutOfSync, the
+// managers other than Argo CD's that wrote it since, with their fields.
+func (r *Runner) drift(ctx context.Context, st argoapp.AppState, targets []Target, since time.Time) []Drift {
+	var out []Drift
+	for _, res := range st.Resources {
+		if res.Status != "OutOfSync" {
+			continue
+		}
+		for _, t := range targets {
+			if t.Group != res.Group || t.Kind != res.Kind || t.Namespace != res.Namespace || t.Name != res.Name {
+				continue
+			}
+			out = append(out, r.changedSince(ctx, t, since)...)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Drift{Object: "Application " + st.Name, Note: "OutOfSync, but none of its adopted objects is reported OutOfSync (yet): see `argocd app diff " + st.Name + "`"})
+	}
+	return out
+}
+
+// changedSince reads t and names each manager other than Argo CD's that
+// wrote it at or after since, with the fields it owns.
+func (r *Runner) changedSince(ctx context.Context, t Target, since time.Time) []Drift {
+	u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return []Drift{{Object: t.Ref.String(), Note: "OutOfSync; could not read it to name the writer: " + err.Error()}}
+	}
+	var out []Drift
+	for _, e := range u.GetManagedFields() {
+		if e.Manager == r.Finalizer.owner() || e.Time == nil || e.Time.Time.Before(since) || e.Subresource == "status" {
+			continue
+		}
+		fields, err := preview.OwnedFields(e)
+		if err != nil {
+			return []Drift{{Object: t.Ref.String(), Note: "OutOfSync; " + err.Error()}}
+		}
+		who := e.Manager + " (" + string(e.Operation)
+		if e.Subresource != "" {
+			who += ", " + e.Subresource
+		}
+		out = append(out, Drift{Object: t.Ref.String(), Manager: who + ")", Fields: fields})
+	}
+	if len(out) == 0 {
+		out = append(out, Drift{Object: t.Ref.String(), Note: "OutOfSync, and no field manager but Argo CD's wrote it during the window: see `argocd app diff`"})
+	}
+	return out
+}
