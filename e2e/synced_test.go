@@ -61,24 +61,13 @@ func staysSynced(t *testing.T, version string) {
 	defer cancel()
 	ph := &phases{t: t, last: time.Now()}
 	defer ph.print()
-	cp, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("the local control plane did not start: %v", err)
-	}
-	t.Cleanup(cp.Stop)
+	cp := startControlPlane(ctx, t)
 	sched, err := testenv.StartScheduling(ctx, cp, "--horizontal-pod-autoscaler-sync-period=1s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sched.Stop)
-	argo, err := testenv.StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(argo.Stop)
-	if err := argo.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
-		t.Fatal(err)
-	}
+	argo := startArgoCD(ctx, t, cp, version)
 	ph.done("control plane, controller manager, argo cd")
 
 	gs, err := testenv.StartGitServer("adopt", "git-"+strconv.FormatInt(time.Now().UnixNano(), 10))
@@ -436,19 +425,29 @@ func lastSync(ctx context.Context, t *testing.T, d dynamic.Interface, argo *test
 // that started at before, and has succeeded.
 func waitNewSync(ctx context.Context, t *testing.T, d dynamic.Interface, argo *testenv.ArgoCD, app, before, what string) {
 	t.Helper()
+	apps := d.Resource(argoapp.ApplicationGVR).Namespace(argo.Namespace)
+	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		st, err := argo.ApplicationStatus(ctx, app)
-		return err == nil && lastSync(ctx, t, d, argo, app) != before && st.OperationPhase == "Succeeded", nil
+		u, err := apps.Get(ctx, app, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		op, _, _ := unstructured.NestedMap(u.Object, "status", "operationState")
+		b, _ := json.Marshal(op)
+		last = string(b)
+		at, _, _ := unstructured.NestedString(op, "startedAt")
+		phase, _, _ := unstructured.NestedString(op, "phase")
+		return at != before && phase == "Succeeded", nil
 	})
 	if err != nil {
-		st, _ := argo.ApplicationStatus(ctx, app)
-		t.Fatalf("waiting for %s: last operation started at %s (before: %s): %s", what, lastSync(ctx, t, d, argo, app), before, st)
+		t.Fatalf("waiting for %s: the last operation started at %s: %s", what, before, last)
 	}
 }
 
 // refreshed asks Argo CD for a normal refresh of app (the refresh
 // annotation, as argocd app get --refresh does) and waits until it is
-// done: the annotation is gone and status.reconciledAt is after the ask.
+// done: the controller removed the annotation, and status.reconciledAt
+// (seconds) is not before the ask.
 func refreshed(ctx context.Context, t *testing.T, d dynamic.Interface, argo *testenv.ArgoCD, app string) testenv.AppStatus {
 	t.Helper()
 	apps := d.Resource(argoapp.ApplicationGVR).Namespace(argo.Namespace)
@@ -467,7 +466,7 @@ func refreshed(ctx context.Context, t *testing.T, d dynamic.Interface, argo *tes
 		when, _ := time.Parse(time.RFC3339, at)
 		_, pending := u.GetAnnotations()["argocd.argoproj.io/refresh"]
 		last = fmt.Sprintf("refresh pending %v, reconciledAt %s, asked at %s", pending, at, asked.Format(time.RFC3339))
-		return !pending && when.After(asked), nil
+		return !pending && !when.Before(asked), nil
 	})
 	if err != nil {
 		st, _ := argo.ApplicationStatus(ctx, app)
