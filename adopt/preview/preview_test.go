@@ -318,17 +318,7 @@ func TestControllerOwnedReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handApply(t, ctx, fmt.Sprintf(`apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: api, namespace: %s}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
-  minReplicas: 2
-  maxReplicas: 6
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
-`, ns))
+	handApply(t, ctx, hpa(ns))
 	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
 	if len(r.Changes) != 1 || r.Changes[0].Text != "spec.replicas: 5 → 2" {
 		t.Errorf("changes %+v; want spec.replicas: 5 → 2", r.Changes)
@@ -357,6 +347,21 @@ spec:
 	}
 }
 
+// hpa is an HPA in ns that scales Deployment api on CPU.
+func hpa(ns string) string {
+	return fmt.Sprintf(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: api, namespace: %s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  minReplicas: 2
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+`, ns)
+}
+
 // TestHandEditedFieldIsNotIgnored: a person scaled the Deployment with
 // kubectl scale (an Update as kubectl on the scale subresource) although an
 // HPA targets it: spec.replicas is not ignored, and a note says why.
@@ -368,16 +373,7 @@ func TestHandEditedFieldIsNotIgnored(t *testing.T) {
 	if _, err := cp.Kubectl(ctx, nil, "-n", ns, "scale", "deployment/api", "--replicas=4"); err != nil {
 		t.Fatal(err)
 	}
-	handApply(t, ctx, fmt.Sprintf(`apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: api, namespace: %s}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
-  maxReplicas: 6
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
-`, ns))
+	handApply(t, ctx, hpa(ns))
 	u := live(t, ctx, deployments, ns, "api")
 	editedBy := ""
 	for _, m := range u.GetManagedFields() {
