@@ -606,3 +606,71 @@ func TestPreviewHidesSecretValues(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownScalersAndCABundles: a KEDA ScaledObject (its CRD installed
+// here) targeting a Deployment gives /spec/replicas, and an APIService
+// whose spec.caBundle another manager wrote and Git leaves out gives
+// /spec/caBundle; the same APIService with the caBundle in Git gives none.
+func TestKnownScalersAndCABundles(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	handApply(t, ctx, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: scaledobjects.keda.sh}
+spec:
+  group: keda.sh
+  names: {kind: ScaledObject, plural: scaledobjects, singular: scaledobject, listKind: ScaledObjectList}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`)
+	if _, err := cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "crd/scaledobjects.keda.sh", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(ns, "worker", "registry.invalid/worker:1", 2, "")
+	handApply(t, ctx, d)
+	handApply(t, ctx, fmt.Sprintf(`apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: worker, namespace: %s}
+spec:
+  scaleTargetRef: {name: worker}
+  triggers: [{type: cron, metadata: {timezone: UTC, start: "0 8 * * *", end: "0 18 * * *", desiredReplicas: "4"}}]
+`, ns))
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
+	if len(r.IgnoreDifferences) != 1 || strings.Join(r.IgnoreDifferences[0].JSONPointers, ",") != "/spec/replicas" ||
+		!strings.HasPrefix(r.IgnoreDifferences[0].Source, "KEDA ScaledObject (") || !strings.HasPrefix(r.IgnoreDifferences[0].Reason, "KEDA ScaledObject "+ns+"/worker scales it") {
+		t.Errorf("ignoreDifferences %+v; want /spec/replicas from the ScaledObject", r.IgnoreDifferences)
+	}
+
+	name := "v1." + ns + ".adopt-test.invalid"
+	svc := fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: %s}
+spec:
+  group: %s.adopt-test.invalid
+  version: v1
+  service: {namespace: %s, name: nowhere, port: 443}
+  groupPriorityMinimum: 10
+  versionPriority: 10
+`, name, ns, ns)
+	handApply(t, ctx, svc)
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), nil, "delete", "apiservice", name) })
+	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	ca := base64.StdEncoding.EncodeToString([]byte("not a real CA"))
+	if _, err := dyn().Resource(apiServices).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"caBundle":"`+ca+`"}}`),
+		metav1.PatchOptions{FieldManager: "ca-installer"}); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, ctx, &preview.Previewer{Client: dyn()}, apiServices, svc)
+	if len(r.IgnoreDifferences) != 1 || strings.Join(r.IgnoreDifferences[0].JSONPointers, ",") != "/spec/caBundle" || r.IgnoreDifferences[0].Manager != "ca-installer" ||
+		!strings.HasPrefix(r.IgnoreDifferences[0].Source, "APIService caBundle (") {
+		t.Errorf("ignoreDifferences %+v; want /spec/caBundle written by ca-installer", r.IgnoreDifferences)
+	}
+	r = run(t, ctx, &preview.Previewer{Client: dyn()}, apiServices, svc+"  caBundle: "+ca+"\n")
+	if len(r.IgnoreDifferences) != 0 {
+		t.Errorf("ignoreDifferences %+v; want none: Git carries the caBundle", r.IgnoreDifferences)
+	}
+}
