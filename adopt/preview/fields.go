@@ -239,18 +239,6 @@ func pathString(fp fieldpath.Path) string {
 	return b.String()
 }
 
-// jsonPointer renders fp as a JSON pointer when it names only map fields.
-func jsonPointer(fp fieldpath.Path) (string, bool) {
-	var b strings.Builder
-	for _, pe := range fp {
-		if pe.FieldName == nil {
-			return "", false
-		}
-		b.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(*pe.FieldName))
-	}
-	return b.String(), true
-}
-
 // ignoreDifferences finds the spec.ignoreDifferences entries the object
 // needs: fields a manager that is neither a person's kubectl nor Argo CD
 // owns and the forced sync would take from it (the controller would set
