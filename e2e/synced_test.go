@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -241,12 +243,50 @@ func staysSynced(t *testing.T, version string) {
 	}
 	ph.done("writers change replicas")
 
-	// A person scales held with kubectl after the plan: the entry does not
-	// cover it (kubectl now owns the field), so Argo CD sets Git's 2 back.
+	// A person scales held with kubectl after the plan, while finalize
+	// watches it over a long settle window: the entry does not cover the
+	// field (kubectl now owns it), so the Application goes OutOfSync,
+	// finalize names the field and the manager, and self-heal sets Git's 2
+	// back.
+	fin := exec.CommandContext(ctx, adoptBin, "--kubeconfig", cp.Kubeconfig, "finalize", "--plan", planFile, "--app", held.Name,
+		"--allow-health", "Suspended", "--timeout", "2m", "--poll-interval", "500ms", "--settle", "2m")
+	var finOut strings.Builder
+	fin.Stdout = &finOut
+	errPipe, err := fin.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready, stderrDone := make(chan struct{}), make(chan struct{})
+	var finErr strings.Builder
+	go func() {
+		defer close(stderrDone)
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			finErr.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "Application "+held.Name+": synced and ") {
+				close(ready)
+			}
+		}
+	}()
+	select { // a barrier: finalize found it ready (its progress line); its settle window opens next
+	case <-ready:
+	case <-stderrDone:
+		_ = fin.Wait()
+		t.Fatalf("finalize ended before it found %s ready:\n%s\n%s", held.Name, finOut.String(), finErr.String())
+	}
 	kubectl(t, cp, "scale", "-n", nsHeld, "deployment/api", "--replicas=7")
 	waitReplicas(ctx, t, deploys(nsHeld), 2, "self-heal setting the kubectl-scaled "+nsHeld+" back to Git's 2 (drift shown, not ignored)")
 	waitNewSync(ctx, t, d, argo, held.Name, heldSyncs, "self-heal's sync of the kubectl drift on "+held.Name)
-	ph.done("kubectl drift")
+	<-stderrDone
+	werr := fin.Wait()
+	named := "went OutOfSync within the 2m0s settle window after cleanup: apps/Deployment " + nsHeld + "/api: spec.replicas changed by kubectl (Update, scale)"
+	if code := fin.ProcessState.ExitCode(); code != 4 || !strings.Contains(finOut.String(), named) {
+		t.Errorf("finalize while kubectl scaled %s: exit %d (%v); want 4 and %q\n%s\n%s", held.Name, code, werr, named, finOut.String(), finErr.String())
+	}
+	ph.done("kubectl drift, named by finalize")
 }
 
 // syncedConfig plans the test's namespaces only.

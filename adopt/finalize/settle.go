@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -29,7 +32,8 @@ type Settle struct {
 	// Sync is the status it flipped to ("" when it stayed Synced).
 	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
 	// Drift names, for each object Argo CD reports OutOfSync, the fields a
-	// manager other than Argo CD wrote since the window opened.
+	// manager other than Argo CD wrote since the second before the window
+	// opened.
 	Drift []Drift `json:"drift,omitempty" yaml:"drift,omitempty"`
 }
 
@@ -86,9 +90,12 @@ func (r *Runner) SettleAll(ctx context.Context, rep *Report) error {
 // targets, the fields another manager wrote since the window opened.
 func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Settle, error) {
 	s := &Settle{Window: r.Settle.String(), Synced: true}
-	since := time.Now().Truncate(time.Second) // managedFields times have seconds
+	// managedFields times are whole seconds: a write in the second before
+	// the window opened counts too.
+	since := time.Now().Add(-time.Second).Truncate(time.Second)
 	window, cancel := context.WithTimeout(ctx, r.Settle)
 	defer cancel()
+	seen := r.watchWriters(window, targets, since)
 	var changes <-chan struct{}
 	if w, ok := r.Reader.(argoapp.Watcher); ok {
 		changes = w.Changes(window, name)
@@ -106,7 +113,7 @@ func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Se
 		}
 		if st.Sync != argoapp.SyncSynced {
 			s.Synced, s.Sync = false, st.Sync
-			s.Drift = r.drift(ctx, st, targets, since)
+			s.Drift = r.drift(ctx, st, targets, since, seen)
 			return s, nil
 		}
 		select {
@@ -124,8 +131,11 @@ func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Se
 }
 
 // drift names, for each object of targets that st reports OutOfSync, the
-// managers other than Argo CD's that wrote it since, with their fields.
-func (r *Runner) drift(ctx context.Context, st argoapp.AppState, targets []Target, since time.Time) []Drift {
+// managers other than Argo CD's that wrote it since, with their fields: as
+// the watch saw them during the window (by the time Argo CD reports
+// OutOfSync, self-heal may have taken the field back, and the writer's
+// managedFields entry with it) and as the object is now.
+func (r *Runner) drift(ctx context.Context, st argoapp.AppState, targets []Target, since time.Time, seen *writers) []Drift {
 	var out []Drift
 	for _, res := range st.Resources {
 		if res.Status != "OutOfSync" {
@@ -135,7 +145,19 @@ func (r *Runner) drift(ctx context.Context, st argoapp.AppState, targets []Targe
 			if t.Group != res.Group || t.Kind != res.Kind || t.Namespace != res.Namespace || t.Name != res.Name {
 				continue
 			}
-			out = append(out, r.changedSince(ctx, t, since)...)
+			u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
+			if err == nil {
+				seen.saw(r, t, u, since)
+			}
+			found := seen.of(t)
+			switch {
+			case len(found) > 0:
+				out = append(out, found...)
+			case err != nil:
+				out = append(out, Drift{Object: t.Ref.String(), Note: "OutOfSync; could not read it to name the writer: " + err.Error()})
+			default:
+				out = append(out, Drift{Object: t.Ref.String(), Note: "OutOfSync, and no field manager but Argo CD's wrote it during the window: see `argocd app diff`"})
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -144,30 +166,101 @@ func (r *Runner) drift(ctx context.Context, st argoapp.AppState, targets []Targe
 	return out
 }
 
-// changedSince reads t and names each manager other than Argo CD's that
-// wrote it at or after since, with the fields it owns.
-func (r *Runner) changedSince(ctx context.Context, t Target, since time.Time) []Drift {
-	u, err := r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
-	if err != nil {
-		return []Drift{{Object: t.Ref.String(), Note: "OutOfSync; could not read it to name the writer: " + err.Error()}}
+// writers are the managers other than Argo CD's seen writing each object
+// during the settle window, by object.
+type writers struct {
+	mu sync.Mutex
+	// base holds each object's managedFields entries when the window
+	// opened: an entry without a time (the API server writes none for a
+	// scale subresource update) that is not among them is new.
+	base map[string]map[string]bool
+	seen map[string][]Drift
+}
+
+// saw records the writers u shows: each manager other than Argo CD's whose
+// entry is timed at or after since, or has no time and was not there when
+// the window opened. The first object seen of t is that opening state.
+func (w *writers) saw(r *Runner, t Target, u *unstructured.Unstructured, since time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := t.Ref.String()
+	entries := u.GetManagedFields()
+	key := func(e metav1.ManagedFieldsEntry) string {
+		raw := ""
+		if e.FieldsV1 != nil {
+			raw = string(e.FieldsV1.Raw)
+		}
+		return e.Manager + "\x00" + string(e.Operation) + "\x00" + e.Subresource + "\x00" + raw
 	}
-	var out []Drift
-	for _, e := range u.GetManagedFields() {
-		if e.Manager == r.Finalizer.owner() || e.Time == nil || e.Time.Time.Before(since) || e.Subresource == "status" {
+	first := w.base[k] == nil
+	if first {
+		w.base[k] = map[string]bool{}
+		for _, e := range entries {
+			w.base[k][key(e)] = true
+		}
+	}
+	for _, e := range entries {
+		if e.Manager == r.Finalizer.owner() || e.Subresource == "status" {
+			continue
+		}
+		if e.Time != nil && e.Time.Time.Before(since) || e.Time == nil && (first || w.base[k][key(e)]) {
 			continue
 		}
 		fields, err := preview.OwnedFields(e)
 		if err != nil {
-			return []Drift{{Object: t.Ref.String(), Note: "OutOfSync; " + err.Error()}}
+			continue
 		}
 		who := e.Manager + " (" + string(e.Operation)
 		if e.Subresource != "" {
 			who += ", " + e.Subresource
 		}
-		out = append(out, Drift{Object: t.Ref.String(), Manager: who + ")", Fields: fields})
+		d := Drift{Object: k, Manager: who + ")", Fields: fields}
+		if i := slices.IndexFunc(w.seen[k], func(x Drift) bool { return x.Manager == d.Manager }); i >= 0 {
+			w.seen[k][i] = d // its newest fields
+		} else {
+			w.seen[k] = append(w.seen[k], d)
+		}
 	}
-	if len(out) == 0 {
-		out = append(out, Drift{Object: t.Ref.String(), Note: "OutOfSync, and no field manager but Argo CD's wrote it during the window: see `argocd app diff`"})
+}
+
+func (w *writers) of(t Target) []Drift {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen[t.Ref.String()])
+}
+
+// watchWriters watches each target until ctx ends, where its client can
+// watch (a dynamic client can), and records the writers each event shows.
+// The watches are open when it returns.
+func (r *Runner) watchWriters(ctx context.Context, targets []Target, since time.Time) *writers {
+	w := &writers{base: map[string]map[string]bool{}, seen: map[string][]Drift{}}
+	for _, t := range targets {
+		c, ok := r.Finalizer.Client(t).(interface {
+			Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+		})
+		if !ok {
+			continue
+		}
+		wi, err := c.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + t.Name})
+		if err != nil {
+			continue // the final read still names what is left
+		}
+		go func() {
+			defer wi.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-wi.ResultChan():
+					if !ok {
+						return
+					}
+					if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+						w.saw(r, t, u, since)
+					}
+				}
+			}
+		}()
 	}
-	return out
+	return w
 }
