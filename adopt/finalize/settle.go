@@ -229,21 +229,40 @@ func (w *writers) of(t Target) []Drift {
 	return slices.Clone(w.seen[t.Ref.String()])
 }
 
-// watchWriters watches each target until ctx ends, where its client can
-// watch (a dynamic client can), and records the writers each event shows.
-// The watches are open when it returns.
+// watchWriters watches the targets until ctx ends, where their client can
+// watch (a dynamic client can): one watch per resource and namespace (by
+// name when it holds one target), recording the writers each event of a
+// target shows. The watches are open when it returns.
 func (r *Runner) watchWriters(ctx context.Context, targets []Target, since time.Time) *writers {
 	w := &writers{base: map[string]map[string]bool{}, seen: map[string][]Drift{}}
+	groups := map[string][]Target{}
+	var order []string
 	for _, t := range targets {
-		c, ok := r.Finalizer.Client(t).(interface {
+		k := t.GVR().String() + "\x00" + t.Namespace
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], t)
+	}
+	for _, k := range order {
+		ts := groups[k]
+		c, ok := r.Finalizer.Client(ts[0]).(interface {
 			Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 		})
 		if !ok {
 			continue
 		}
-		wi, err := c.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + t.Name})
+		opts := metav1.ListOptions{}
+		if len(ts) == 1 {
+			opts.FieldSelector = "metadata.name=" + ts[0].Name
+		}
+		wi, err := c.Watch(ctx, opts)
 		if err != nil {
-			continue // the final read still names what is left
+			continue // the read at the flip still names what is left
+		}
+		byName := map[string]Target{}
+		for _, t := range ts {
+			byName[t.Name] = t
 		}
 		go func() {
 			defer wi.Stop()
@@ -256,7 +275,9 @@ func (r *Runner) watchWriters(ctx context.Context, targets []Target, since time.
 						return
 					}
 					if u, ok := ev.Object.(*unstructured.Unstructured); ok {
-						w.saw(r, t, u, since)
+						if t, ok := byName[u.GetName()]; ok {
+							w.saw(r, t, u, since)
+						}
 					}
 				}
 			}

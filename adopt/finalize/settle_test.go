@@ -64,12 +64,18 @@ func TestSettleNamesTheFieldAndManager(t *testing.T) {
 		}
 	}
 	apply(finalize.ArgoCDManager, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"`+ns+`"},"data":{"mode":"git"}}`)
+	other := ref
+	other.Name = "other" // a second target: one watch serves the namespace's ConfigMaps
+	if _, err := cms.Patch(ctx, "other", types.ApplyPatchType, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"`+ns+`"},"data":{"a":"b"}}`),
+		metav1.PatchOptions{FieldManager: finalize.ArgoCDManager, Force: &force}); err != nil {
+		t.Fatal(err)
+	}
 	app := "adopt-" + ns
 	newRunner := func(reader argoapp.StatusReader, window time.Duration) *finalize.Runner {
 		return &finalize.Runner{
 			Reader:    reader,
 			Settle:    window,
-			Selection: finalize.Selection{Targets: map[string][]finalize.Target{app: {{Ref: ref, App: app}}}},
+			Selection: finalize.Selection{Targets: map[string][]finalize.Target{app: {{Ref: ref, App: app}, {Ref: other, App: app}}}},
 			Finalizer: &finalize.Finalizer{Client: func(t finalize.Target) finalize.Client { return d.Resource(t.GVR()).Namespace(t.Namespace) }},
 		}
 	}
