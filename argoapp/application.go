@@ -3,6 +3,7 @@ package argoapp
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -62,6 +63,7 @@ type ApplicationData struct {
 type IgnoreDifference struct {
 	Group, Kind, Namespace, Name string
 	JSONPointers                 []string
+	ManagedFieldsManagers        []string
 }
 
 // SyncOptionRespectIgnoreDifferences makes a sync keep the live value of
@@ -167,6 +169,13 @@ func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
 	}
 	if len(app.Spec.IgnoreDifferences) != len(d.IgnoreDifferences) {
 		return fmt.Errorf("spec.ignoreDifferences has %d entries, want %d", len(app.Spec.IgnoreDifferences), len(d.IgnoreDifferences))
+	}
+	for i, got := range app.Spec.IgnoreDifferences {
+		want := d.IgnoreDifferences[i]
+		if got.Group != want.Group || got.Kind != want.Kind || got.Namespace != want.Namespace || got.Name != want.Name ||
+			!slices.Equal(got.JSONPointers, want.JSONPointers) || !slices.Equal(got.ManagedFieldsManagers, want.ManagedFieldsManagers) || len(got.JQPathExpressions) > 0 {
+			return fmt.Errorf("spec.ignoreDifferences[%d] is not the entry given (%s %s %s/%s)", i, want.Group, want.Kind, want.Namespace, want.Name)
+		}
 	}
 	if sp.Automated != nil && !d.AutoSync {
 		return fmt.Errorf("automated sync is set but --auto-sync was not given")

@@ -103,6 +103,37 @@ func (k KubeStatus) Application(ctx context.Context, name string) (AppState, err
 	return StateOf(u), nil
 }
 
+// Changes watches Application name through the Kubernetes API and sends
+// after each event. The channel is closed when ctx ends or the watch
+// breaks; Wait then keeps polling.
+func (k KubeStatus) Changes(ctx context.Context, name string) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	w, err := k.Client.Resource(ApplicationGVR).Namespace(k.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		close(out)
+		return out
+	}
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default: // a wake-up is already pending
+				}
+			}
+		}
+	}()
+	return out
+}
+
 // StateOf extracts the state of an Application object.
 func StateOf(u *unstructured.Unstructured) AppState {
 	s := AppState{Name: u.GetName(), Namespace: u.GetNamespace(), Found: true}
@@ -185,7 +216,7 @@ func (s AppState) Waiting(w Want) string {
 }
 
 // Watcher is a StatusReader that can also say when an Application changes
-// (API mode, with argocd-server's Watch). Wait then reads again at once
+// (a Kubernetes watch, or argocd-server's Watch in API mode). Wait then reads again at once
 // after each change, not only every interval.
 type Watcher interface {
 	// Changes receives a value after each change of Application name, until

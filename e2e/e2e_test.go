@@ -57,6 +57,37 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// startControlPlane starts a control plane, stopped when t ends.
+func startControlPlane(ctx context.Context, t *testing.T) *testenv.ControlPlane {
+	t.Helper()
+	cp, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("the local control plane did not start: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	return cp
+}
+
+// startArgoCD starts Argo CD version on cp, stopped when t ends, and logs
+// how long each step took. It tracks by annotation on both versions: the
+// incident's cluster does (its ConfigMap "carries no
+// argocd.argoproj.io/tracking-id").
+func startArgoCD(ctx context.Context, t *testing.T, cp *testenv.ControlPlane, version string) *testenv.ArgoCD {
+	t.Helper()
+	argo, err := testenv.StartArgoCD(ctx, cp, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(argo.Stop)
+	for _, tm := range argo.Timings {
+		t.Logf("  argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
+	}
+	if err := argo.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+		t.Fatal(err)
+	}
+	return argo
+}
+
 // phases records how long each phase took, printed at the end.
 type phases struct {
 	t     *testing.T
@@ -91,11 +122,7 @@ func endToEnd(t *testing.T, version string) {
 	defer ph.print()
 
 	// The real parts. A part that cannot start fails the test, never skips.
-	cp, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("the local control plane did not start: %v", err)
-	}
-	t.Cleanup(cp.Stop)
+	cp := startControlPlane(ctx, t)
 	ph.done("control plane")
 	sched, err := estate.StartCapacity(ctx, cp)
 	if err != nil {
@@ -103,19 +130,7 @@ func endToEnd(t *testing.T, version string) {
 	}
 	t.Cleanup(sched.Stop)
 	ph.done("scheduler + controller manager")
-	argo, err := testenv.StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(argo.Stop)
-	for _, tm := range argo.Timings {
-		t.Logf("  argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
-	}
-	// The incident's cluster tracks by annotation (its ConfigMap "carries no
-	// argocd.argoproj.io/tracking-id"); say so on both versions.
-	if err := argo.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
-		t.Fatal(err)
-	}
+	argo := startArgoCD(ctx, t, cp, version)
 	ph.done("argo cd start")
 	password := "git-" + fmt.Sprint(time.Now().UnixNano())
 	gs, err := testenv.StartGitServer("adopt", password)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,10 @@ func (r result) String() string {
 // (findings) it validates every plan the run wrote against schemas/.
 func runAdopt(t *testing.T, kubeconfig string, env []string, args ...string) result {
 	t.Helper()
+	if slices.Contains(args, "finalize") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--settle") }) {
+		// A short settle window; TestAdoptedStaysSynced gives its own.
+		args = append(slices.Clip(args), "--settle=1s")
+	}
 	cmd := exec.Command(adoptBin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer

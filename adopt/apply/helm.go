@@ -80,9 +80,7 @@ func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) 
 		ns, name, _ := strings.Cut(ref, "/")
 		ignore = append(ignore, argoapp.IgnoreDifference{Kind: "Secret", Namespace: ns, Name: name, JSONPointers: []string{"/data", "/stringData"}})
 	}
-	if len(ignore) > 0 {
-		opts = append(opts, argoapp.SyncOptionRespectIgnoreDifferences)
-	}
+	ignore, opts = ignoreDifferences(app, s, ignore, opts)
 	opts, err = a.csaOption(app, s, opts)
 	if err != nil {
 		return pl, err

@@ -76,6 +76,10 @@ type prApp struct {
 	// CSAMigration says why the Application sets
 	// ClientSideApplyMigration=false ("" when it does not).
 	CSAMigration string
+	// Ignore says what apply does with the ignoreDifferences the plan
+	// records, and Ignored has a line per entry (empty when none).
+	Ignore  string
+	Ignored []string
 	// Preview summarises the first-sync preview of the Application's
 	// objects, and Previews has a line per object (empty unless the plan
 	// was made with --preview).
@@ -142,7 +146,10 @@ func newPRData(in PRInput) prData {
 		byRef[ob.Ref.String()] = ob
 	}
 	for _, a := range p.Applications {
-		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name], Helm: helmPR(a)}
+		pa := prApp{Name: a.Name, Namespace: a.Namespace, Path: a.SourcePath, CSAMigration: in.CSAMigration[a.Name], Helm: helmPR(a), Ignore: a.IgnoreSummary()}
+		for _, d := range a.IgnoreDifferences {
+			pa.Ignored = append(pa.Ignored, fmt.Sprintf("`%s`: %s (source: %s)", d, d.Reason, d.Source))
+		}
 		if e := a.Existing; e != nil {
 			pa.Existing = e.Namespace + "/" + a.Name
 		}

@@ -44,3 +44,29 @@ func TestPRBodyCarriesThePreview(t *testing.T) {
 		}
 	}
 }
+
+// TestPRBodyListsIgnoreDifferences: the PR body says, under each
+// Application, what apply writes of the plan's ignoreDifferences (or that
+// they are turned off, and by what), with each entry's reason and source.
+func TestPRBodyListsIgnoreDifferences(t *testing.T) {
+	in := prInput()
+	entry := preview.IgnoreDifference{Group: "apps", Kind: "Deployment", Namespace: "litellm-test", Name: "litellm", ManagedFieldsManagers: []string{"replica-manager"},
+		Fields: []string{"spec.replicas"}, Reason: "replica-manager (Apply) owns spec.replicas", Source: preview.SourceManagedFields}
+	in.Plan.Applications[0].IgnoreDifferences = []preview.IgnoreDifference{entry}
+	_, body, err := RenderPR(in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "1 ignoreDifferences entry written, with RespectIgnoreDifferences=true (fields another writer owns; turn off with --no-ignore-differences):\n\n" +
+		"- `apps/Deployment litellm-test/litellm: managedFieldsManagers [replica-manager] (spec.replicas)`: replica-manager (Apply) owns spec.replicas (source: managedFields)"
+	if !strings.Contains(body, want) {
+		t.Errorf("body lacks %q\n%s", want, body)
+	}
+	in.Plan.Applications[0].IgnoreDifferencesOff = "turned off by --no-ignore-differences"
+	if _, body, err = RenderPR(in, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "1 ignoreDifferences entry NOT written (turned off by --no-ignore-differences)") {
+		t.Errorf("body does not say the entry is turned off:\n%s", body)
+	}
+}

@@ -160,13 +160,14 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	sort.Strings(include)
 	sort.Strings(exclude)
-	opts, err := a.csaOption(app, s, []string{argoapp.SyncOptionServerSideApply})
+	ignore, opts := ignoreDifferences(app, s, nil, []string{argoapp.SyncOptionServerSideApply})
+	opts, err := a.csaOption(app, s, opts)
 	if err != nil {
 		return pl, err
 	}
 	d := argoapp.ApplicationData{
 		RepoURL: a.repoURL(app), Path: srcPath, TargetRevision: a.o.TargetRevision,
-		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts,
+		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts, IgnoreDifferences: ignore,
 	}
 	a.complete(pl, app, d, out)
 	return pl, nil

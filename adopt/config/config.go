@@ -1,7 +1,8 @@
 // Package config owns adopt.yaml: the user's overrides for planning —
 // exclusions by group/kind/namespace/name glob (like Argo CD's
 // resource.exclusions), the Applications' destination, project, repo URL,
-// apps directory, naming and the chart repositories of Helm releases. It reads and validates the file; it never
+// apps directory, naming, the chart repositories of Helm releases and the
+// Applications that get no ignoreDifferences. It reads and validates the file; it never
 // talks to the cluster or to Git.
 package config
 
@@ -55,6 +56,10 @@ type Config struct {
 	// oci://registry/path. It is looked up before the user's Helm
 	// repository config (see docs/helm.md).
 	HelmRepositories map[string]string `yaml:"helmRepositories"`
+	// NoIgnoreDifferences are Application name globs ("*" for all) for
+	// which apply writes no ignoreDifferences entries, though plan
+	// --preview found fields another writer owns (see docs/apply.md).
+	NoIgnoreDifferences []string `yaml:"noIgnoreDifferences"`
 }
 
 // Destination is spec.destination: a server URL or a cluster name.
@@ -166,6 +171,11 @@ func (c *Config) Validate() error {
 					return fmt.Errorf("exclusions[%d]: bad glob %q: %v", i, g, err)
 				}
 			}
+		}
+	}
+	for _, g := range c.NoIgnoreDifferences {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("noIgnoreDifferences: bad glob %q: %v", g, err)
 		}
 	}
 	for _, chart := range sortedKeys(c.HelmRepositories) {

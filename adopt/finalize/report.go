@@ -59,6 +59,9 @@ type AppReport struct {
 	// Notes are what to do next by hand once the Application is ready (a
 	// Helm release's records, which adopt never deletes).
 	Notes []string `json:"notes,omitempty" yaml:"notes,omitempty"`
+	// Settle is whether it stayed Synced over the settle window after its
+	// cleanup (nil when not watched: not ready, a dry run, or --settle 0).
+	Settle *Settle `json:"settle,omitempty" yaml:"settle,omitempty"`
 }
 
 // Total sums the objects.

@@ -115,6 +115,9 @@ type Runner struct {
 	// Parallel bounds how many objects are read or patched at once;
 	// 0 means DefaultParallel. Results keep the plan's order.
 	Parallel int
+	// Settle is how long Session watches each ready Application after its
+	// cleanup, to see that it stays Synced (SettleAll); 0 skips the check.
+	Settle time.Duration
 	// pre holds the tracking check's listed reads; work runs a Run's reads
 	// and patches, Parallel at a time.
 	pre  prefetch

@@ -36,8 +36,18 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // Run runs the session and returns its report. ErrJournalInUse (another
 // finalize holds the journal) and InputError stop it before any change; any
-// other error is Argo CD's or the cluster's, with the report so far.
+// other error is Argo CD's or the cluster's, with the report so far. Once
+// the cleanup is done and the journal closed, each ready Application is
+// watched for the settle window (Runner.SettleAll).
 func (s *Session) Run(ctx context.Context) (*Report, error) {
+	rep, err := s.run(ctx)
+	if err != nil || s.Undo || s.DryRun {
+		return rep, err
+	}
+	return rep, s.explain(s.Runner.SettleAll(ctx, rep))
+}
+
+func (s *Session) run(ctx context.Context) (*Report, error) {
 	if !s.DryRun {
 		j, err := OpenJournal(s.JournalFile)
 		switch {

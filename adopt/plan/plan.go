@@ -8,6 +8,8 @@
 package plan
 
 import (
+	"fmt"
+
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/judge"
@@ -207,6 +209,45 @@ type Application struct {
 	Existing *Existing `json:"existing,omitempty" yaml:"existing,omitempty"`
 	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
+	// IgnoreDifferences are the spec.ignoreDifferences entries the
+	// first-sync preview found for the objects (fields another writer
+	// owns); apply writes them with RespectIgnoreDifferences=true unless
+	// IgnoreDifferencesOff says why not. Empty without plan --preview.
+	IgnoreDifferences []preview.IgnoreDifference `json:"ignoreDifferences,omitempty" yaml:"ignoreDifferences,omitempty"`
+	// IgnoreDifferencesOff says why apply writes none of the entries
+	// ("turned off by --no-ignore-differences", "turned off by adopt.yaml
+	// noIgnoreDifferences", or an existing Application, which apply does
+	// not write); "" when apply writes them.
+	IgnoreDifferencesOff string `json:"ignoreDifferencesOff,omitempty" yaml:"ignoreDifferencesOff,omitempty"`
+}
+
+// IgnoreSummary says in one line what apply does with the entries ("" when
+// there are none).
+func (a Application) IgnoreSummary() string {
+	n := len(a.IgnoreDifferences)
+	switch {
+	case n == 0:
+		return ""
+	case a.IgnoreDifferencesOff != "":
+		return fmt.Sprintf("%d ignoreDifferences entr%s NOT written (%s): the Application will show these fields OutOfSync or, with self-heal, fight their writer", n, plural(n, "y", "ies"), a.IgnoreDifferencesOff)
+	}
+	return fmt.Sprintf("%d ignoreDifferences entr%s written, with RespectIgnoreDifferences=true (fields another writer owns; turn off with --no-ignore-differences)", n, plural(n, "y", "ies"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// WrittenIgnoreDifferences are the entries apply writes into the
+// Application: IgnoreDifferences, or none when they are turned off.
+func (a Application) WrittenIgnoreDifferences() []preview.IgnoreDifference {
+	if a.IgnoreDifferencesOff != "" {
+		return nil
+	}
+	return a.IgnoreDifferences
 }
 
 // HelmSource is the chart a Helm-sourced Application installs, as read

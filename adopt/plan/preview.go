@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/preview"
@@ -56,9 +57,41 @@ func (p *Plan) AddPreview(results map[string]preview.Result) {
 		sortFindings(o.Findings)
 		o.Risk = maxSeverity(o.Findings)
 	}
+	for i := range p.Applications {
+		a := &p.Applications[i]
+		a.IgnoreDifferences = nil
+		for _, ref := range a.Objects {
+			if r, ok := results[ref]; ok {
+				a.IgnoreDifferences = append(a.IgnoreDifferences, r.IgnoreDifferences...)
+			}
+		}
+		if a.Existing != nil && len(a.IgnoreDifferences) > 0 {
+			a.IgnoreDifferencesOff = "the Application already exists and apply writes nothing for it: add them to it by hand"
+		}
+	}
 	p.summarize()
 	s := preview.Summarize(all)
 	p.Summary.Preview = &s
+}
+
+// TurnOffIgnoreDifferences records, on each Application whose name matches
+// one of the globs (path.Match syntax; "*" for all), that apply must write
+// no ignoreDifferences for it, and by which setting.
+func (p *Plan) TurnOffIgnoreDifferences(globs []string, by string) error {
+	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("%s: bad Application name pattern %q: %w", by, g, err)
+		}
+	}
+	for i := range p.Applications {
+		a := &p.Applications[i]
+		for _, g := range globs {
+			if ok, _ := path.Match(g, a.Name); ok && a.IgnoreDifferencesOff == "" {
+				a.IgnoreDifferencesOff = "turned off by " + by
+			}
+		}
+	}
+	return nil
 }
 
 func shorten(s string, n int) string {

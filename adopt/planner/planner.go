@@ -43,6 +43,10 @@ type Options struct {
 	Repo      gitindex.Source
 	ChunkSize int64
 	Preview   bool
+	// NoIgnoreDifferences are the Application name globs of
+	// --no-ignore-differences: the plan records that apply writes no
+	// ignoreDifferences for them (adopt.yaml's noIgnoreDifferences too).
+	NoIgnoreDifferences []string
 	// HelmSources finds Helm charts' repositories; nil means adopt.yaml's
 	// helmRepositories, then the user's Helm repository config and cache.
 	HelmSources *helmrelease.Sources
@@ -140,6 +144,12 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.TurnOffIgnoreDifferences(o.NoIgnoreDifferences, "--no-ignore-differences"); err != nil {
+		return nil, err
+	}
+	if err := p.TurnOffIgnoreDifferences(cfg.NoIgnoreDifferences, "adopt.yaml noIgnoreDifferences"); err != nil {
+		return nil, err
 	}
 	if !o.Unsealed {
 		if err := p.Seal(); err != nil {

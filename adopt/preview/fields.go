@@ -7,10 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 )
@@ -44,15 +42,24 @@ func (o owner) key() string {
 func owners(u *unstructured.Unstructured) ([]owner, error) {
 	var out []owner
 	for _, e := range u.GetManagedFields() {
-		s := &fieldpath.Set{}
-		if e.FieldsV1 != nil {
-			if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-				return nil, fmt.Errorf("%s: managedFields of %s: %w", ref(u).String(), e.Manager, err)
-			}
+		s, err := fieldSet(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ref(u).String(), err)
 		}
 		out = append(out, owner{entry: e, set: s})
 	}
 	return out, nil
+}
+
+// fieldSet parses the fields of a managedFields entry.
+func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
+	if e.FieldsV1 != nil {
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
+		}
+	}
+	return s, nil
 }
 
 // pendingDeletions names the fields hand-apply managers still own after the
@@ -232,25 +239,13 @@ func pathString(fp fieldpath.Path) string {
 	return b.String()
 }
 
-// jsonPointer renders fp as a JSON pointer when it names only map fields.
-func jsonPointer(fp fieldpath.Path) (string, bool) {
-	var b strings.Builder
-	for _, pe := range fp {
-		if pe.FieldName == nil {
-			return "", false
-		}
-		b.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(*pe.FieldName))
-	}
-	return b.String(), true
-}
-
-// hpaResource is the autoscaling/v2 HorizontalPodAutoscaler resource.
-var hpaResource = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
-
-// ignoreDifferences suggests entries for fields another controller owns:
-// fields a non-kubectl manager set that the forced sync takes over (the
-// controller will set them back, and the Application would flap), and
-// spec.replicas when a HorizontalPodAutoscaler scales the object.
+// ignoreDifferences finds the spec.ignoreDifferences entries the object
+// needs: fields a manager that is neither a person's kubectl nor Argo CD
+// owns and the forced sync would take from it (the controller would set
+// them back, and the Application would flap or fight), and the fields a
+// known controller writes (KnownControllers). A field a person changed
+// (handEdit owns it) is never ignored: a note says so, and it shows as
+// drift.
 func (p *Previewer) ignoreDifferences(ctx context.Context, r *Result, in Input, live, synced *unstructured.Unstructured) error {
 	base := IgnoreDifference{Group: live.GroupVersionKind().Group, Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
 	before, err := owners(live)
@@ -265,54 +260,117 @@ func (p *Previewer) ignoreDifferences(ctx context.Context, r *Result, in Input, 
 	for _, o := range after {
 		kept[o.key()] = o.set
 	}
+	edited := &fieldpath.Set{} // fields a person changed
 	for _, o := range before {
-		if isHand(o.entry.Manager) || o.entry.Manager == FieldManager {
+		if handEdit(o.entry) {
+			edited = edited.Union(o.set)
+		}
+	}
+	for _, o := range before {
+		if isHand(o.entry.Manager) || o.entry.Manager == FieldManager || o.entry.Subresource == "status" {
 			continue
 		}
 		lost := o.set
 		if k := kept[o.key()]; k != nil {
 			lost = o.set.Difference(k)
 		}
-		var paths, ptrs []string
+		var paths []string
 		lost.Leaves().Iterate(func(fp fieldpath.Path) {
-			paths = append(paths, pathString(fp))
-			if ptr, ok := jsonPointer(fp); ok {
-				ptrs = append(ptrs, ptr)
+			if edited.Has(fp) {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s is not ignored although %s set it: a person's kubectl changed it too, so a difference shows as drift", pathString(fp), o))
+				return
 			}
+			paths = append(paths, pathString(fp))
 		})
 		if len(paths) == 0 {
 			continue
 		}
 		s := base
 		s.ManagedFieldsManagers = []string{o.entry.Manager}
-		s.JSONPointers = ptrs
+		s.Manager, s.Fields, s.Source = o.entry.Manager, paths, SourceManagedFields
 		s.Reason = fmt.Sprintf("%s owns %s and Git says otherwise; the forced sync takes the field(s) over and the controller will set them back",
 			o, strings.Join(paths, ", "))
 		r.IgnoreDifferences = append(r.IgnoreDifferences, s)
 	}
-	if _, set, _ := unstructured.NestedFieldNoCopy(in.Manifest.Object, "spec", "replicas"); set && live.GetNamespace() != "" {
-		hpas, err := p.Client.Resource(hpaResource).Namespace(live.GetNamespace()).List(ctx, metav1.ListOptions{})
-		switch {
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-			r.Notes = append(r.Notes, "HorizontalPodAutoscalers not checked: "+err.Error())
-		case err != nil:
-			return fmt.Errorf("%s: list HorizontalPodAutoscalers in %s: %w", r.Ref, live.GetNamespace(), err)
-		default:
-			for _, h := range hpas.Items {
-				kind, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "kind")
-				name, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "name")
-				av, _, _ := unstructured.NestedString(h.Object, "spec", "scaleTargetRef", "apiVersion")
-				gv, _ := schema.ParseGroupVersion(av)
-				if kind != live.GetKind() || name != live.GetName() || gv.Group != base.Group {
+	for _, kc := range KnownControllers() {
+		found, err := kc.find(ctx, p, in, live, r)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", r.Ref, kc.Name, err)
+		}
+		for _, f := range found {
+			s := base
+			for i, path := range f.paths {
+				if by := editor(before, path); by != "" {
+					r.Notes = append(r.Notes, fmt.Sprintf("%s is not ignored although %s: %s changed it by hand, so a difference shows as drift", path, f.reason, by))
 					continue
 				}
-				s := base
-				s.JSONPointers = []string{"/spec/replicas"}
-				s.Reason = fmt.Sprintf("HorizontalPodAutoscaler %s/%s scales it; Git's spec.replicas would fight the autoscaler", h.GetNamespace(), h.GetName())
-				r.IgnoreDifferences = append(r.IgnoreDifferences, s)
+				s.JSONPointers = append(s.JSONPointers, f.pointers[i])
+				s.Fields = append(s.Fields, path)
 			}
+			if len(s.JSONPointers) == 0 {
+				continue
+			}
+			s.Manager = kc.Manager
+			if by := fieldOwner(before, s.Fields[0]); by != "" {
+				s.Manager = by
+			}
+			s.Reason, s.Source = f.reason, kc.Name+" ("+kc.Source+")"
+			r.IgnoreDifferences = append(r.IgnoreDifferences, s)
 		}
 	}
 	sort.SliceStable(r.IgnoreDifferences, func(i, j int) bool { return r.IgnoreDifferences[i].Reason < r.IgnoreDifferences[j].Reason })
 	return nil
+}
+
+// handEdit reports whether a managedFields entry is a person changing the
+// object by hand after applying it: an Update by kubectl edit, patch,
+// scale, label, set, … The applies that created it (client-side, or
+// kubectl's server-side Apply) are what adopt replaces, not a change.
+func handEdit(e metav1.ManagedFieldsEntry) bool {
+	return isHand(e.Manager) && e.Operation == metav1.ManagedFieldsOperationUpdate &&
+		e.Manager != "kubectl-client-side-apply" && e.Manager != "before-first-apply"
+}
+
+// editor is the handEdit manager that owns the field at path ("" when
+// none does).
+func editor(os []owner, path string) string {
+	for _, o := range os {
+		if handEdit(o.entry) && ownsPath(o, path) {
+			return o.String()
+		}
+	}
+	return ""
+}
+
+// fieldOwner is a manager other than a person's kubectl and Argo CD that
+// owns the field at path ("" when none does).
+func fieldOwner(os []owner, path string) string {
+	for _, o := range os {
+		if !isHand(o.entry.Manager) && o.entry.Manager != FieldManager && ownsPath(o, path) {
+			return o.entry.Manager
+		}
+	}
+	return ""
+}
+
+func ownsPath(o owner, path string) bool {
+	found := false
+	o.set.Leaves().Iterate(func(fp fieldpath.Path) {
+		if !found && pathString(fp) == path {
+			found = true
+		}
+	})
+	return found
+}
+
+// OwnedFields are the fields a managedFields entry owns, as Change paths
+// name them.
+func OwnedFields(e metav1.ManagedFieldsEntry) ([]string, error) {
+	s, err := fieldSet(e)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	s.Leaves().Iterate(func(fp fieldpath.Path) { out = append(out, pathString(fp)) })
+	return out, nil
 }

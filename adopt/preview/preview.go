@@ -143,7 +143,9 @@ type Field struct {
 	Bytes int `json:"bytes" yaml:"bytes"`
 }
 
-// IgnoreDifference seeds an Application's spec.ignoreDifferences entry.
+// IgnoreDifference is one spec.ignoreDifferences entry for a field another
+// writer owns. apply writes Group, Kind, Name, Namespace, JSONPointers and
+// ManagedFieldsManagers exactly; the rest is for the reviewer.
 type IgnoreDifference struct {
 	Group                 string   `json:"group,omitempty" yaml:"group,omitempty"`
 	Kind                  string   `json:"kind" yaml:"kind"`
@@ -151,8 +153,39 @@ type IgnoreDifference struct {
 	Namespace             string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 	JSONPointers          []string `json:"jsonPointers,omitempty" yaml:"jsonPointers,omitempty"`
 	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty" yaml:"managedFieldsManagers,omitempty"`
-	// Reason says which controller owns the fields.
+	// Manager is the field manager that owns the fields now, or the one
+	// the known controller writes as when it has not written them yet.
+	Manager string `json:"manager,omitempty" yaml:"manager,omitempty"`
+	// Fields are the fields, as Change paths name them.
+	Fields []string `json:"fields,omitempty" yaml:"fields,omitempty"`
+	// Reason says which writer owns the fields and why Git would fight it.
 	Reason string `json:"reason" yaml:"reason"`
+	// Source is SourceManagedFields, or the known controller's entry
+	// (KnownControllers) with where its behaviour is documented.
+	Source string `json:"source" yaml:"source"`
+}
+
+// SourceManagedFields is the Source of an entry found in the object's
+// managedFields: a manager that is neither a person's kubectl nor Argo CD
+// owns fields the first sync would take from it.
+const SourceManagedFields = "managedFields"
+
+// String is the entry in one line, e.g. "apps/Deployment ns/api:
+// managedFieldsManagers [replica-manager] (spec.replicas)".
+func (d IgnoreDifference) String() string {
+	var what []string
+	if len(d.ManagedFieldsManagers) > 0 {
+		what = append(what, "managedFieldsManagers ["+strings.Join(d.ManagedFieldsManagers, ", ")+"]")
+	}
+	if len(d.JSONPointers) > 0 {
+		what = append(what, "jsonPointers ["+strings.Join(d.JSONPointers, ", ")+"]")
+	}
+	ref := objref.Ref{Group: d.Group, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}.String()
+	s := ref + ": " + strings.Join(what, ", ")
+	if len(d.Fields) > 0 {
+		s += " (" + strings.Join(d.Fields, ", ") + ")"
+	}
+	return s
 }
 
 // Column is the table cell: "no-op", "changes N" or "fails"; ", no fit"

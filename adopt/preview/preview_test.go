@@ -318,17 +318,7 @@ func TestControllerOwnedReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handApply(t, ctx, fmt.Sprintf(`apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: api, namespace: %s}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
-  minReplicas: 2
-  maxReplicas: 6
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
-`, ns))
+	handApply(t, ctx, hpa(ns))
 	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
 	if len(r.Changes) != 1 || r.Changes[0].Text != "spec.replicas: 5 → 2" {
 		t.Errorf("changes %+v; want spec.replicas: 5 → 2", r.Changes)
@@ -341,15 +331,100 @@ spec:
 		if s.Kind != "Deployment" || s.Group != "apps" || s.Name != "api" {
 			t.Errorf("suggestion %+v names another object", s)
 		}
-		if len(s.ManagedFieldsManagers) == 1 && s.ManagedFieldsManagers[0] == "test-autoscaler" && strings.Join(s.JSONPointers, ",") == "/spec/replicas" {
+		// The manager's entry names the manager only: a field a person
+		// changes later changes owner and shows as drift.
+		if len(s.ManagedFieldsManagers) == 1 && s.ManagedFieldsManagers[0] == "test-autoscaler" && len(s.JSONPointers) == 0 &&
+			strings.Join(s.Fields, ",") == "spec.replicas" && s.Manager == "test-autoscaler" && s.Source == preview.SourceManagedFields {
 			byManager = true
 		}
-		if strings.HasPrefix(s.Reason, "HorizontalPodAutoscaler "+ns+"/api") && strings.Join(s.JSONPointers, ",") == "/spec/replicas" {
+		if strings.HasPrefix(s.Reason, "HorizontalPodAutoscaler "+ns+"/api") && strings.Join(s.JSONPointers, ",") == "/spec/replicas" &&
+			len(s.ManagedFieldsManagers) == 0 && s.Manager == "test-autoscaler" && strings.HasPrefix(s.Source, "HorizontalPodAutoscaler (") {
 			byHPA = true
 		}
 	}
 	if !byManager || !byHPA {
 		t.Errorf("ignoreDifferences %+v; want /spec/replicas for manager test-autoscaler and for the HPA", r.IgnoreDifferences)
+	}
+}
+
+// hpa is an HPA in ns that scales Deployment api on CPU.
+func hpa(ns string) string {
+	return fmt.Sprintf(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: api, namespace: %s}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  minReplicas: 2
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+`, ns)
+}
+
+// TestHandEditedFieldIsNotIgnored: a person scaled the Deployment with
+// kubectl scale (an Update as kubectl on the scale subresource) although an
+// HPA targets it: spec.replicas is not ignored, and a note says why.
+func TestHandEditedFieldIsNotIgnored(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	d := deployment(ns, "api", "registry.invalid/api:1", 2, "")
+	handApply(t, ctx, d)
+	if _, err := cp.Kubectl(ctx, nil, "-n", ns, "scale", "deployment/api", "--replicas=4"); err != nil {
+		t.Fatal(err)
+	}
+	handApply(t, ctx, hpa(ns))
+	u := live(t, ctx, deployments, ns, "api")
+	editedBy := ""
+	for _, m := range u.GetManagedFields() {
+		if strings.HasPrefix(m.Manager, "kubectl") && m.Manager != "kubectl-client-side-apply" && m.Operation == metav1.ManagedFieldsOperationUpdate {
+			editedBy = m.Manager
+		}
+	}
+	if editedBy == "" {
+		t.Fatalf("kubectl scale left no kubectl Update: %+v", u.GetManagedFields())
+	}
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
+	if len(r.IgnoreDifferences) != 0 {
+		t.Errorf("ignoreDifferences %+v; want none: %s changed spec.replicas by hand", r.IgnoreDifferences, editedBy)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "spec.replicas is not ignored although HorizontalPodAutoscaler "+ns+"/api scales it") {
+		t.Errorf("notes %q; want spec.replicas not ignored, naming the HPA", r.Notes)
+	}
+}
+
+// TestInjectedCABundle: a webhook configuration carrying cert-manager's
+// inject-ca-from annotation gets a caBundle pointer per webhook, even though
+// no cainjector has run.
+func TestInjectedCABundle(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	name := "adopt-test-" + ns
+	hook := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: %[1]s
+  annotations: {cert-manager.io/inject-ca-from: %[2]s/serving}
+webhooks:
+- name: a.%[1]s.invalid
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {url: "https://a.invalid/validate"}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: Namespaced}]
+  namespaceSelector: {matchLabels: {never: match}}
+`, name, ns)
+	handApply(t, ctx, hook)
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), nil, "delete", "validatingwebhookconfiguration", name) })
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, gvr, hook)
+	if len(r.IgnoreDifferences) != 1 {
+		t.Fatalf("ignoreDifferences %+v; want one", r.IgnoreDifferences)
+	}
+	d := r.IgnoreDifferences[0]
+	if strings.Join(d.JSONPointers, ",") != "/webhooks/0/clientConfig/caBundle" || d.Manager != "cert-manager-cainjector" ||
+		!strings.HasPrefix(d.Source, "cert-manager cainjector (") || !strings.Contains(d.Reason, "cert-manager.io/inject-ca-from: "+ns+"/serving") {
+		t.Errorf("entry %+v; want the caBundle pointer of webhook 0 from cainjector", d)
 	}
 }
 
@@ -529,5 +604,73 @@ func TestPreviewHidesSecretValues(t *testing.T) {
 				t.Errorf("no note naming %s: %v", c.note, r.Notes)
 			}
 		})
+	}
+}
+
+// TestKnownScalersAndCABundles: a KEDA ScaledObject (its CRD installed
+// here) targeting a Deployment gives /spec/replicas, and an APIService
+// whose spec.caBundle another manager wrote and Git leaves out gives
+// /spec/caBundle; the same APIService with the caBundle in Git gives none.
+func TestKnownScalersAndCABundles(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	handApply(t, ctx, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: scaledobjects.keda.sh}
+spec:
+  group: keda.sh
+  names: {kind: ScaledObject, plural: scaledobjects, singular: scaledobject, listKind: ScaledObjectList}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`)
+	if _, err := cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "crd/scaledobjects.keda.sh", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(ns, "worker", "registry.invalid/worker:1", 2, "")
+	handApply(t, ctx, d)
+	handApply(t, ctx, fmt.Sprintf(`apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: worker, namespace: %s}
+spec:
+  scaleTargetRef: {name: worker}
+  triggers: [{type: cron, metadata: {timezone: UTC, start: "0 8 * * *", end: "0 18 * * *", desiredReplicas: "4"}}]
+`, ns))
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, d)
+	if len(r.IgnoreDifferences) != 1 || strings.Join(r.IgnoreDifferences[0].JSONPointers, ",") != "/spec/replicas" ||
+		!strings.HasPrefix(r.IgnoreDifferences[0].Source, "KEDA ScaledObject (") || !strings.HasPrefix(r.IgnoreDifferences[0].Reason, "KEDA ScaledObject "+ns+"/worker scales it") {
+		t.Errorf("ignoreDifferences %+v; want /spec/replicas from the ScaledObject", r.IgnoreDifferences)
+	}
+
+	name := "v1." + ns + ".adopt-test.invalid"
+	svc := fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: %s}
+spec:
+  group: %s.adopt-test.invalid
+  version: v1
+  service: {namespace: %s, name: nowhere, port: 443}
+  groupPriorityMinimum: 10
+  versionPriority: 10
+`, name, ns, ns)
+	handApply(t, ctx, svc)
+	t.Cleanup(func() { _, _ = cp.Kubectl(context.Background(), nil, "delete", "apiservice", name) })
+	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	ca := base64.StdEncoding.EncodeToString([]byte("not a real CA"))
+	if _, err := dyn().Resource(apiServices).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"caBundle":"`+ca+`"}}`),
+		metav1.PatchOptions{FieldManager: "ca-installer"}); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, ctx, &preview.Previewer{Client: dyn()}, apiServices, svc)
+	if len(r.IgnoreDifferences) != 1 || strings.Join(r.IgnoreDifferences[0].JSONPointers, ",") != "/spec/caBundle" || r.IgnoreDifferences[0].Manager != "ca-installer" ||
+		!strings.HasPrefix(r.IgnoreDifferences[0].Source, "APIService caBundle (") {
+		t.Errorf("ignoreDifferences %+v; want /spec/caBundle written by ca-installer", r.IgnoreDifferences)
+	}
+	r = run(t, ctx, &preview.Previewer{Client: dyn()}, apiServices, svc+"  caBundle: "+ca+"\n")
+	if len(r.IgnoreDifferences) != 0 {
+		t.Errorf("ignoreDifferences %+v; want none: Git carries the caBundle", r.IgnoreDifferences)
 	}
 }

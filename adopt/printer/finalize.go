@@ -44,6 +44,9 @@ func finalizeTable(w io.Writer, rep *finalize.Report) error {
 		if a.SyncStarted {
 			fmt.Fprintf(w, "  sync started by adopt (%s, no prune)\n", strings.Join(a.SyncOptions, ", "))
 		}
+		if s := a.Settle; s != nil && s.Synced {
+			fmt.Fprintf(w, "  stayed Synced over the %s settle window after cleanup\n", s.Window)
+		}
 		for _, p := range a.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}

@@ -41,6 +41,12 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
 		}
+		if line := a.IgnoreSummary(); line != "" {
+			fmt.Fprintf(w, "\n%s:\n\n", md(line))
+			for _, d := range a.IgnoreDifferences {
+				fmt.Fprintf(w, "- `%s`: %s (source: %s)\n", d, md(d.Reason), md(d.Source))
+			}
+		}
 	}
 	if len(p.Findings) > 0 {
 		fmt.Fprintln(w, "\n## Findings")

@@ -45,7 +45,7 @@ func previewDetails(w io.Writer, p *plan.Plan) {
 			fmt.Fprintf(w, "    pending deletion after finalize: %s (owned by %s)\n", f.Path, strings.Join(f.Managers, ", "))
 		}
 		for _, d := range r.IgnoreDifferences {
-			fmt.Fprintf(w, "    suggest ignoreDifferences: %s\n", d.Reason)
+			fmt.Fprintf(w, "    ignoreDifferences: %s\n", d.Reason)
 		}
 		for _, warn := range r.Warnings {
 			fmt.Fprintf(w, "    warning: %s\n", warn)

@@ -29,7 +29,8 @@ func sampleStatus() *status.Report {
 	r.Objects = objs
 	r.Counts = status.Counts{AppPresent: 1, Finalized: 1, Planned: 1}
 	r.Stuck = 1
-	r.Applications = []status.App{{Name: "a", Plan: "p1", Stage: status.StageAppPresent, Objects: 2, PR: &gitops.PRStatus{Number: 7, URL: "https://git.example.invalid/o/r/pulls/7", State: "merged"}}}
+	r.Applications = []status.App{{Name: "a", Plan: "p1", Stage: status.StageAppPresent, Objects: 2, PR: &gitops.PRStatus{Number: 7, URL: "https://git.example.invalid/o/r/pulls/7", State: "merged"},
+		Ignore: "1 ignoreDifferences entry written", Ignored: []string{"apps/Deployment ns/api: managedFieldsManagers [replica-manager] (spec.replicas): replica-manager owns it"}}}
 	r.History = []status.Snapshot{{Time: t0, Counts: status.Counts{Planned: 3}, Coverage: &status.SnapshotCoverage{Percent: 0}}, r.Snapshot()}
 	return r
 }
@@ -55,6 +56,7 @@ func TestStatusHTML(t *testing.T) {
 		`data-metric="coverage-percent">33.3<`, `data-metric="stuck">1<`, `data-stage-count="finalized">1<`,
 		`data-chart="burndown" data-points="2"`, `data-bytes="262143" data-percent="99.9"`, `href="https://git.example.invalid/o/r/pulls/7"`,
 		`Content-Security-Policy`, `75% warning`, `90% critical`, `<title id="burndown-title">`,
+		`<details data-ignore="1"><summary>1 ignoreDifferences entry written</summary><ul><li><code>apps/Deployment ns/api: managedFieldsManagers [replica-manager] (spec.replicas): replica-manager owns it</code></li></ul></details>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)

@@ -72,6 +72,12 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref.String(), f.Message)
 			}
 		}
+		if line := a.IgnoreSummary(); line != "" {
+			fmt.Fprintf(w, "  %s:\n", line)
+			for _, d := range a.IgnoreDifferences {
+				fmt.Fprintf(w, "    %s: %s [%s]\n", d, d.Reason, d.Source)
+			}
+		}
 	}
 	if p.Summary.Preview != nil {
 		previewDetails(w, p)

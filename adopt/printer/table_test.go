@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/preview"
 )
 
 // TestColumnsAreTabwriter lays out random tables both ways: columns must
@@ -71,6 +73,16 @@ func TestTableOrder(t *testing.T) {
 	}
 	if !strings.Contains(s, "  rbac.authorization.k8s.io") && !strings.Contains(s, "ClusterRole.rbac.authorization.k8s.io") {
 		t.Fatalf("the cluster-scoped object is missing:\n%s", s)
+	}
+	p.Applications[0].IgnoreDifferences = []preview.IgnoreDifference{{Kind: "ConfigMap", Namespace: "litellm", Name: "hook", ManagedFieldsManagers: []string{"hook-writer"},
+		Fields: []string{"data.a"}, Reason: "hook-writer (Update) owns data.a", Source: preview.SourceManagedFields}}
+	out.Reset()
+	if err := Table(&out, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  1 ignoreDifferences entry written, with RespectIgnoreDifferences=true (fields another writer owns; turn off with --no-ignore-differences):\n" +
+		"    ConfigMap litellm/hook: managedFieldsManagers [hook-writer] (data.a): hook-writer (Update) owns data.a [managedFields]\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table does not list the Application's ignoreDifferences %q:\n%s", want, out.String())
 	}
 	if got := Bytes(-1234567); got != "-1,234,567" {
 		t.Fatalf("Bytes(-1234567) = %q", got)

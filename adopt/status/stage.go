@@ -260,7 +260,10 @@ func Assemble(now time.Time, plans []PlanRef, facts []Facts, cov *Coverage, note
 		k := key{f.PlanID, f.App.Name}
 		a := apps[k]
 		if a == nil {
-			a = &App{Name: f.App.Name, Cluster: f.Cluster, Plan: f.PlanID, Stage: o.Stage, PR: f.PR}
+			a = &App{Name: f.App.Name, Cluster: f.Cluster, Plan: f.PlanID, Stage: o.Stage, PR: f.PR, Ignore: f.App.IgnoreSummary()}
+			for _, d := range f.App.IgnoreDifferences {
+				a.Ignored = append(a.Ignored, d.String()+": "+d.Reason)
+			}
 			for _, p := range plans {
 				if p.ID == f.PlanID {
 					a.Branch = p.Branch

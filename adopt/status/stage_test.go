@@ -8,6 +8,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -16,7 +17,8 @@ import (
 // without a cluster.
 func TestPlace(t *testing.T) {
 	ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: "cm"}}
-	app := plan.Application{Name: "adopt-ns"}
+	app := plan.Application{Name: "adopt-ns", IgnoreDifferences: []preview.IgnoreDifference{{Kind: "ConfigMap", Namespace: "ns", Name: "cm",
+		ManagedFieldsManagers: []string{"writer"}, Fields: []string{"data.a"}, Reason: "writer owns data.a", Source: preview.SourceManagedFields}}}
 	clean := budget.MeasureBudget(map[string]string{"team": "x"})
 	dirty := budget.MeasureBudget(map[string]string{budget.LastAppliedKey: "{}"})
 	synced := &argoapp.AppState{Found: true, Phase: argoapp.PhaseSucceeded, History: []string{"abc"}, Revision: "abc", Sync: argoapp.SyncSynced, Health: argoapp.HealthHealthy}
@@ -57,6 +59,9 @@ func TestPlace(t *testing.T) {
 	r := Assemble(when, []PlanRef{{ID: "p", Branch: "adopt/x"}}, []Facts{cases[0].f, cases[7].f, cases[10].f}, nil, nil)
 	if r.Counts.Planned != 1 || r.Counts.Synced != 1 || r.Counts.Regressed != 1 || r.Stuck != 1 || len(r.Applications) != 1 || r.Applications[0].Stage != StageRegressed || r.Applications[0].Objects != 3 {
 		t.Fatalf("assemble: %+v %+v", r.Counts, r.Applications)
+	}
+	if a := r.Applications[0]; a.Ignore != app.IgnoreSummary() || len(a.Ignored) != 1 || a.Ignored[0] != "ConfigMap ns/cm: managedFieldsManagers [writer] (data.a): writer owns data.a" {
+		t.Errorf("assemble: ignore %q %q; want the plan's entry", a.Ignore, a.Ignored)
 	}
 }
 

@@ -213,6 +213,10 @@ type App struct {
 	Sync     string `json:"sync,omitempty" yaml:"sync,omitempty"`
 	Health   string `json:"health,omitempty" yaml:"health,omitempty"`
 	Revision string `json:"revision,omitempty" yaml:"revision,omitempty"`
+	// Ignore says what the plan records of its ignoreDifferences (written,
+	// or turned off), and Ignored has one line per entry.
+	Ignore  string   `json:"ignore,omitempty" yaml:"ignore,omitempty"`
+	Ignored []string `json:"ignored,omitempty" yaml:"ignored,omitempty"`
 }
 
 // Coverage is how much of the estate Argo CD tracks: tracked objects of

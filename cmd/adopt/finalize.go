@@ -26,6 +26,7 @@ type FinalizeOptions struct {
 	Apps            []string
 	Timeout         time.Duration
 	PollInterval    time.Duration
+	Settle          time.Duration
 	AllowHealth     []string
 	Sync            bool
 	DryRun          bool
@@ -55,7 +56,7 @@ type FinalizeOptions struct {
 }
 
 func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second, Parallel: finalize.DefaultParallel}
+	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second, Settle: finalize.DefaultSettle, Parallel: finalize.DefaultParallel}
 	cmd := &cobra.Command{
 		Use:   "finalize",
 		Short: "After the first sync, remove the stale last-applied annotation and hand-apply field ownership",
@@ -106,6 +107,7 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.StringArrayVar(&o.Apps, "app", nil, "finalize only this Application of the plan (repeatable)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for each Application's first successful sync and health")
 	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Application while waiting")
+	f.DurationVar(&o.Settle, "settle", o.Settle, "after cleanup, watch each Application this long and report the field and manager if it goes OutOfSync (0: do not watch)")
 	f.StringSliceVar(&o.AllowHealth, "allow-health", nil, "health statuses accepted besides Healthy, e.g. Progressing,Suspended")
 	f.BoolVar(&o.Sync, "sync", false, "start the first sync (ServerSideApply=true, no prune) when none has happened")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the patches; change nothing")
@@ -188,6 +190,9 @@ func (o *FinalizeOptions) Validate() error {
 	if o.Timeout <= 0 || o.PollInterval <= 0 {
 		return usageErrorf("--timeout and --poll-interval must be positive")
 	}
+	if o.Settle < 0 {
+		return usageErrorf("--settle must be 0 or more")
+	}
 	if o.Parallel < 1 {
 		return usageErrorf("--parallel must be at least 1")
 	}
@@ -237,6 +242,11 @@ func (o *FinalizeOptions) print(rep *finalize.Report) error {
 	}
 	if bad := rep.Incomplete(); len(bad) > 0 {
 		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d objects not finalized: %s (see the reasons above, fix, and re-run: finished objects are skipped)", len(bad), rep.Total.Objects, strings.Join(bad, ", "))}
+	}
+	for _, a := range rep.Apps {
+		if s := a.Settle; s != nil && !s.Synced {
+			return &exitError{code: ExitPartial, err: fmt.Errorf("Application %s went %s within the %s settle window after cleanup (see above): Git disagrees with a writer; put the field in Git or add an ignoreDifferences entry for its manager, then re-run", a.Name, s.Sync, s.Window)}
+		}
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func (o *FinalizeOptions) session(ctx context.Context) (*finalize.Session, func(
 	s.ArgoCD, s.Explain = argo.Info, explain
 	r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
 	r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
-	r.Timeout, r.PollInterval = o.Timeout, o.PollInterval
+	r.Timeout, r.PollInterval, r.Settle = o.Timeout, o.PollInterval, o.Settle
 	if !o.Quiet {
 		r.Progress = o.progress
 	}

@@ -45,6 +45,9 @@ type PlanOptions struct {
 	OutDir          string
 	Parallel        int
 
+	// NoIgnoreDifferences are Application name globs (--no-ignore-differences).
+	NoIgnoreDifferences []string
+
 	genericiooptions.IOStreams
 	cluster *cluster
 	hub     *cluster
@@ -116,6 +119,7 @@ abort the scan. The plan never writes to the cluster.
 	f.StringVar(&o.Revision, "revision", "", "branch, tag or commit of --repo (default: HEAD)")
 	f.StringVar(&o.ConfigFile, "config", "", "adopt.yaml with exclusions, destination, project, repo URL, apps dir and naming (default: ./adopt.yaml if present)")
 	f.StringVar(&o.GroupBy, "group-by", "", "how to group objects into Applications: "+strings.Join(plan.GroupByValues, "|")+" (default: adopt.yaml's groupBy, else auto)")
+	f.StringSliceVar(&o.NoIgnoreDifferences, "no-ignore-differences", nil, "write no ignoreDifferences into these Applications (name globs, '*' for all), though --preview found fields another writer owns; the plan records it")
 	f.BoolVar(&o.Preview, "preview", false, "dry-run Argo CD's first sync of every object (server-side apply, dryRun=All) and check that changed workloads fit on the nodes; writes nothing")
 	f.StringVar(&o.FailOn, "fail-on", "", "exit with code 3 when a finding is at least this severe: critical|warning")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(printer.Formats, cobra.ShellCompDirectiveNoFileComp))
@@ -226,6 +230,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 func (o *PlanOptions) scanOptions() planner.Options {
 	so := o.cluster.scanOptions(o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.GroupBy, so.ChunkSize, so.Preview, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview, o.hub.scanHub()
+	so.NoIgnoreDifferences = o.NoIgnoreDifferences
 	so.Unsealed = o.OutFile != "" // WriteFile seals it as it writes
 	if o.progress {
 		so.Say = func(format string, a ...any) { fmt.Fprintf(o.ErrOut, format, a...) }

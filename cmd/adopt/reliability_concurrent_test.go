@@ -104,7 +104,7 @@ func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 		return s
 	}
 	finalizeCmd := func(s setup, extra ...string) *exec.Cmd {
-		return exec.Command(bin, append([]string{"--kubeconfig", s.kubeconfig, "finalize", "--plan", s.planFile, "--poll-interval", "100ms", "--timeout", "2m"}, extra...)...)
+		return exec.Command(bin, append([]string{"--kubeconfig", s.kubeconfig, "finalize", "--plan", s.planFile, "--poll-interval", "100ms", "--timeout", "2m", "--settle", "100ms"}, extra...)...)
 	}
 	// patchedOnce checks that each object was patched exactly once over
 	// every run so far, and that none still has the annotation.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,12 @@ import (
 // json|yaml), so no test writes a plan that is not checked.
 func runAdopt(t testing.TB, argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	t.Helper()
+	if verbOf(args) == "finalize" && !slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--settle") || strings.HasPrefix(a, "__complete") || a == "help" || a == "--help" || a == "-h" || a == "--"
+	}) {
+		// A short settle window: the tests of the window give their own.
+		args = append(slices.Clip(args), "--settle=100ms")
+	}
 	var stdout bytes.Buffer
 	code := runAs(argv0, args, in, io.MultiWriter(out, &stdout), errOut)
 	checkWritten(t, args, stdout.Bytes(), code)

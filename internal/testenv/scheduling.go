@@ -29,8 +29,10 @@ type Scheduling struct {
 // control plane's admin, with their secure ports on random loopback ports.
 // The node-lifecycle and taint-eviction controllers are off: with no kubelet
 // they would mark every node unreachable, taint it and evict its pods.
-// Both die with the test process; Stop ends them earlier.
-func StartScheduling(ctx context.Context, cp *ControlPlane) (*Scheduling, error) {
+// Both die with the test process; Stop ends them earlier. controllerArgs
+// are added to kube-controller-manager's flags (for example a shorter
+// --horizontal-pod-autoscaler-sync-period).
+func StartScheduling(ctx context.Context, cp *ControlPlane, controllerArgs ...string) (*Scheduling, error) {
 	s := &Scheduling{}
 	components := []string{"kube-controller-manager", "kube-scheduler"}
 	ports, err := freePorts(len(components))
@@ -53,6 +55,7 @@ func StartScheduling(ctx context.Context, cp *ControlPlane) (*Scheduling, error)
 				"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 				"--use-service-account-credentials=false",
 			)
+			args = append(args, controllerArgs...)
 		}
 		p, err := cp.spawn(Options{}, name, args...)
 		if err != nil {
