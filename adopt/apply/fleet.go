@@ -197,7 +197,7 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 	tmpl := normalized(ms[0].spec, perCluster)
 	for _, m := range ms[1:] {
 		if !reflect.DeepEqual(normalized(m.spec, perCluster), tmpl) {
-			return ss, &ContractError{msg: fmt.Sprintf("ApplicationSet %s: the Applications of clusters %s and %s differ in more than destination and path (project, repoURL, sync options or directory filters), so one template cannot render both: plan again, or apply the clusters' plans one at a time", set.Name, ms[0].dest, m.dest)}
+			return ss, &ContractError{msg: fmt.Sprintf("ApplicationSet %s: the Applications of clusters %s and %s differ in more than destination and path (project, repoURL, sync options, directory filters or ignoreDifferences), so one template cannot render both: plan again, or apply the clusters' plans one at a time", set.Name, ms[0].dest, m.dest)}
 		}
 	}
 	if sp := tmpl.SyncPolicy; sp != nil && sp.Automated != nil && sp.Automated.Prune {
