@@ -266,16 +266,16 @@ func staysSynced(t *testing.T, version string) {
 		sc := bufio.NewScanner(errPipe)
 		for sc.Scan() {
 			finErr.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "Application "+held.Name+": synced and ") {
+			if strings.HasPrefix(sc.Text(), "Application "+held.Name+": waiting: it must stay Synced over the") {
 				close(ready)
 			}
 		}
 	}()
-	select { // a barrier: finalize found it ready (its progress line); its settle window opens next
+	select { // a barrier: finalize's settle window is open, its watches with it (its progress line)
 	case <-ready:
 	case <-stderrDone:
 		_ = fin.Wait()
-		t.Fatalf("finalize ended before it found %s ready:\n%s\n%s", held.Name, finOut.String(), finErr.String())
+		t.Fatalf("finalize ended before it opened the settle window of %s:\n%s\n%s", held.Name, finOut.String(), finErr.String())
 	}
 	kubectl(t, cp, "scale", "-n", nsHeld, "deployment/api", "--replicas=7")
 	waitReplicas(ctx, t, deploys(nsHeld), 2, "self-heal setting the kubectl-scaled "+nsHeld+" back to Git's 2 (drift shown, not ignored)")

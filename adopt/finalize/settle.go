@@ -100,6 +100,9 @@ func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Se
 	if w, ok := r.Reader.(argoapp.Watcher); ok {
 		changes = w.Changes(window, name)
 	}
+	if r.Progress != nil { // the watches are open: a write from now on is seen
+		r.Progress(name, argoapp.AppState{Name: name}, fmt.Sprintf("it must stay Synced over the %s settle window (watching its objects)", r.Settle))
+	}
 	interval := r.PollInterval
 	if interval <= 0 {
 		interval = time.Second
