@@ -109,6 +109,7 @@ func TestPushRejectedNonFastForwardThenRecovered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer ours.Close()
 			var theirs []string
 			builds := 0
 			res, err := ours.Publish(ctx, Change{Branch: "adopt/p", Base: "main", Author: author,
@@ -185,6 +186,7 @@ func TestPreReceiveHookRefusesPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	_, err = r.Publish(context.Background(), c, PublishOptions{})
 	checkGitError(t, err, ErrPushRejected, []string{"hook-pass-CANARY-31"}, "adopt/hook", url, "pre-receive hook declined", "POL-7")
 	if after := refs(t, bare); after != before {
@@ -311,6 +313,7 @@ func TestNetworkDropsMidPush(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clone through the proxy: %v", err)
 	}
+	defer r.Close()
 	_, err = r.Publish(context.Background(), c, PublishOptions{})
 	if p.Cuts() != 1 {
 		t.Fatalf("the proxy cut %d connections, want 1 (err %v)", p.Cuts(), err)

@@ -1,11 +1,11 @@
 // Package gitops owns everything Git: the repository seam (clone, branch,
 // write files, commit, push) built on go-git, and its credentials. It clones
-// in memory (or into a directory the caller names), fetching only the
-// branch tips a commit builds on unless asked for the history; it never
-// touches a local repository's working tree or its checked-out branch,
-// never force-pushes unless asked, and redacts credentials from every error
-// it returns. It does not know what an Application or a plan is: callers
-// hand it files.
+// into a private temporary directory (or into memory for the history, or
+// into a directory the caller names), fetching only the branch tips a
+// commit builds on unless asked for the history; it never touches a local
+// repository's working tree or its checked-out branch, never force-pushes
+// unless asked, and redacts credentials from every error it returns. It
+// does not know what an Application or a plan is: callers hand it files.
 package gitops
 
 import (
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -20,12 +21,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -42,8 +46,12 @@ type CloneOptions struct {
 	// directory inside one).
 	URL  string
 	Auth Auth
-	// Dir clones into this directory instead of memory, so the result
-	// survives the process (used with --no-push on a remote URL).
+	// Dir clones into this directory, with a working tree, so the result
+	// survives the process (used with --no-push on a remote URL). Without
+	// it the fetched objects go to a private temporary directory (a bare
+	// object store: the fetched pack stays on disk and only its index is
+	// read into memory) that Close removes, and the new ones to memory; or,
+	// with History, all of them to memory.
 	Dir string
 	// Base is the branch fetched now; "" is the remote's default branch.
 	// Publish fetches the other branch a change names when it needs it.
@@ -67,6 +75,9 @@ type Repo struct {
 	defaultBranch string
 	dir           string
 	history       bool
+	// spool is the private temporary object store, removed by Close.
+	spool   string
+	storage *filesystem.Storage
 	// refs are the remote's branches as last listed, by name.
 	refs map[plumbing.ReferenceName]plumbing.Hash
 	// fetched are the branches fetched (or found absent) since the last
@@ -79,8 +90,20 @@ type Repo struct {
 // Clone opens the repository: it lists the remote's branches and fetches
 // the base branch's tip (or, with History, every branch and its history).
 // It checks out no file. A local path must have a clean working tree; it
-// is read through git's own upload-pack, without any network.
+// is read through git's own upload-pack, without any network. The caller
+// must Close the result; on an error nothing is left on disk.
 func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
+	r, err := clone(ctx, o)
+	if err != nil {
+		if r != nil {
+			r.Close()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+func clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	loc, err := ParseLocation(o.URL)
 	if err != nil {
 		return nil, newError(ErrNotFound, o.Auth.secrets(), "%v", err)
@@ -121,17 +144,18 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	}
 	if o.Dir != "" {
 		r.repo, err = git.PlainInit(o.Dir, false)
-	} else {
-		r.repo, err = git.Init(memory.NewStorage(), nil)
+	} else if r.spool, err = os.MkdirTemp("", "adopt-clone-"); err == nil {
+		r.storage = filesystem.NewStorageWithOptions(osfs.New(r.spool), cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true})
+		r.repo, err = git.Init(&spool{Storage: r.storage, added: memory.NewStorage()}, nil)
 	}
 	if err == nil {
 		_, err = r.repo.CreateRemote(&gitconfig.RemoteConfig{Name: remoteName, URLs: []string{remoteURL}, Fetch: []gitconfig.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}})
 	}
 	if err != nil {
-		return nil, wrap("clone", r.display, err, r.secrets)
+		return r, wrap("clone", r.display, err, r.secrets)
 	}
 	if err := r.list(ctx); err != nil {
-		return nil, err
+		return r, err
 	}
 	base := o.Base
 	if base == "" {
@@ -139,10 +163,23 @@ func Clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	}
 	if base != "" {
 		if err := r.fetch(ctx, base); err != nil {
-			return nil, err
+			return r, err
 		}
 	}
 	return r, nil
+}
+
+// Close removes the private temporary directory the clone's objects are
+// in, if it has one; the Repo reads no object afterwards. A directory named
+// by CloneOptions.Dir is kept.
+func (r *Repo) Close() error {
+	if r.spool == "" {
+		return nil
+	}
+	r.storage.Close()
+	err := os.RemoveAll(r.spool)
+	r.spool, r.tree = "", nil
+	return err
 }
 
 // list reads the remote's branches and its default branch (what HEAD

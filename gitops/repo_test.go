@@ -83,6 +83,7 @@ func publish(t *testing.T, url string, auth Auth, c Change, o PublishOptions) *R
 	if err != nil {
 		t.Fatalf("clone: %v", err)
 	}
+	defer r.Close()
 	if c.Base == "" {
 		c.Base = r.DefaultBranch()
 	}
@@ -167,6 +168,7 @@ func TestConcurrentPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ours.Close()
 	var theirs *Result
 	calls := 0
 	res, err := ours.Publish(ctx, Change{Branch: "adopt/p2", Base: "main", Author: author,
@@ -309,10 +311,12 @@ func TestRedact(t *testing.T) {
 }
 
 // TestPublishFetchesTipsOnly: a clone holds the base branch's tip, not its
-// history; Build reads the start tree's files with nothing checked out; and
-// the push sends exactly the objects the change adds (the commit, the trees
-// on the changed path, the new blob), which the server takes from a
-// shallow base.
+// history, as the fetched pack in a temporary directory of its own; Build
+// reads the start tree's files with nothing checked out; the commit's
+// objects are written to no file; the push sends exactly the objects the
+// change adds (the commit, the trees on the changed path, the new blob),
+// which the server takes from a shallow base; and Close, or a failed
+// clone, leaves nothing in the temporary directory.
 func TestPublishFetchesTipsOnly(t *testing.T) {
 	g := startServer(t, "", "")
 	url := seed(t, g, "history")
@@ -331,9 +335,15 @@ func TestPublishFetchesTipsOnly(t *testing.T) {
 		gitIn(t, work, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-qm", "c"+string(rune('0'+i)))
 	}
 	gitIn(t, work, "push", "-q", "origin", "main")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	r, err := Clone(context.Background(), CloneOptions{URL: url})
 	if err != nil {
 		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(tmp, "adopt-clone-*", "objects", "pack", "pack-*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("the fetched objects are not one pack in a temporary directory: %v", packs)
 	}
 	if _, err := r.repo.CommitObject(plumbing.NewHash(first)); err == nil {
 		t.Fatal("the clone holds the base branch's history, not only its tip")
@@ -367,6 +377,18 @@ func TestPublishFetchesTipsOnly(t *testing.T) {
 	}
 	if len(sent) != 5 {
 		t.Fatalf("the push sends %d objects, want 5 (commit, trees /, a, a/b, blob a/b/new.yaml)", len(sent))
+	}
+	if loose, _ := filepath.Glob(filepath.Join(tmp, "adopt-clone-*", "objects", "??")); len(loose) != 0 {
+		t.Fatalf("the commit's objects were written to files: %v", loose)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(context.Background(), CloneOptions{URL: "http://127.0.0.1:1/gitops.git"}); err == nil {
+		t.Fatal("a clone from a closed port succeeded")
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("Close and a failed clone left %v", left)
 	}
 }
 

@@ -74,6 +74,7 @@ func TestPublishOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	if r.DefaultBranch() != "main" || strings.Contains(r.URL(), sshPassphrase) {
 		t.Fatalf("URL %q, default branch %q", r.URL(), r.DefaultBranch())
 	}
@@ -130,9 +131,11 @@ func TestSSHHostKeyChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.InsecureIgnoreHostKey = true
-		if _, err := Clone(context.Background(), CloneOptions{URL: f.s.URL("gitops"), Auth: a}); err != nil {
+		r, err := Clone(context.Background(), CloneOptions{URL: f.s.URL("gitops"), Auth: a})
+		if err != nil {
 			t.Fatalf("with host key checking off the clone failed: %v", err)
 		}
+		r.Close()
 		var b strings.Builder
 		AuthFlags{}.Warn(&b, "https://u:p4ss@host/x.git", true)
 		if b.Len() != 0 {
@@ -186,6 +189,7 @@ func TestPublishOverSCPStyleSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	if r.SourceURL() != url {
 		t.Errorf("SourceURL %q, want %q", r.SourceURL(), url)
 	}

@@ -15,8 +15,9 @@ type CheckoutOptions struct {
 	// Base is the branch the change builds on; empty for the
 	// repository's default branch.
 	Base string
-	// OnDisk clones into a new temporary directory, which the result
-	// names, instead of memory (--no-push keeps it for review).
+	// OnDisk clones, with a working tree, into a new temporary directory
+	// which the result names (--no-push keeps it for review). Without it
+	// the objects go to a private temporary directory that Close removes.
 	OnDisk bool
 }
 
@@ -25,13 +26,14 @@ type Checkout struct {
 	Repo *gitops.Repo
 	// Base is the branch the change builds on.
 	Base string
-	// Dir is the clone's directory; empty when it is in memory.
+	// Dir is the clone's directory (OnDisk); empty otherwise.
 	Dir string
 }
 
 // Clone clones the repository and resolves the branch to build on. A
 // repository that does not tell its default branch, with no Base given,
-// is a ContractError. On an error no directory is left behind.
+// is a ContractError. On an error no directory is left behind; on success
+// the caller must Close (or Remove) the result.
 func Clone(ctx context.Context, o CheckoutOptions) (*Checkout, error) {
 	co := &Checkout{Base: o.Base}
 	if o.OnDisk {
@@ -54,8 +56,17 @@ func Clone(ctx context.Context, o CheckoutOptions) (*Checkout, error) {
 	return co, nil
 }
 
-// Remove deletes the clone's directory, if it has one.
+// Close removes the clone's private temporary object store (gitops
+// Repo.Close) and keeps Dir, the clone --no-push leaves for review.
+func (co *Checkout) Close() {
+	if co.Repo != nil {
+		co.Repo.Close()
+	}
+}
+
+// Remove closes the clone and deletes its directory, if it has one.
 func (co *Checkout) Remove() {
+	co.Close()
 	if co.Dir != "" {
 		os.RemoveAll(co.Dir)
 	}

@@ -41,7 +41,8 @@ func leftovers(t *testing.T, dir string) []string {
 
 // TestCheckout: an on-disk clone is made in a temporary directory the
 // checkout names and Remove deletes, its base is the repository's default
-// branch unless one is given, and a failed clone or export leaves no
+// branch unless one is given, the other clone's private temporary
+// directory goes at Close, and a failed clone or export leaves no
 // directory behind; an export error comes before the clone's.
 func TestCheckout(t *testing.T) {
 	ctx := context.Background()
@@ -64,8 +65,16 @@ func TestCheckout(t *testing.T) {
 		t.Fatalf("Remove left %v", l)
 	}
 
-	if co, err := Clone(ctx, CheckoutOptions{URL: repo, Base: "release"}); err != nil || co.Base != "release" || co.Dir != "" {
-		t.Fatalf("in memory with --base: %+v, %v", co, err)
+	co, err = Clone(ctx, CheckoutOptions{URL: repo, Base: "release"})
+	if err != nil || co.Base != "release" || co.Dir != "" {
+		t.Fatalf("not on disk, with --base: %+v, %v", co, err)
+	}
+	if l := leftovers(t, tmp); len(l) != 1 {
+		t.Fatalf("the clone's objects are not in one temporary directory: %v", l)
+	}
+	co.Close()
+	if l := leftovers(t, tmp); len(l) != 0 {
+		t.Fatalf("Close left %v", l)
 	}
 
 	if _, err := Clone(ctx, CheckoutOptions{URL: filepath.Join(tmp, "missing"), OnDisk: true}); err == nil {
@@ -87,5 +96,9 @@ func TestCheckout(t *testing.T) {
 	a, co, err := ExportWhileCloning(ctx, func(context.Context) (*Applier, error) { return want, nil }, CheckoutOptions{URL: repo})
 	if err != nil || a != want || co.Base != "main" {
 		t.Fatalf("export and clone: %p, %+v, %v", a, co, err)
+	}
+	co.Close()
+	if l := leftovers(t, tmp); len(l) != 0 {
+		t.Fatalf("Close left %v", l)
 	}
 }

@@ -63,7 +63,8 @@ type Result struct {
 	// they are set even when Run fails after resolving the version.
 	Warnings []string
 	// Summary, Checkout and Commit are the written change; Commit is nil
-	// when the plan proposes no Application.
+	// when the plan proposes no Application. Run has closed the Checkout:
+	// its Repo names the repository but reads no object.
 	Summary  Summary
 	Checkout *Checkout
 	Commit   *gitops.Result
@@ -100,6 +101,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		return res, err
 	}
 	res.Checkout = co
+	defer co.Close()
 	if res.Commit, err = Write(ctx, co, a, o.Write); err != nil {
 		return res, err
 	}

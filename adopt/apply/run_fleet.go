@@ -68,6 +68,7 @@ func RunFleet(ctx context.Context, o FleetOptions) (*FleetResult, error) {
 		return res, err
 	}
 	res.Checkout = co
+	defer co.Close()
 	if res.Commit, err = Write(ctx, co, f, o.Write); err != nil {
 		return res, err
 	}

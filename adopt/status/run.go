@@ -78,6 +78,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		defer repo.Close()
 		src.Repo, src.RepoName, src.Base = repo, repo.URL(), o.Base
 		if err := o.provider(&src, repo); err != nil {
 			return nil, err

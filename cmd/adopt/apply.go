@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"slices"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -218,11 +221,27 @@ func (o *ApplyOptions) Validate() error {
 }
 
 // Run writes the adoption into the repo: the plan engine (or the fleet's),
-// then the printer, then the pull request.
+// then the printer, then the pull request. An interrupt (Ctrl-C) or
+// SIGTERM cancels the run, so that the clone's temporary directory is
+// removed before adopt exits; a second one kills it at once.
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(sigCtx, stop)
+	err := o.run(sigCtx)
+	if err != nil && sigCtx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("interrupted: %w. Run the same command again to finish", err)
+	}
+	return err
+}
+
+// gcPercent is apply's (see applyGCPercent).
+func (o *ApplyOptions) gcPercent() int { return applyGCPercent }
+
+func (o *ApplyOptions) run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}

@@ -72,8 +72,9 @@ func (c *commitFlags) Validate() error {
 	return nil
 }
 
-// checkout is what --repo, --base and --no-push say to clone: on disk
-// for --no-push (kept for review), else in memory.
+// checkout is what --repo, --base and --no-push say to clone: with a
+// working tree for --no-push (kept for review), else a private temporary
+// object store that apply removes.
 func (c *commitFlags) checkout(auth gitops.Auth) apply.CheckoutOptions {
 	return apply.CheckoutOptions{URL: c.Repo, Auth: auth, Base: c.Base, OnDisk: c.NoPush && !c.DryRun}
 }

@@ -225,7 +225,20 @@ func (p *stallProxy) Forwarded(method string) map[string]int {
 // its request. It fails the test if the process ends on its own first.
 func killWhenStalled(t *testing.T, p *stallProxy, args ...string) string {
 	t.Helper()
+	out, ws := signalWhenStalled(t, p, syscall.SIGKILL, t.TempDir(), args...)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("process was not killed by SIGKILL: %v", ws)
+	}
+	return out
+}
+
+// signalWhenStalled starts the binary with TMPDIR set to tmp, sends it sig
+// once the proxy holds its request and waits for it to end. It fails the
+// test if the process ends on its own first.
+func signalWhenStalled(t *testing.T, p *stallProxy, sig syscall.Signal, tmp string, args ...string) (string, syscall.WaitStatus) {
+	t.Helper()
 	cmd := exec.Command(adoptBinary(t), args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -235,17 +248,15 @@ func killWhenStalled(t *testing.T, p *stallProxy, args ...string) string {
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case <-p.stalled:
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
-		err := <-exited
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("process was not killed by SIGKILL: %v", err)
-		}
+		<-exited
 	case err := <-exited:
-		t.Fatalf("adopt %s ended (%v) before reaching the kill point:\n%s", strings.Join(args, " "), err, out.String())
+		t.Fatalf("adopt %s ended (%v) before reaching the signal point:\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return out.String()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return out.String(), ws
 }
 
 // threeHooks hand-applies three ConfigMaps (client-side, then a runbook's
@@ -417,7 +428,8 @@ func commitsOn(t *testing.T, bare, branch string) []*gitobject.Commit {
 // its push is held (not yet received, or received with the reply lost),
 // then runs it again: the branch holds exactly one adoption commit on the
 // base, with the same tree as an uninterrupted run, and a third run is a
-// no-op.
+// no-op. Interrupted (SIGINT) at the same point instead, apply stops
+// the push, says so, and leaves nothing in its temporary directory.
 func TestApplyKilledAndResumed(t *testing.T) {
 	ns := cp.Namespace(t)
 	handApplied(t, ns)
@@ -484,4 +496,22 @@ func TestApplyKilledAndResumed(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("interrupted", func(t *testing.T) {
+		if _, err := g.CreateRepo("interrupted", map[string]string{"README.md": "gitops\n"}); err != nil {
+			t.Fatal(err)
+		}
+		p := startStallProxy(t, g.URL, false, http.MethodPost, "/git-receive-pack", 1, false)
+		tmp := t.TempDir()
+		out, ws := signalWhenStalled(t, p, syscall.SIGINT, tmp, applyTo(p.URL+"/interrupted.git")...)
+		if ws.Signaled() || ws.ExitStatus() != ExitError || !strings.Contains(out, "interrupted") {
+			t.Fatalf("interrupted apply: %v\n%s", ws, out)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Fatalf("the interrupted apply left %v in its temporary directory", left)
+		}
+		if got := commitsOn(t, g.BarePath("interrupted"), branch); len(got) != 0 {
+			t.Fatalf("the interrupted push landed: %d commits", len(got))
+		}
+	})
 }

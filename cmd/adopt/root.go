@@ -166,10 +166,14 @@ type options interface {
 }
 
 // runOptions is the RunE of every verb: Complete, Validate, Run, with
-// the collector tuned (tuneGC).
+// the collector tuned (tuneGC, at the verb's own percent if it has one).
 func runOptions(o options) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		defer tuneGC()()
+		percent := gcPercent
+		if g, ok := o.(gcTuned); ok {
+			percent = g.gcPercent()
+		}
+		defer tuneGC(percent)()
 		if err := o.Complete(cmd); err != nil {
 			return err
 		}
