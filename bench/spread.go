@@ -54,7 +54,7 @@ func (b *bench) spreadRow(ctx context.Context) error {
 		return err
 	}
 	row, err := b.applyAgainstGit(cp, planFile, func(apps, objects int) string {
-		return fmt.Sprintf("8. apply, %d namespaces x %d objects (%d Applications, %d objects), pushed over smart HTTP", c.SpreadNamespaces, c.SpreadObjects, apps, objects)
+		return fmt.Sprintf("10. apply, %d namespaces x %d objects (%d Applications, %d objects), pushed over smart HTTP", c.SpreadNamespaces, c.SpreadObjects, apps, objects)
 	})
 	if err != nil {
 		return err
