@@ -75,8 +75,8 @@ func (b *bench) fleetRow(ctx context.Context) error {
 	row.Measured = append(row.Measured, fleet)
 	row.Ratios = []Ratio{
 		ratio("fleet plan / slowest single-cluster plan (time)", fleet.Seconds/slowest.Seconds, "<= 1.5", fleet.Seconds <= 1.5*slowest.Seconds),
-		ratio("fleet plan / sum of the single-cluster plans (time)", fleet.Seconds/sum, "(reported)", true),
-		ratio("fleet plan peak RSS (MB)", float64(fleet.RSSMB), "(reported)", true),
+		reported("fleet plan / sum of the single-cluster plans (time)", fleet.Seconds/sum),
+		reported("fleet plan peak RSS (MB)", float64(fleet.RSSMB)),
 	}
 	b.res.Rows = append(b.res.Rows, row)
 	return nil

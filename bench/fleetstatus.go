@@ -99,7 +99,7 @@ func (b *bench) fleetStatusRow(ctx context.Context) error {
 	row := Row{Name: fmt.Sprintf("11. status of a %d-cluster fleet plan (%d control planes x %d objects)", len(contexts), len(contexts), n), Measured: ms}
 	row.Ratios = []Ratio{
 		ratio("adopt status --no-coverage / kubectl get (time)", ms[0].Seconds/ms[2].Seconds, "<= 1.0", ms[0].Seconds <= ms[2].Seconds),
-		ratio("adopt status with coverage / kubectl get (time)", ms[1].Seconds/ms[2].Seconds, "(reported)", true),
+		reported("adopt status with coverage / kubectl get (time)", ms[1].Seconds/ms[2].Seconds),
 	}
 	b.res.Rows = append(b.res.Rows, row)
 	return nil

@@ -115,8 +115,8 @@ func (b *bench) planRows(ctx context.Context) error {
 			Ratios: []Ratio{
 				ratio(fmt.Sprintf("time %d / time %d objects", nl, n), large.adopt.Seconds/base.adopt.Seconds, fmt.Sprintf("<= %.1f", want), large.adopt.Seconds <= want*base.adopt.Seconds),
 				ratio("peak RSS (MB)", float64(large.adopt.RSSMB), "<= 300", large.adopt.RSSMB <= 300),
-				ratio("adopt / kubectl loop (time)", large.adopt.Seconds/large.kubectl.Seconds, "(reported)", true),
-				ratio("adopt / raw list (time)", large.adopt.Seconds/large.raw.Seconds, "(reported)", true),
+				reported("adopt / kubectl loop (time)", large.adopt.Seconds/large.kubectl.Seconds),
+				reported("adopt / raw list (time)", large.adopt.Seconds/large.raw.Seconds),
 			}})
 	}
 	// Keep the rows in goal order.
