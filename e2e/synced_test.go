@@ -186,7 +186,7 @@ func staysSynced(t *testing.T, version string) {
 	// The first syncs (automated). finalize waits for held and scaled,
 	// cleans up, and watches them over the settle window.
 	r = runAdopt(t, cp.Kubeconfig, nil, "finalize", "--plan", planFile, "--app", held.Name, "--app", scaled.Name,
-		"--allow-health", "Suspended", "--timeout", "3m", "--poll-interval", "500ms", "--settle", "3s", "-o", "json")
+		"--allow-health", "Suspended", "--timeout", "3m", "--poll-interval", "500ms", "--settle", "10s", "-o", "json")
 	if r.code != 0 {
 		st, _ := argo.ApplicationStatus(ctx, held.Name)
 		t.Fatalf("finalize: %s\n%s: %s", r, held.Name, st)

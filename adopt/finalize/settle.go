@@ -85,9 +85,12 @@ func (r *Runner) SettleAll(ctx context.Context, rep *Report) error {
 
 // settle watches Application name for r.Settle once its objects are
 // cleaned up (a watch where the reader has one, else a read every
-// PollInterval) and reports whether it stayed Synced; at the first read
-// that is not Synced it stops and names, for each OutOfSync object of
-// targets, the fields another manager wrote since the window opened.
+// PollInterval) and reports whether it stayed Synced. At the first read
+// that is not Synced and that a writer explains it stops and names, for
+// each OutOfSync object of targets, the fields another manager wrote since
+// the window opened. An OutOfSync that no writer but Argo CD's explains
+// (Argo CD recomputing its diff after the cleanup) is reported only if it
+// lasts to the end of the window.
 func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Settle, error) {
 	s := &Settle{Window: r.Settle.String(), Synced: true}
 	// managedFields times are whole seconds: a write in the second before
@@ -109,20 +112,30 @@ func (r *Runner) settle(ctx context.Context, name string, targets []Target) (*Se
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	// An OutOfSync that no writer but Argo CD's (and adopt's own cleanup)
+	// explains is Argo CD recomputing its diff after the cleanup: it is
+	// reported only if it lasts to the end of the window.
+	var unexplained *Settle
 	for {
 		st, err := r.Reader.Application(ctx, name)
 		if err != nil {
 			return s, err
 		}
+		unexplained = nil
 		if st.Sync != argoapp.SyncSynced {
-			s.Synced, s.Sync = false, st.Sync
-			s.Drift = r.drift(ctx, st, targets, since, seen)
-			return s, nil
+			out := &Settle{Window: s.Window, Sync: st.Sync, Drift: r.drift(ctx, st, targets, since, seen)}
+			if slices.ContainsFunc(out.Drift, func(d Drift) bool { return d.Manager != "" }) {
+				return out, nil
+			}
+			unexplained = out
 		}
 		select {
 		case <-ctx.Done():
 			return s, ctx.Err()
 		case <-window.Done():
+			if unexplained != nil {
+				return unexplained, nil
+			}
 			return s, nil
 		case <-tick.C:
 		case _, ok := <-changes:

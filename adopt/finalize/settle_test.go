@@ -43,7 +43,10 @@ func (f *flipping) flip(r argoapp.ResourceState) {
 	f.mu.Lock()
 	f.out = &r
 	f.mu.Unlock()
-	f.changed <- struct{}{}
+	select { // heard at the window's next wait, or not at all when a read saw it first
+	case f.changed <- struct{}{}:
+	default:
+	}
 }
 
 // TestSettleNamesTheFieldAndManager: an Application that stays Synced
@@ -80,7 +83,7 @@ func TestSettleNamesTheFieldAndManager(t *testing.T) {
 		}
 	}
 
-	calm := &flipping{changed: make(chan struct{})}
+	calm := &flipping{changed: make(chan struct{}, 1)}
 	rep := &finalize.Report{Apps: []finalize.AppReport{{Name: app, Ready: true}, {Name: "not-ready"}}}
 	if err := newRunner(calm, 200*time.Millisecond).SettleAll(ctx, rep); err != nil {
 		t.Fatal(err)
@@ -93,10 +96,13 @@ func TestSettleNamesTheFieldAndManager(t *testing.T) {
 	}
 
 	// The window is long; the flip ends it.
-	f := &flipping{changed: make(chan struct{})}
+	f := &flipping{changed: make(chan struct{}, 1)}
 	rep = &finalize.Report{Apps: []finalize.AppReport{{Name: app, Ready: true}}}
-	done := make(chan error, 1)
-	go func() { done <- newRunner(f, 10*time.Minute).SettleAll(ctx, rep) }()
+	done, opened := make(chan error, 1), make(chan struct{}, 1)
+	r := newRunner(f, 10*time.Minute)
+	r.Progress = func(string, argoapp.AppState, string) { opened <- struct{}{} }
+	go func() { done <- r.SettleAll(ctx, rep) }()
+	<-opened // a barrier: the window's watches are open, so the write below is seen
 	apply("replica-manager", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"`+ns+`"},"data":{"mode":"scaled"}}`)
 	f.flip(argoapp.ResourceState{Ref: ref, Status: "OutOfSync"})
 	if err := <-done; err != nil {

@@ -25,7 +25,8 @@ import (
 // json|yaml), so no test writes a plan that is not checked.
 func runAdopt(t testing.TB, argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	t.Helper()
-	if verbOf(args) == "finalize" && !slices.ContainsFunc(args, func(a string) bool {
+	completing := strings.HasPrefix(filepath.Base(argv0), "kubectl_complete-") // completes its last argument
+	if verbOf(args) == "finalize" && !completing && !slices.ContainsFunc(args, func(a string) bool {
 		return strings.HasPrefix(a, "--settle") || strings.HasPrefix(a, "__complete") || a == "help" || a == "--help" || a == "-h" || a == "--"
 	}) {
 		// A short settle window: the tests of the window give their own.
