@@ -126,22 +126,8 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 	}
 	defer s.Close()
 	dir := t.TempDir()
-	key, hosts := filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")
-	if _, err := s.NewClientKey(key, passphrase); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WriteKnownHosts(hosts); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.WriteSSHConfig(filepath.Join(dir, "ssh_config"), "gitops-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := gitssh.DefaultSSHConfig
-	gitssh.DefaultSSHConfig = cfg
-	t.Cleanup(func() { gitssh.DefaultSSHConfig = old })
+	creds := sshClient(t, s, passphrase)
 	t.Setenv("ADOPT_SSH_KEY_PASSPHRASE", passphrase)
-	creds := []string{"--ssh-key", key, "--known-hosts", hosts}
 
 	var outputs []string
 	for i, url := range []string{s.URL("gitops"), s.SCPURL("gitops-test", "gitops")} {
@@ -184,4 +170,28 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 			t.Fatalf("the SSH key passphrase leaked:\n%s", o)
 		}
 	}
+}
+
+// sshClient makes a client key for s (with passphrase, "" for none), its
+// known_hosts, and an ssh_config that names s "gitops-test" (so scp-style
+// git@gitops-test:path reaches it) for the test's duration; it returns the
+// --ssh-key and --known-hosts flags.
+func sshClient(t *testing.T, s *testenv.SSHGitServer, passphrase string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	key, hosts := filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")
+	if _, err := s.NewClientKey(key, passphrase); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteKnownHosts(hosts); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.WriteSSHConfig(filepath.Join(dir, "ssh_config"), "gitops-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := gitssh.DefaultSSHConfig
+	gitssh.DefaultSSHConfig = cfg
+	t.Cleanup(func() { gitssh.DefaultSSHConfig = old })
+	return []string{"--ssh-key", key, "--known-hosts", hosts}
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -38,21 +36,7 @@ func TestRepoLocationForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	key, hosts := filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")
-	if _, err := s.NewClientKey(key, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WriteKnownHosts(hosts); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.WriteSSHConfig(filepath.Join(dir, "ssh_config"), "gitops-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := gitssh.DefaultSSHConfig
-	gitssh.DefaultSSHConfig = cfg
-	t.Cleanup(func() { gitssh.DefaultSSHConfig = old })
-	ssh := []string{"--ssh-key", key, "--known-hosts", hosts}
+	ssh := sshClient(t, s, "")
 
 	for i, tc := range []struct {
 		form, loc string
