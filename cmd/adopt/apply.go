@@ -133,17 +133,17 @@ on top and pushed again (never forced unless --force).
 // Complete loads the plan (or adopt.yaml for computing one), the
 // credentials, the author and the templates.
 func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("namespace") && o.AllNamespaces {
-		return usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	var err error
+	if o.scopeNS, err = namespaceScope(cmd, o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
 	}
-	if cmd.Flags().Changed("namespace") {
-		o.scopeNS = *o.ConfigFlags.Namespace
+	if o.PlanFile != "" && o.scopeNS != "" {
+		return usageErrorf("-n/--namespace shapes a plan computed now; with --plan, the plan records the namespaces it was made for: drop -n")
 	}
 	if o.PlanFile != "" && fleet.IsIndex(o.PlanFile) {
 		return o.completeFleet(cmd.Context())
 	}
 	if o.PlanFile != "" {
-		var err error
 		if o.plan, err = plan.ReadFile(o.PlanFile); err != nil {
 			return usageErrorf("--plan: %v", err)
 		}

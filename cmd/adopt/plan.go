@@ -130,11 +130,9 @@ abort the scan. The plan never writes to the cluster.
 
 // Complete resolves the cluster connection, adopt.yaml and the scan scope.
 func (o *PlanOptions) Complete(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("namespace") && !o.AllNamespaces {
-		o.scopeNS = *o.ConfigFlags.Namespace
-	}
-	if cmd.Flags().Changed("namespace") && o.AllNamespaces {
-		return usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	var err error
+	if o.scopeNS, err = namespaceScope(cmd, o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
 	}
 	cfg, err := config.Load(o.ConfigFile)
 	if err != nil {
