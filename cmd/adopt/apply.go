@@ -114,7 +114,7 @@ on top and pushed again (never forced unless --force).
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.Overrides.ArgoCDNamespace, "argocd-namespace", "", "namespace the Applications are created in (default: the plan's Argo CD namespace)")
-	f.StringVar(&o.Overrides.RepoURL, "repo-url", "", "source.repoURL of the Applications (default: the plan's repoURL, else --repo without credentials, or a local path's origin remote)")
+	f.StringVar(&o.Overrides.RepoURL, "repo-url", "", "source.repoURL of the Applications (default: the plan's repoURL, else --repo without credentials, or a local path's upstream remote, else origin)")
 	f.StringVar(&o.Overrides.AppsDir, "apps-dir", "", "directory for the Application manifests (default: the plan's appsDir)")
 	f.StringVar(&o.Secrets, "secrets", o.Secrets, "Secrets: skip (leave out, exclude from the Application) or placeholder (keys only, excluded from sync)")
 	f.BoolVar(&o.FixRunbooks, "fix-runbooks", false, "rewrite runbook lines that still kubectl-apply an adopted file by hand")
