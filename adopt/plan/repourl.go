@@ -106,8 +106,9 @@ func otherRepos(specs []argoapp.Spec, repoURL, repoFrom string) []Finding {
 			plan = fmt.Sprintf("the plan's repo is %s, from %s", repoURL, repoFrom)
 		}
 		fs = append(fs, Finding{Code: CodeOtherRepo, Severity: Warning, Message: fmt.Sprintf(
-			"%d Application source%s read a Git repo adopt cannot tie to --repo (%s): %s. What they render is not matched, so objects they sync from this repo would be proposed again. If they read this repo, set repoURL in adopt.yaml to their URL, or give --repo as that URL",
-			len(git), plural(len(git), "", "s"), plan, strings.Join(git, ", "))})
+			"%d Application source%s a Git repo adopt cannot tie to --repo (%s): %s. What %s is not matched, so objects %s from this repo would be proposed again. If %s this repo, set repoURL in adopt.yaml to %s URL, or give --repo as that URL",
+			len(git), plural(len(git), " reads", "s read"), plan, strings.Join(git, ", "),
+			plural(len(git), "it renders", "they render"), plural(len(git), "it syncs", "they sync"), plural(len(git), "it reads", "they read"), plural(len(git), "its", "their"))})
 	}
 	if len(other) > 0 {
 		sort.Strings(other)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,9 +22,6 @@ import (
 // line; apply writes the remote's URL. A branch whose upstream is on
 // another remote takes that remote, and adopt.yaml's repoURL still wins.
 func TestPlanCheckoutRepoURL(t *testing.T) {
-	ctx := context.Background()
-	installApplicationCRD(t)
-	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	cm := func(name string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  owner: %s\n", name, name)
 	}
@@ -60,6 +56,8 @@ func TestPlanCheckoutRepoURL(t *testing.T) {
 	const token = "t0ken-in-the-remote-url"
 	git(clone, "remote", "set-url", "origin", "http://bot:"+token+"@localhost:"+port+"/gitops.git")
 
+	installApplicationCRD(t)
+	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	app := func(name, repoURL, path string) string {
 		return fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: %s}\n",
 			name, argoNS, ns, repoURL, path)
@@ -72,9 +70,7 @@ func TestPlanCheckoutRepoURL(t *testing.T) {
 		app("elsewhere", otherURL, "deploy"),
 		strings.Replace(app("cache", "https://charts.example.invalid", "x"), "path: x}", "chart: redis, targetRevision: 1.0.0}", 1),
 	}, "---\n")
-	if out, err := cp.Kubectl(ctx, []byte(apps), "create", "-f", "-"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	kc(t, []byte(apps), "create", "-f", "-")
 	var live []string
 	for _, n := range []string{"pay-extra", "web-cfg", "loose"} {
 		live = append(live, strings.Replace(cm(n), "metadata:\n", "metadata:\n  namespace: "+ns+"\n", 1))
