@@ -19,8 +19,9 @@ import (
 // Application is proposed. The plan records the remote; the remote's
 // credentials are never printed; an Application reading another repo is a
 // warning naming it and the fix; a chart-repository source is one info
-// line; apply writes the remote's URL. A branch whose upstream is on
-// another remote takes that remote, and adopt.yaml's repoURL still wins.
+// line; apply writes the remote's URL. A subdirectory, file://, a linked
+// worktree and a bare clone give the same URL; a branch whose upstream is
+// on another remote takes that remote; adopt.yaml's repoURL still wins.
 func TestPlanCheckoutRepoURL(t *testing.T) {
 	cm := func(name string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  owner: %s\n", name, name)
@@ -153,7 +154,8 @@ func TestPlanCheckoutRepoURL(t *testing.T) {
 
 	t.Run("every form of the checkout", func(t *testing.T) {
 		git(clone, "worktree", "add", "-q", "-b", "linked", filepath.Join(dir, "linked"))
-		for _, loc := range []string{filepath.Join(clone, "apps"), "file://" + filepath.ToSlash(clone), filepath.Join(dir, "linked")} {
+		git(dir, "clone", "-q", "--bare", url, filepath.Join(dir, "bare.git"))
+		for _, loc := range []string{filepath.Join(clone, "apps"), "file://" + filepath.ToSlash(clone), filepath.Join(dir, "linked"), filepath.Join(dir, "bare.git")} {
 			p, _ := planOf(t, "--repo", loc)
 			if p.Settings.RepoURL != url || p.Repo.Remote != "origin" {
 				t.Errorf("--repo %s: repo URL %q from %q, want %s", loc, p.Settings.RepoURL, p.Settings.RepoURLFrom, url)
