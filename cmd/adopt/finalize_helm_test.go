@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -216,6 +219,11 @@ func TestFinalizeRetireHelmRecords(t *testing.T) {
 			if len(held) != 2 {
 				t.Fatalf("journal: %d retired records, want 2", len(held))
 			}
+			for _, rel := range journalRelease(t, journal) {
+				if !strings.Contains(rel, retireCanary) {
+					t.Fatal("a retired record in the journal does not hold the release's values")
+				}
+			}
 			for _, e := range held {
 				var u unstructured.Unstructured
 				if err := u.UnmarshalJSON(e.Record); err != nil || !reflect.DeepEqual(recordContent(&u), recordContent(before[e.Target.Name])) {
@@ -255,6 +263,49 @@ func TestFinalizeRetireHelmRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// journalRelease is the release a journal's retired records hold, as Helm
+// decodes it (base64 of the gzip of its JSON; a Secret's data in base64 once
+// more), one per record: the journal must hold it whole for --undo.
+func journalRelease(t *testing.T, journal string) []string {
+	t.Helper()
+	entries, err := finalize.ReadJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range finalize.Retired(entries) {
+		var rec struct {
+			Kind string
+			Data map[string]string
+		}
+		if err := json.Unmarshal(e.Record, &rec); err != nil {
+			t.Fatal(err)
+		}
+		enc := rec.Data["release"]
+		if rec.Kind == "Secret" {
+			b, err := base64.StdEncoding.DecodeString(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc = string(b)
+		}
+		b, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(rel))
+	}
+	return out
 }
 
 func objectUID(t *testing.T, ref objref.Ref) types.UID {
