@@ -237,11 +237,10 @@ func (r *Retirer) Retire(ctx context.Context, h HelmRelease) ReleaseReport {
 		for _, rest := range recs[i+1:] {
 			rep.Records = append(rep.Records, RecordResult{Object: h.Ref(rest.u.GetName()).String(), App: h.App, Status: StatusKept})
 		}
-		status := StatusRefused
-		if i > 0 {
-			status = StatusFailed
+		if i == 0 {
+			return fail(StatusRefused, res.Reason+"; nothing of the release was retired")
 		}
-		return fail(status, fmt.Sprintf("%s; %d of %d records of Helm release %s retired before it (in the journal: finalize --undo puts them back)", res.Reason, i, len(recs), h))
+		return fail(StatusFailed, fmt.Sprintf("%s; %d of %d records of Helm release %s were retired before it (in the journal: finalize --undo puts them back)", res.Reason, i, len(recs), h))
 	}
 	if r.DryRun {
 		return rep
