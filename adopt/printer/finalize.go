@@ -125,7 +125,7 @@ func helmRecordsTable(w io.Writer, rep *finalize.Report) error {
 	for _, r := range rep.Releases {
 		fmt.Fprintf(w, "Helm release %s: %s\n", r.String(), releaseLine(r))
 		for _, rec := range r.Records {
-			if rec.Reason != "" && rec.Status != finalize.StatusAlready {
+			if rec.Reason != "" && rec.Status != finalize.StatusAlready && !strings.Contains(r.Reason, rec.Reason) {
 				fmt.Fprintf(w, "  %s: %s\n", rec.Status, rec.Reason)
 			}
 		}
