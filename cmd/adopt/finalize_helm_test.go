@@ -378,12 +378,7 @@ func TestFinalizeRetireRefusedWhileHelmUpgrades(t *testing.T) {
 // delete the release's records is refused before any change, the missing
 // verb and resource named.
 func TestFinalizeRetireWithoutHelmAndWithoutRights(t *testing.T) {
-	installApplicationCRD(t)
-	ns := cp.Namespace(t)
-	app := "adopt-" + ns
-	handThenArgo(t, configMap(ns, map[string]string{"a": "1"}), app+":/ConfigMap:"+ns+"/usage-hook")
-	planFile := writePlan(t, cmObject(ns))
-	putApplication(t, app, ns, syncedStatus("Healthy"))
+	_, planFile := syncedConfigMap(t)
 	out, errOut, code := adopt(t, "finalize", "--plan", planFile, "--poll-interval", "100ms", "--settle", "0", "--retire-helm-records", "-o", "json")
 	var rep finalize.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
