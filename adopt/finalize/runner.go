@@ -395,7 +395,7 @@ func storageOf(t Target) string {
 // once the run is done: only when its Application was ready, every one of
 // its objects was finalized (or already was, or is a Secret left out), and
 // a read of the Application just before still finds it Synced and Healthy
-// (whatever --allow-health accepts), with the run's --revision. A
+// (--allow-health does not count here), with the run's --revision. A
 // selection with no Helm release is noted in the report.
 func (r *Runner) RetireAll(ctx context.Context, rep *Report) {
 	rels := HelmReleases(r.Selection)
