@@ -436,7 +436,7 @@ func (r *Runner) retirable(ctx context.Context, rep *Report, h HelmRelease) stri
 		return fmt.Sprintf("Application %s could not be read again before retiring (%s)", h.App, gitops.OneLine(err.Error()))
 	}
 	if waiting := s.Waiting(argoapp.Want{Revision: r.Revision}); waiting != "" {
-		return fmt.Sprintf("Application %s is no longer Synced and Healthy (%s)", h.App, waiting)
+		return fmt.Sprintf("Application %s is not Synced and Healthy now (%s)", h.App, waiting)
 	}
 	return ""
 }
