@@ -113,9 +113,13 @@ func helmRecordsTable(w io.Writer, rep *finalize.Report) error {
 	}
 	fmt.Fprintln(w)
 	tw := newTabwriter(w)
-	fmt.Fprintln(tw, "HELM RECORD\tRELEASE\tAPPLICATION\tSTATUS")
+	rows := 0
 	for _, r := range rep.Releases {
 		for _, rec := range r.Records {
+			if rows == 0 {
+				fmt.Fprintln(tw, "HELM RECORD\tRELEASE\tAPPLICATION\tSTATUS")
+			}
+			rows++
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rec.Object, r.String(), dash(r.App), rec.Status)
 		}
 	}

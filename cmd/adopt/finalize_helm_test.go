@@ -398,3 +398,30 @@ func TestFinalizeRetireWithoutHelmAndWithoutRights(t *testing.T) {
 		t.Fatalf("%d records left, want 2", n)
 	}
 }
+
+// TestFinalizeRetireOnlyWhenHealthy: an adopted release whose Application
+// is Synced but Progressing keeps its records: not ready, its objects are
+// left and the release skipped; with --allow-health Progressing the
+// objects are finalized, but the records still stay, since retiring asks
+// for Healthy. Both exit 4 and say why the release was skipped.
+func TestFinalizeRetireOnlyWhenHealthy(t *testing.T) {
+	ctx := context.Background()
+	r := adoptRelease(ctx, t, "secret", func(*adoptedRelease) string { return cp.Kubeconfig })
+	putApplication(t, r.app.Name, r.ns, syncedStatus("Progressing"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "300ms"}, "Application " + r.app.Name + " is not ready"},
+		{[]string{"--allow-health", "Progressing"}, "Application " + r.app.Name + " is not Synced and Healthy now (health Progressing)"},
+	} {
+		out, errOut, code := r.finalize(t, append(tc.args, "--retire-helm-records")...)
+		if code != ExitPartial || !strings.Contains(out, "Helm release "+r.ns+"/web: skipped: "+tc.want) || strings.Contains(out, "HELM RECORD") {
+			t.Fatalf("%v: exit %d\n%s%s", tc.args, code, out, errOut)
+		}
+		if n := len(r.list(t)); n != 2 {
+			t.Fatalf("%v: %d records left, want 2", tc.args, n)
+		}
+	}
+	r.scan.check(t)
+}
