@@ -105,8 +105,11 @@ type AccessQuery struct {
 	Workload, Hub               kubernetes.Interface
 	ExplainWorkload, ExplainHub func(error) error
 	Targets                     []Target
-	Namespace                   string
-	DryRun, Undo, API, Sync     bool
+	// Records are what retiring Helm release records needs on Workload
+	// (RetireNeeds), when asked for.
+	Records                 []Access
+	Namespace               string
+	DryRun, Undo, API, Sync bool
 }
 
 // MissingAccess asks each cluster's SelfSubjectAccessReview about what q
@@ -122,7 +125,7 @@ func MissingAccess(ctx context.Context, q AccessQuery) ([]Access, error) {
 		}
 		missing, needs = onHub, Needs(q.Targets, q.DryRun)
 	}
-	here, err := Missing(ctx, q.Workload, needs)
+	here, err := Missing(ctx, q.Workload, append(needs, q.Records...))
 	if err != nil {
 		return nil, q.ExplainWorkload(err)
 	}

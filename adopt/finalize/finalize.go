@@ -2,11 +2,15 @@
 // adopted object: it removes the stale kubectl.kubernetes.io/last-applied-
 // configuration annotation and makes Argo CD's field manager the sole owner
 // of the fields it applies, in one guarded JSON patch per object. It keeps a
-// journal of what it removed and can put the annotation back (Undo).
+// journal of what it removed and can put the annotation back (Undo). When
+// asked (Runner.Retire), it also retires an adopted Helm release's storage
+// records (Retirer, retire.go), journaled whole, and --undo creates them
+// again.
 //
-// It never deletes an object, never writes without a resourceVersion and
-// annotation-value precondition, never touches managers of other
-// controllers, and never prints: results go back to the caller.
+// It never deletes an object but those Helm records, and those only with a
+// UID and resourceVersion precondition; never patches without a
+// resourceVersion and annotation-value precondition, never touches managers
+// of other controllers, and never prints: results go back to the caller.
 package finalize
 
 import (

@@ -43,7 +43,8 @@ type Journal struct {
 // planFile, and where status and --undo read it: <plan>.journal.
 func JournalPath(planFile string) string { return planFile + ".journal" }
 
-// OpenJournal opens (or creates, mode 0600) the journal at path for
+// OpenJournal opens (or creates, mode 0600; a wider mode is narrowed to
+// 0600) the journal at path for
 // appending, after taking its lock (<path>.lock). It fails, wrapping
 // ErrJournalInUse and naming the holder, while a Journal has it open, in
 // this process or another.
@@ -78,6 +79,10 @@ func OpenJournal(path string) (*Journal, error) {
 		return fail(err)
 	}
 	j.f = f
+	if err := private(f); err != nil {
+		f.Close()
+		return fail(fmt.Errorf("%s: %w", path, err))
+	}
 	if j.size, err = cutTornTail(f); err != nil {
 		f.Close()
 		return fail(fmt.Errorf("%s: %w", path, err))
@@ -104,6 +109,9 @@ func (j *Journal) write(e Entry, durable bool) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
+	}
+	if len(b) >= maxLine {
+		return fmt.Errorf("the journal entry of %s would be %d bytes, over the journal's %d-byte line limit", e.Target.Ref, len(b), maxLine)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -271,6 +279,20 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// private makes f readable and writable by its owner only (0600) when it
+// is not already: it may hold a Helm release record in full, and a
+// journal copied or made by hand may have come with a wider mode.
+func private(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	return f.Chmod(0o600)
 }
 
 func runID() string {

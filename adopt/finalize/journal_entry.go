@@ -22,7 +22,10 @@ const (
 )
 
 // maxLine bounds one journal line: an entry holds at most one annotation
-// value (under the 262,144-byte cap), JSON-escaped.
+// value (under the 262,144-byte cap), JSON-escaped, or one Helm release
+// record (a Secret or ConfigMap, at most 1 MiB of data: under 1.4 MiB in
+// base64). Journal.Record refuses a longer entry, so that every line it
+// wrote can be read back.
 const maxLine = 8 * budget.AnnotationCap
 
 // Entry is one line of the journal: an object, its resourceVersion and
@@ -42,9 +45,20 @@ type Entry struct {
 	// not kept for Secrets, whose last-applied copy holds the secret data.
 	Annotation *string   `json:"annotation,omitempty"`
 	Managers   Ownership `json:"managers"`
+	// Release is set on the entries of a Helm release record that
+	// --retire-helm-records deleted (Target names the record): the
+	// release's name. Record is the record in full, as the API server
+	// returned it, in the pending entry written before its delete, so that
+	// --undo can create it again byte for byte. It holds the release, its
+	// values included, which may be secret: the journal is mode 0600 and
+	// nothing of it is printed.
+	Release string          `json:"release,omitempty"`
+	Record  json.RawMessage `json:"record,omitempty"`
 	// Result is pending (about to patch), finalized or not-applied; or
 	// restored (undo put the annotation back: AnnotationBytes and
 	// AnnotationSHA256 describe the restored value, which is not repeated).
+	// A record's entries are pending, then retired or not-applied, and
+	// restored once undo created it again.
 	Result string `json:"result"`
 }
 

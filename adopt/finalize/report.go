@@ -13,7 +13,12 @@ type Report struct {
 	ArgoCD  *ArgoCD     `json:"argocd,omitempty" yaml:"argocd,omitempty"`
 	Apps    []AppReport `json:"applications" yaml:"applications"`
 	Objects []Result    `json:"objects" yaml:"objects"`
-	Total   Total       `json:"total" yaml:"total"`
+	// Releases are the Helm releases whose records were retired, or would
+	// be (--retire-helm-records), or restored (--undo), by name only.
+	Releases []ReleaseReport `json:"helmReleases,omitempty" yaml:"helmReleases,omitempty"`
+	// RetireNote says why --retire-helm-records had nothing to do.
+	RetireNote string `json:"retireNote,omitempty" yaml:"retireNote,omitempty"`
+	Total      Total  `json:"total" yaml:"total"`
 }
 
 // ArgoCD is how finalize talked to Argo CD.
@@ -76,6 +81,9 @@ type Total struct {
 	// BytesBefore and BytesAfter are the annotation bytes of all objects.
 	BytesBefore int `json:"annotationBytesBefore" yaml:"annotationBytesBefore"`
 	BytesAfter  int `json:"annotationBytesAfter" yaml:"annotationBytesAfter"`
+	// RecordsRetired and RecordsRestored count Helm release records.
+	RecordsRetired  int `json:"helmRecordsRetired,omitempty" yaml:"helmRecordsRetired,omitempty"`
+	RecordsRestored int `json:"helmRecordsRestored,omitempty" yaml:"helmRecordsRestored,omitempty"`
 }
 
 // Add appends r and counts it.
@@ -101,6 +109,35 @@ func (rep *Report) Add(r Result) {
 		t.BytesBefore += r.Before.AnnotationBytes
 		t.BytesAfter += r.After.AnnotationBytes
 	}
+}
+
+// AddRelease appends a Helm release's outcome and counts its records.
+func (rep *Report) AddRelease(r ReleaseReport) {
+	rep.Releases = append(rep.Releases, r)
+	for _, rec := range r.Records {
+		switch rec.Status {
+		case StatusRetired:
+			rep.Total.RecordsRetired++
+		case StatusRestored:
+			rep.Total.RecordsRestored++
+		}
+	}
+}
+
+// ReleasesIncomplete lists the Helm releases whose records were to be
+// retired or restored and were not all.
+func (rep *Report) ReleasesIncomplete() []string {
+	var out []string
+	for _, r := range rep.Releases {
+		bad := r.Status == StatusRefused || r.Status == StatusFailed || r.Status == StatusSkipped
+		for _, rec := range r.Records {
+			bad = bad || rec.Status == StatusFailed
+		}
+		if bad {
+			out = append(out, "Helm release "+r.String())
+		}
+	}
+	return out
 }
 
 // Incomplete lists the objects that were skipped or failed.
@@ -129,6 +166,8 @@ func (rep *Report) Counts() string {
 	add(t.Restored, "restored")
 	add(t.Skipped, "skipped")
 	add(t.Failed, "failed")
+	add(t.RecordsRetired, "Helm records retired")
+	add(t.RecordsRestored, "Helm records restored")
 	if len(parts) == 0 {
 		return "nothing to do"
 	}

@@ -118,6 +118,12 @@ type Runner struct {
 	// Settle is how long Session watches each ready Application after its
 	// cleanup, to see that it stays Synced (SettleAll); 0 skips the check.
 	Settle time.Duration
+	// Retire asks, after the cleanup, for the records of each Helm release
+	// whose Application is ready and whose objects were all finalized to
+	// be removed by Retirer (RetireAll). Retirer also restores them
+	// (Undo).
+	Retire  bool
+	Retirer *Retirer
 	// pre holds the tracking check's listed reads; work runs a Run's reads
 	// and patches, Parallel at a time.
 	pre  prefetch
@@ -211,7 +217,9 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			outcomes = append(outcomes, skipped)
 			continue
 		}
-		ar.Notes = helmNotes(a)
+		if !r.Retire {
+			ar.Notes = helmNotes(a)
+		}
 		rep.Apps = append(rep.Apps, ar)
 		// The tracking check's reads start each object's guarded patch.
 		results := make([]Result, len(targets))
@@ -320,7 +328,8 @@ func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) f
 }
 
 // Undo restores, for the selection's objects, every annotation the journal
-// entries record as removed.
+// entries record as removed, and every Helm release record they record as
+// retired (RetiredRecords).
 func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
 	selected := map[string]bool{}
 	for _, t := range r.Selection.All() {
@@ -331,6 +340,105 @@ func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
 			rep.Add(r.Finalizer.Undo(ctx, e))
 		}
 	}
+	var rels []ReleaseReport
+	at := map[string]int{} // index in rels, by namespace/release
+	for _, e := range r.RetiredRecords(entries) {
+		k := helmrelease.Key(e.Target.Namespace, e.Release)
+		i, ok := at[k]
+		if !ok {
+			i = len(rels)
+			at[k] = i
+			rels = append(rels, ReleaseReport{HelmRelease: HelmRelease{App: e.Target.App, Name: e.Release, Namespace: e.Target.Namespace, Storage: storageOf(e.Target)}, Status: StatusRestored})
+		}
+		res := r.Retirer.Restore(ctx, e)
+		switch res.Status {
+		case StatusFailed:
+			rels[i].Status = StatusFailed
+		case StatusWouldRestore:
+			rels[i].Status = StatusWouldRestore
+		}
+		rels[i].Records = append(rels[i].Records, res)
+	}
+	for _, rel := range rels {
+		rep.AddRelease(rel)
+	}
+}
+
+// RetiredRecords are the Helm release records the journal entries record
+// as retired and not restored (Retired), of the selection's Applications;
+// none without a Retirer to restore them.
+func (r *Runner) RetiredRecords(entries []Entry) []Entry {
+	if r.Retirer == nil {
+		return nil
+	}
+	apps := map[string]bool{}
+	for _, a := range r.Selection.Apps {
+		apps[a.Name] = true
+	}
+	var out []Entry
+	for _, e := range Retired(entries) {
+		if apps[e.Target.App] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func storageOf(t Target) string {
+	if t.Kind == "ConfigMap" {
+		return helmrelease.StorageConfigMap
+	}
+	return helmrelease.StorageSecret
+}
+
+// RetireAll retires the records of each selected Helm release (Retirer)
+// once the run is done: only when its Application was ready, every one of
+// its objects was finalized (or already was, or is a Secret left out), and
+// a read of the Application just before still finds it Synced and Healthy
+// (--allow-health does not count here), with the run's --revision. A
+// selection with no Helm release is noted in the report.
+func (r *Runner) RetireAll(ctx context.Context, rep *Report) {
+	rels := HelmReleases(r.Selection)
+	if len(rels) == 0 {
+		rep.RetireNote = fmt.Sprintf("--retire-helm-records: no selected Application of plan %s comes from a Helm release, so there are no Helm records to retire; nothing was deleted", r.Plan.ID)
+		return
+	}
+	for _, h := range rels {
+		if why := r.retirable(ctx, rep, h); why != "" {
+			rep.AddRelease(ReleaseReport{HelmRelease: h, Status: StatusSkipped, Reason: why + "; its records were left in place: fix that, then re-run"})
+			continue
+		}
+		rep.AddRelease(r.Retirer.Retire(ctx, h))
+	}
+}
+
+// retirable says why h's records must stay, or "".
+func (r *Runner) retirable(ctx context.Context, rep *Report, h HelmRelease) string {
+	ready := false
+	for _, a := range rep.Apps {
+		ready = ready || a.Name == h.App && a.Ready
+	}
+	if !ready {
+		return fmt.Sprintf("Application %s is not ready", h.App)
+	}
+	for _, o := range rep.Objects {
+		if o.App != h.App {
+			continue
+		}
+		switch o.Status {
+		case StatusFinalized, StatusAlready, StatusLeftOut, StatusWould:
+		default:
+			return fmt.Sprintf("%s of Application %s is %s", o.Object, h.App, o.Status)
+		}
+	}
+	s, err := r.Reader.Application(ctx, h.App)
+	if err != nil {
+		return fmt.Sprintf("Application %s could not be read again before retiring (%s)", h.App, gitops.OneLine(err.Error()))
+	}
+	if waiting := s.Waiting(argoapp.Want{Revision: r.Revision}); waiting != "" {
+		return fmt.Sprintf("Application %s is not Synced and Healthy now (%s)", h.App, waiting)
+	}
+	return ""
 }
 
 // helmNotes says, for a Helm-sourced Application that Argo CD now manages,
@@ -346,5 +454,5 @@ func helmNotes(a plan.Application) []string {
 	for _, c := range helmrelease.RetireCommands(a.Namespace, h.ReleaseName, h.Storage) {
 		notes = append(notes, "  "+c)
 	}
-	return notes
+	return append(notes, "  or let adopt do it, guarded and journaled for --undo: adopt finalize --retire-helm-records")
 }

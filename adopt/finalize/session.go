@@ -24,6 +24,10 @@ type Session struct {
 	// where it happened (the caller knows the connection); InputError and
 	// ErrJournalInUse are returned as they are.
 	Explain func(error) error
+	// Access, when set, is asked before an undo that restores Helm release
+	// records whether what that needs (RestoreNeeds) is allowed; its error
+	// stops the undo before any change.
+	Access func(context.Context, []Access) error
 }
 
 // InputError is a session refused for its input (a journal that cannot be
@@ -59,11 +63,20 @@ func (s *Session) run(ctx context.Context) (*Report, error) {
 		if j != nil {
 			defer j.Close()
 			s.Runner.Finalizer.Journal = j // undo records what it restored, so a second undo is a no-op
+			if s.Runner.Retirer != nil {
+				s.Runner.Retirer.Journal = j
+			}
 		}
 	}
 	rep := &Report{DryRun: s.DryRun, Undo: s.Undo, ArgoCD: s.ArgoCD}
 	if !s.Undo {
-		return rep, s.explain(s.Runner.Run(ctx, rep))
+		if err := s.Runner.Run(ctx, rep); err != nil {
+			return rep, s.explain(err)
+		}
+		if s.Runner.Retire {
+			s.Runner.RetireAll(ctx, rep)
+		}
+		return rep, nil
 	}
 	read := func() ([]Entry, error) { return ReadJournal(s.JournalFile) }
 	if j := s.Runner.Finalizer.Journal; j != nil {
@@ -75,6 +88,11 @@ func (s *Session) run(ctx context.Context) (*Report, error) {
 	}
 	if err != nil {
 		return nil, &InputError{fmt.Errorf("%v. Nothing was restored: an unreadable journal could hide a removed annotation; repair or restore the file, then re-run --undo", err)}
+	}
+	if records := s.Runner.RetiredRecords(entries); len(records) > 0 && s.Access != nil {
+		if err := s.Access(ctx, RestoreNeeds(records)); err != nil {
+			return nil, err
+		}
 	}
 	s.Runner.Undo(ctx, entries, rep)
 	return rep, nil

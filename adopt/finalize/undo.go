@@ -28,40 +28,62 @@ import (
 // A restored entry after an object's last removal means it is back
 // already, so a second undo restores nothing.
 func Removed(entries []Entry) []Entry {
+	outcome := settle(entries)
+	return unrestored(entries, func(e Entry) bool { return !isRecordEntry(e) }, func(i int) bool {
+		e := entries[i]
+		return e.HadAnnotation && (e.Result == string(StatusFinalized) || e.Result == resultPending && outcome[i] == "")
+	})
+}
+
+// settle pairs each outcome (not-applied, finalized, retired) with the
+// latest unsettled pending entry of the same object, resourceVersion and
+// run, and returns, for each pending entry, the result that settled it
+// ("" when none).
+func settle(entries []Entry) []string {
 	type key struct{ ref, rv, run string }
-	settled := make([]bool, len(entries))
+	outcome := make([]string, len(entries))
 	open := map[key][]int{} // unsettled pending entries, oldest first
 	for i, e := range entries {
 		k := key{e.Target.Ref.String(), e.ResourceVersion, e.Run}
 		switch e.Result {
 		case resultPending:
 			open[k] = append(open[k], i)
-		case resultNotApplied, string(StatusFinalized):
+		case resultNotApplied, string(StatusFinalized), resultRetired:
 			if s := open[k]; len(s) > 0 {
-				settled[s[len(s)-1]] = true
+				outcome[s[len(s)-1]] = e.Result
 				open[k] = s[:len(s)-1]
 			}
 		}
 	}
+	return outcome
+}
+
+// unrestored returns, among the entries mine accepts, each object's last
+// removal (removal(i)) when no restored entry follows it, in the order the
+// objects first appear.
+func unrestored(entries []Entry, mine func(Entry) bool, removal func(i int) bool) []Entry {
 	type state struct{ removed, restored int } // entry indexes, -1 for none
 	objects := map[string]*state{}
 	var order []string
 	for i, e := range entries {
+		if !mine(e) {
+			continue
+		}
 		ref := e.Target.Ref.String()
-		removal := e.HadAnnotation && (e.Result == string(StatusFinalized) || e.Result == resultPending && !settled[i])
-		if !removal && e.Result != resultRestored {
+		removed := removal(i)
+		if !removed && e.Result != resultRestored {
 			continue
 		}
 		s, ok := objects[ref]
 		if !ok {
-			if !removal {
+			if !removed {
 				continue // restored before any removal this journal knows of
 			}
 			s = &state{removed: -1, restored: -1}
 			objects[ref] = s
 			order = append(order, ref)
 		}
-		if removal {
+		if removed {
 			s.removed = i
 		} else {
 			s.restored = i

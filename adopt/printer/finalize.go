@@ -93,10 +93,68 @@ func finalizeTable(w io.Writer, rep *finalize.Report) error {
 			fmt.Fprintf(w, "  %s\n    %s\n", r.Object, b)
 		}
 	}
+	if err := helmRecordsTable(w, rep); err != nil {
+		return err
+	}
 	t := rep.Total
 	fmt.Fprintf(w, "\n%d objects: %s; annotations %s B -> %s B in total\n",
 		t.Objects, rep.Counts(), Bytes(t.BytesBefore), Bytes(t.BytesAfter))
 	return nil
+}
+
+// helmRecordsTable writes, for --retire-helm-records and --undo, one row
+// per Helm release record (names only) and one line per release.
+func helmRecordsTable(w io.Writer, rep *finalize.Report) error {
+	if rep.RetireNote != "" {
+		fmt.Fprintln(w, "\n"+rep.RetireNote)
+	}
+	if len(rep.Releases) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := newTabwriter(w)
+	rows := 0
+	for _, r := range rep.Releases {
+		for _, rec := range r.Records {
+			if rows == 0 {
+				fmt.Fprintln(tw, "HELM RECORD\tRELEASE\tAPPLICATION\tSTATUS")
+			}
+			rows++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rec.Object, r.String(), dash(r.App), rec.Status)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Releases {
+		fmt.Fprintf(w, "Helm release %s: %s\n", r.String(), releaseLine(r))
+		for _, rec := range r.Records {
+			if rec.Reason != "" && rec.Status != finalize.StatusAlready && !strings.Contains(r.Reason, rec.Reason) {
+				fmt.Fprintf(w, "  %s: %s\n", rec.Status, rec.Reason)
+			}
+		}
+	}
+	return nil
+}
+
+// releaseLine says what happened to a release's records and what it means
+// for helm.
+func releaseLine(r finalize.ReleaseReport) string {
+	n := len(r.Records)
+	switch r.Status {
+	case finalize.StatusRetired:
+		return fmt.Sprintf("retired (%d records): `helm list -n %s` no longer shows it and `helm uninstall %s` finds nothing to delete; finalize --undo puts the records back", n, r.Namespace, r.Name)
+	case finalize.StatusWouldRetire:
+		return fmt.Sprintf("would retire %d records (dry run, nothing deleted)", n)
+	case finalize.StatusRestored:
+		return fmt.Sprintf("%d records restored: `helm list -n %s` shows it again", n, r.Namespace)
+	case finalize.StatusWouldRestore:
+		return fmt.Sprintf("would restore %d records (dry run, nothing created)", n)
+	}
+	if r.Reason == "" {
+		return string(r.Status)
+	}
+	return string(r.Status) + ": " + r.Reason
 }
 
 func managers(o finalize.Ownership) string {

@@ -37,6 +37,9 @@ type FinalizeOptions struct {
 	ArgoCDNamespace string
 	Quiet           bool
 	Parallel        int
+	// RetireHelmRecords removes the records of each adopted Helm release
+	// once its Application is ready and its objects are finalized.
+	RetireHelmRecords bool
 
 	ArgoCDVersion string
 	// API is Argo CD API mode.
@@ -76,6 +79,15 @@ loop, failing probe, missing command) and its objects are left untouched.
 Every change is journaled (the annotation's value, except for Secrets) next
 to the plan, or in --journal; --undo puts the removed annotations back.
 
+Nothing is deleted unless --retire-helm-records is given: then, for each
+Application adopted from a Helm release, once it is Synced and Healthy and
+its objects are finalized, the release's records (sh.helm.release.v1.*,
+Secrets or ConfigMaps labelled owner=helm) are deleted, each guarded by its
+UID and resourceVersion and kept whole in the journal (mode 0600) first, so
+that helm uninstall can no longer delete what Argo CD manages. A release
+with a revision the plan did not see is refused. --undo creates the records
+again with the same content.
+
 Applications are read through the Kubernetes API; with --argocd-server they
 are read, watched and synced through argocd-server instead (Argo CD API mode,
 token in --argocd-token or $ARGOCD_AUTH_TOKEN, never printed). The Argo CD
@@ -97,7 +109,10 @@ started by --sync adds ClientSideApplyMigration=false.`,
   # A fleet plan: every cluster, each generated Application, a journal per cluster
   adopt finalize --plan plans/sprint-12 --argocd-context mgmt --sync
 
-  # Put the removed annotations back
+  # Also retire each adopted Helm release's records (helm list no longer shows it)
+  adopt finalize --plan plan.yaml --retire-helm-records
+
+  # Put the removed annotations, and any retired Helm records, back
   adopt finalize --plan plan.yaml --undo`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
@@ -113,7 +128,8 @@ started by --sync adds ClientSideApplyMigration=false.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the patches; change nothing")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: "+strings.Join(printer.FinalizeFormats, "|"))
 	f.StringVar(&o.JournalFile, "journal", "", "journal file (default: <plan>.journal next to the plan)")
-	f.BoolVar(&o.Undo, "undo", false, "restore the annotations the journal records as removed")
+	f.BoolVar(&o.Undo, "undo", false, "restore the annotations the journal records as removed, and the Helm records it records as retired")
+	f.BoolVar(&o.RetireHelmRecords, "retire-helm-records", false, "after an adopted Helm release's Application is Synced and Healthy and its objects are finalized, delete the release's records (guarded, each kept whole in the journal for --undo)")
 	f.StringVar(&o.Revision, "revision", "", "the adoption commit: require a successful sync that deployed it (or a later one)")
 	f.StringVar(&o.ArgoCDNamespace, "argocd-namespace", "", "namespace of the Application resources (default: the plan's Argo CD namespace, else argocd)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
@@ -190,6 +206,9 @@ func (o *FinalizeOptions) Validate() error {
 	if o.Undo && o.Sync {
 		return usageErrorf("--undo and --sync cannot be used together")
 	}
+	if o.Undo && o.RetireHelmRecords {
+		return usageErrorf("--undo and --retire-helm-records cannot be used together: --undo puts back every Helm record the journal records as retired")
+	}
 	if o.Timeout <= 0 || o.PollInterval <= 0 {
 		return usageErrorf("--timeout and --poll-interval must be positive")
 	}
@@ -245,6 +264,13 @@ func (o *FinalizeOptions) print(rep *finalize.Report) error {
 	}
 	if bad := rep.Incomplete(); len(bad) > 0 {
 		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d objects not finalized: %s (see the reasons above, fix, and re-run: finished objects are skipped)", len(bad), rep.Total.Objects, strings.Join(bad, ", "))}
+	}
+	if bad := rep.ReleasesIncomplete(); len(bad) > 0 {
+		what := "retired"
+		if o.Undo {
+			what = "restored"
+		}
+		return &exitError{code: ExitPartial, err: fmt.Errorf("the records of %s were not all %s (see the reasons above; fix and re-run)", strings.Join(bad, ", "), what)}
 	}
 	for _, a := range rep.Apps {
 		if s := a.Settle; s != nil && !s.Synced {

@@ -90,6 +90,9 @@ func (a *argoAPIFlags) Options() *argoapp.APIOptions {
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
 	q := finalize.AccessQuery{Workload: kube, ExplainWorkload: o.cluster.explain, Targets: o.sel.All(), Namespace: o.ArgoCDNamespace,
 		DryRun: o.DryRun, Undo: o.Undo, API: o.API.Server != "", Sync: o.Sync}
+	if o.RetireHelmRecords {
+		q.Records = finalize.RetireNeeds(finalize.HelmReleases(o.sel), o.DryRun)
+	}
 	if o.hub != nil {
 		q.Hub, q.ExplainHub = o.hub.kube, o.hub.explain
 	}
@@ -149,9 +152,23 @@ func (o *FinalizeOptions) session(ctx context.Context) (*finalize.Session, func(
 		Tracking: &o.plan.Tracking,
 		DryRun:   o.DryRun,
 	}
-	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel}
+	records := &finalize.Retirer{
+		Client: func(t finalize.Target) finalize.RecordClient { return objects.Resource(t.GVR()).Namespace(t.Namespace) },
+		DryRun: o.DryRun,
+	}
+	r := &finalize.Runner{Plan: o.plan, Selection: o.sel, Finalizer: f, Parallel: o.Parallel, Retire: o.RetireHelmRecords, Retirer: records}
 	s := &finalize.Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}
 	if o.Undo {
+		s.Access = func(ctx context.Context, needs []finalize.Access) error {
+			missing, err := finalize.Missing(ctx, kube, needs)
+			switch {
+			case err != nil:
+				return o.cluster.explain(err)
+			case len(missing) > 0:
+				return finalize.DeniedError(missing)
+			}
+			return nil
+		}
 		return s, func() {}, nil
 	}
 	argo, explain, err := o.connectArgoCD(ctx)

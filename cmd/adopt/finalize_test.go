@@ -366,13 +366,22 @@ func TestFinalizeUnhealthyDeploymentIsExplainedAndUntouched(t *testing.T) {
 	}
 }
 
-func TestFinalizeChecksPermissionsBeforeWriting(t *testing.T) {
+// syncedConfigMap is a hand-applied ConfigMap in a new namespace, synced
+// as Argo CD does by Application adopt-<ns> (Synced and Healthy), and the
+// plan adopting it.
+func syncedConfigMap(t *testing.T) (ns, planFile string) {
+	t.Helper()
 	installApplicationCRD(t)
-	ns := cp.Namespace(t)
+	ns = cp.Namespace(t)
 	app := "adopt-" + ns
 	handThenArgo(t, configMap(ns, map[string]string{"a": "1"}), app+":/ConfigMap:"+ns+"/usage-hook")
-	planFile := writePlan(t, cmObject(ns))
+	planFile = writePlan(t, cmObject(ns))
 	putApplication(t, app, ns, syncedStatus("Healthy"))
+	return ns, planFile
+}
+
+func TestFinalizeChecksPermissionsBeforeWriting(t *testing.T) {
+	ns, planFile := syncedConfigMap(t)
 	before := getCM(t, ns)
 	_, errOut, code := adopt(t, "--kubeconfig", cp.ViewerKubeconfig, "finalize", "--plan", planFile)
 	if code != ExitError {

@@ -40,8 +40,10 @@ func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, "v3.2.6") }
 // Real Argo CD (its repo-server running the same helm) syncs both with no
 // diff (Synced before any sync); finalize --sync runs the first sync (SSA),
 // the live password untouched; every UID is
-// unchanged, `helm list` still shows the releases, and the password is in
-// nothing adopt wrote or printed.
+// unchanged, `helm list` still shows the releases; finalize
+// --retire-helm-records then retires web2's records (helm no longer lists
+// it, Argo CD keeps it Synced and Healthy) and --undo brings them back; the
+// password is in nothing adopt wrote or printed.
 func helmE2E(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -302,6 +304,32 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 		if !strings.Contains(list, rel) {
 			t.Errorf("helm list no longer shows %s:\n%s", rel, list)
 		}
+	}
+
+	// --retire-helm-records retires web2's two records once its
+	// Application is Synced and Healthy on the real controller: helm no
+	// longer lists it, Argo CD still has it Synced and Healthy with the
+	// same objects; --undo brings the release back as it was.
+	manifest := helm("get", "manifest", "web2", "-n", ns2)
+	out, errOut, code = run("finalize", "--plan", planFile, "--app", apps[ns2].Name, "--retire-helm-records", "--timeout", "3m", "-q")
+	if code != 0 || !strings.Contains(out, "2 Helm records retired") {
+		t.Fatalf("finalize --retire-helm-records exited %d: %s%s", code, out, errOut)
+	}
+	if list := helm("list", "-n", ns2, "-q"); strings.TrimSpace(list) != "" {
+		t.Errorf("helm list still shows %q after retiring", list)
+	}
+	if st, err := a.ApplicationStatus(ctx, apps[ns2].Name); err != nil || !testenv.SyncedHealthy(st) {
+		t.Errorf("%s after retiring the records: %s %v", apps[ns2].Name, st, err)
+	}
+	if after := uidsOf(); !equalUIDs(uids, after) {
+		t.Errorf("retiring the records recreated objects: UIDs before %v, after %v", uids, after)
+	}
+	out, errOut, code = run("finalize", "--plan", planFile, "--app", apps[ns2].Name, "--undo", "-q")
+	if code != 0 || !strings.Contains(out, "2 records restored") {
+		t.Fatalf("finalize --undo exited %d: %s%s", code, out, errOut)
+	}
+	if got := helm("get", "manifest", "web2", "-n", ns2); got != manifest {
+		t.Errorf("helm get manifest web2 after --undo differs from before")
 	}
 	scan.check(t)
 }

@@ -120,8 +120,11 @@ func appInNamespace(p *plan.Plan, ns string) *plan.Application {
 //
 // then plan in every -o format with --preview and --out, apply --dry-run
 // and --open-pr, the pull request merged, the Applications created in
-// Argo CD from Git, finalize --sync with its journal, status in every -o
-// format with --html and --record, a hub plan, a fleet plan of the
+// Argo CD from Git, finalize --sync with its journal, finalize
+// --retire-helm-records (the journal must hold the release's record whole,
+// values included; nothing else may), status in every -o
+// format with --html and --record, finalize --undo (the release back in
+// helm list), a hub plan, a fleet plan of the
 // registered clusters and its apply. No canary, in any form, may be in any
 // plan file, stdout, stderr, Git object, ref or commit message of any
 // repository, pull request, journal, status history, SARIF, JUnit or HTML;
@@ -434,6 +437,22 @@ func TestLeakSuite(t *testing.T) {
 	}
 	phase("finalized")
 
+	// The Helm release's records retired: finalize names them and prints
+	// nothing they hold; the journal (mode 0600) holds them whole, the
+	// values included, so that the undo below puts the release back.
+	retire := []string{"finalize", "--plan", planFile, "--app", helmA.Name, "--retire-helm-records", "--timeout", "3m", "--poll-interval", "500ms"}
+	if res := r.run(t, "finalize --retire-helm-records", kubeconfig, nil, retire...); res.code != 0 || !strings.Contains(res.out, "Helm records retired") {
+		t.Errorf("finalize --retire-helm-records: exit %d: %s\n%s", res.code, res.out, res.errOut)
+	}
+	if list := helm(h, "list", "-n", nsHelm, "-q"); strings.TrimSpace(list) != "" {
+		t.Errorf("helm list still shows %q after the records were retired", list)
+	}
+	held := journalRelease(t, planFile+".journal")
+	if len(held) == 0 || !strings.Contains(held[0], dbPassword) {
+		t.Errorf("the journal does not hold the retired record whole (%d records): --undo could not restore it", len(held))
+	}
+	phase("Helm records retired")
+
 	// status, in every format, with --html and --record.
 	record := filepath.Join(dir, "status-history")
 	for _, format := range []string{"table", "json", "yaml", "markdown"} {
@@ -457,6 +476,9 @@ func TestLeakSuite(t *testing.T) {
 	}
 	if res := r.run(t, "finalize --undo", kubeconfig, nil, append(again, "--undo")...); res.code != 0 || !strings.Contains(res.out, "restored") {
 		t.Errorf("finalize --undo: exit %d: %s\n%s", res.code, res.out, res.errOut)
+	}
+	if list := helm(h, "list", "-n", nsHelm, "-q"); !strings.Contains(list, release) {
+		t.Errorf("helm list does not show %s after --undo: %q", release, list)
 	}
 	if res := r.run(t, "apply --secrets=placeholder --dry-run", kubeconfig, tokenEnv, append(applyArgs, "--secrets", "placeholder", "--dry-run")...); res.code != 0 || !strings.Contains(res.out, "adopt.dev/secret-placeholder") {
 		t.Errorf("apply --secrets=placeholder --dry-run: exit %d: %s\n%s", res.code, res.out, res.errOut)
