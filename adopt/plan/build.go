@@ -59,7 +59,7 @@ type candidate struct {
 	obj      *Object // in Plan.Objects
 	manifest *gitindex.Manifest
 	// ambiguous are the manifests when more than one defines the object;
-	// the one whose render equals live is chosen once the body is read.
+	// one is chosen by content once the body is read (choose).
 	ambiguous []*gitindex.Manifest
 	// existing is the existing Application that renders the object; shared
 	// is set when more than one does.
@@ -207,7 +207,7 @@ func Build(in Inputs) *Plan {
 				return
 			}
 			if len(c.ambiguous) > 0 {
-				c.preferEqual(body, in.Index)
+				c.choose(body, in.Index)
 			}
 			if c.manifest != nil {
 				d := gitindex.Compare(c.manifest.Object, body)
@@ -327,22 +327,111 @@ func gitMatch(m *gitindex.Manifest, ix *gitindex.Index) GitMatch {
 	return GitMatch{Path: m.Path, Line: m.Line, Kustomization: ix.InKustomization(m.Dir())}
 }
 
-// preferEqual resolves an ambiguous match: when exactly one of the
-// manifests equals the live object (no drift), it is the object's source,
-// as the render an Application there would sync without a change. With
-// none or several equal, the object stays ambiguous.
-func (c *candidate) preferEqual(live map[string]any, ix *gitindex.Index) {
-	var equal []*gitindex.Manifest
-	for _, m := range c.ambiguous {
-		if gitindex.Compare(m.Object, live).Identical() {
-			equal = append(equal, m)
+// choose resolves an ambiguous match by content. The candidates are the
+// plain files and the kustomization renders (base, overlay or both) that
+// define the object. Those whose manifest equals live win; when none
+// does, those with the smallest drift (fewest differing fields, then
+// fewest bytes behind). Among several, the one nothing else builds on (a
+// plain file, or a kustomization no other names) wins. Still several:
+// the object stays ambiguous, and each candidate says how it compares.
+// The chosen match's Reason says why it was chosen.
+func (c *candidate) choose(live map[string]any, ix *gitindex.Index) {
+	ms := c.ambiguous
+	c.ambiguous = nil
+	ds := make([]gitindex.Drift, len(ms))
+	for i, m := range ms {
+		ds[i] = gitindex.Compare(m.Object, live)
+	}
+	best := closest(ds)
+	byLeaf := false
+	if len(best) > 1 {
+		var leaves []int
+		for _, i := range best {
+			if len(usedBy(ms[i], ix)) == 0 {
+				leaves = append(leaves, i)
+			}
+		}
+		if len(leaves) == 1 {
+			best, byLeaf = leaves, true
 		}
 	}
-	if len(equal) == 1 {
-		c.match(equal[0], ix)
-		c.obj.Ambiguous = nil
+	if len(best) != 1 {
+		for i := range c.obj.Ambiguous {
+			c.obj.Ambiguous[i].Reason = compared(ms[i], ds[i], ix)
+		}
+		return
 	}
-	c.ambiguous = nil
+	k := best[0]
+	c.match(ms[k], ix)
+	c.obj.Ambiguous = nil
+	var why []string
+	if ds[k].Identical() {
+		why = append(why, "equals live")
+	} else {
+		why = append(why, fmt.Sprintf("closest to live (differs: %s): none of the %d manifests and renders that define it equals live", gitindex.FieldList(ds[k].Fields, 3), len(ms)))
+	}
+	for i, m := range ms {
+		if i != k {
+			why = append(why, where(m)+" "+compared(m, ds[i], ix))
+		}
+	}
+	switch {
+	case byLeaf && ds[k].Identical():
+		why = append(why, "chosen as the only one equal to live that no other kustomization builds on")
+	case byLeaf:
+		why = append(why, "chosen as the only one of the closest that no other kustomization builds on")
+	}
+	c.obj.Git.Reason = strings.Join(why, "; ")
+}
+
+// closest are the indexes of the drifts equal to live, or, when none is,
+// of the smallest (fewest fields, then fewest bytes behind).
+func closest(ds []gitindex.Drift) []int {
+	var best []int
+	less := func(a, b gitindex.Drift) bool {
+		if len(a.Fields) != len(b.Fields) {
+			return len(a.Fields) < len(b.Fields)
+		}
+		return a.BytesBehind < b.BytesBehind
+	}
+	for i, d := range ds {
+		switch {
+		case len(best) == 0 || less(d, ds[best[0]]):
+			best = []int{i}
+		case !less(ds[best[0]], d):
+			best = append(best, i)
+		}
+	}
+	return best
+}
+
+// usedBy are the kustomizations that build on m's (none for a plain file
+// or a leaf).
+func usedBy(m *gitindex.Manifest, ix *gitindex.Index) []string {
+	if m.Render == "" {
+		return nil
+	}
+	return ix.UsedBy(m.Render)
+}
+
+// where names a candidate: its kustomization, or its file and line.
+func where(m *gitindex.Manifest) string {
+	if m.Render != "" {
+		return m.Render
+	}
+	return fmt.Sprintf("%s:%d", m.Path, m.Line)
+}
+
+// compared says how a candidate compares with live, and what builds on it.
+func compared(m *gitindex.Manifest, d gitindex.Drift, ix *gitindex.Index) string {
+	s := "equals live"
+	if !d.Identical() {
+		s = "differs (" + gitindex.FieldList(d.Fields, 3) + ")"
+	}
+	if by := usedBy(m, ix); len(by) > 0 {
+		s += ", built on by " + strings.Join(by, ", ")
+	}
+	return s
 }
 
 // labelGroup is the app.kubernetes.io label that names the object's
