@@ -88,7 +88,7 @@ func TestPlanKustomizeOverlays(t *testing.T) {
 				t.Fatalf("%s: %s", env, f.Message)
 			}
 		}
-		if strings.Join(p.Repo.Rendered, ",") != "apps/web/overlays/prod,apps/web/overlays/staging" {
+		if strings.Join(p.Repo.Rendered, ",") != "apps/web/base,apps/web/overlays/prod,apps/web/overlays/staging" {
 			t.Fatalf("rendered %v", p.Repo.Rendered)
 		}
 	}
