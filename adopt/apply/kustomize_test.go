@@ -59,3 +59,58 @@ func TestKustomizeApplicationHasNoDirectoryFilter(t *testing.T) {
 		t.Errorf("summary: include %q exclude %q, want none", as.Application.Include, as.Application.Exclude)
 	}
 }
+
+// TestBaseKustomizationApplication: a kustomization that overlays build on
+// is an app of its own (applied with kubectl apply -k). Its Application
+// points at it with a kustomize source, and its objects, in Git as its
+// render, are not exported.
+func TestBaseKustomizationApplication(t *testing.T) {
+	base := "apps/web/base"
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, ID: "plan-base",
+		Cluster:  plan.Cluster{Server: "https://127.0.0.1:6443"},
+		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, Namespace: "argocd"},
+		Settings: plan.Settings{GroupBy: plan.GroupAuto, RepoURL: "https://git.example.invalid/gitops.git", AppsDir: "argocd/apps", ExportDir: "adopted",
+			Project: "default", Destination: "https://kubernetes.default.svc"}}
+	app := plan.Application{Name: "adopt-web-dev-base", Namespace: "web-dev", Source: "git", SourcePath: base, Kustomize: true}
+	for _, name := range []string{"web-cfg", "web-env"} {
+		o := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "web-dev", Name: name}, App: app.Name,
+			Git: &plan.GitMatch{Path: base + "/kustomization.yaml", Line: 0, Kustomization: base,
+				Reason: "equals live; apps/web/overlays/prod differs (data.mode)"}}
+		p.Objects = append(p.Objects, o)
+		app.Objects = append(app.Objects, o.Ref.String())
+	}
+	p.Applications = []plan.Application{app}
+	tree := mapTree{
+		"apps/web/overlays/prod/kustomization.yaml": "resources: [../../base]\npatches: [{path: mode.yaml}]\n",
+		"apps/web/overlays/prod/mode.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\ndata: {mode: prod}\n",
+		base + "/kustomization.yaml":                "resources: [configmap.yaml]\n",
+		base + "/configmap.yaml":                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\ndata: {mode: base}\n",
+	}
+	a := newApplier(t, p, func(o *Options) { o.Fetch = fetchAny })
+	c, err := a.Build(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	if len(s.Applications) != 1 {
+		t.Fatalf("%d Applications, want 1", len(s.Applications))
+	}
+	as := s.Applications[0]
+	written, err := argoapp.DecodeApplication(c.Files[as.File])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := written.Spec.Source; src == nil || src.Path != base || src.Directory != nil {
+		t.Fatalf("source %+v, want a kustomize source at %s\n%s", src, base, c.Files[as.File])
+	}
+	for f := range c.Files {
+		if f != as.File {
+			t.Errorf("apply wrote %s: an object in Git was exported", f)
+		}
+	}
+	for _, o := range as.Objects {
+		if o.Where != "in Git at "+base+"/kustomization.yaml" {
+			t.Errorf("%s: %q", o.Ref, o.Where)
+		}
+	}
+}
