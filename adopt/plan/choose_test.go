@@ -3,14 +3,14 @@ package plan
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // estate is what was applied by hand from a repo: each object's live body
@@ -62,32 +62,19 @@ func (e *estate) plan(ix *gitindex.Index) *Plan {
 }
 
 // loadRepo indexes a copy of a testdata repo (outside any Git work tree,
-// so it is read as it is on disk), with files added or replaced.
+// so it is read as it is on disk), with files added.
 func loadRepo(t *testing.T, src string, files map[string]string) *gitindex.Index {
 	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
+	if src != "" {
+		more, err := testenv.ReadFiles(src)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(src, p)
-		files[filepath.ToSlash(rel)] = files[filepath.ToSlash(rel)] + string(b)
-		return nil
-	})
-	if err != nil && src != "" {
-		t.Fatal(err)
+		maps.Copy(files, more)
 	}
-	for p, c := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	dst := t.TempDir()
+	if err := testenv.WriteFiles(dst, files); err != nil {
+		t.Fatal(err)
 	}
 	ix, err := gitindex.Load(context.Background(), gitindex.Source{Location: dst})
 	if err != nil {

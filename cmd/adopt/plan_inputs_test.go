@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,24 +31,7 @@ import (
 func TestPlanKustomizeBasesAndInputs(t *testing.T) {
 	ctx := context.Background()
 	dev, prod, staging, gb := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
-	src, _ := filepath.Abs("../../adopt/gitindex/testdata/inputs")
-	files := map[string]string{}
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		s := strings.ReplaceAll(string(b), "namespace: shop-prod", "namespace: "+prod)
-		files[filepath.ToSlash(rel)] = strings.ReplaceAll(s, "namespace: shop-staging", "namespace: "+staging)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testdataRepo(t, "inputs", map[string]string{"namespace: shop-prod": "namespace: " + prod, "namespace: shop-staging": "namespace: " + staging})
 	repo := filepath.Join(t.TempDir(), "gitops")
 	if err := testenv.InitRepo(repo, files); err != nil {
 		t.Fatal(err)
