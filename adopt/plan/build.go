@@ -59,8 +59,10 @@ type candidate struct {
 	obj      *Object // in Plan.Objects
 	manifest *gitindex.Manifest
 	// ambiguous are the manifests when more than one defines the object;
-	// one is chosen by content once the body is read (choose).
+	// one is chosen by content once the body is read (choose), or once
+	// every body is read (tie, settleTies).
 	ambiguous []*gitindex.Manifest
+	tie       *tie
 	// existing is the existing Application that renders the object; shared
 	// is set when more than one does.
 	existing *argoapp.Spec
@@ -217,6 +219,7 @@ func Build(in Inputs) *Plan {
 				o.AppliedBytes = discover.AppliedBytes(body)
 			}
 		})
+		settleTies(cands, in.Index)
 	}
 
 	for _, c := range cands {
@@ -331,55 +334,121 @@ func gitMatch(m *gitindex.Manifest, ix *gitindex.Index) GitMatch {
 // plain files and the kustomization renders (base, overlay or both) that
 // define the object. Those whose manifest equals live win; when none
 // does, those with the smallest drift (fewest differing fields, then
-// fewest bytes behind). Among several, the one nothing else builds on (a
-// plain file, or a kustomization no other names) wins. Still several:
-// the object stays ambiguous, and each candidate says how it compares.
-// The chosen match's Reason says why it was chosen.
+// fewest bytes behind). Several left: the tie is settled once every body
+// is read (settleTies).
 func (c *candidate) choose(live map[string]any, ix *gitindex.Index) {
-	ms := c.ambiguous
+	t := &tie{ms: c.ambiguous}
 	c.ambiguous = nil
-	ds := make([]gitindex.Drift, len(ms))
-	for i, m := range ms {
-		ds[i] = gitindex.Compare(m.Object, live)
+	t.ds = make([]gitindex.Drift, len(t.ms))
+	for i, m := range t.ms {
+		t.ds[i] = gitindex.Compare(m.Object, live)
 	}
-	best := closest(ds)
-	byLeaf := false
-	if len(best) > 1 {
-		var leaves []int
-		for _, i := range best {
-			if len(usedBy(ms[i], ix)) == 0 {
-				leaves = append(leaves, i)
+	t.best = closest(t.ds)
+	c.tie = t
+	if len(t.best) == 1 {
+		c.pick(t.best[0], "", ix)
+	}
+}
+
+// tie is an object's candidates (ms), how each compares with live (ds),
+// and the closest (best, indexes into ms).
+type tie struct {
+	ms   []*gitindex.Manifest
+	ds   []gitindex.Drift
+	best []int
+}
+
+// settleTies decides the objects choose left with several closest
+// candidates. First the kustomization from which other objects of the
+// object's namespace come (objects it alone was chosen for); when that
+// decides none, the one nothing else builds on (a plain file, or a
+// kustomization no other names); then the first again with what that
+// decided. Each pass reads only what was decided before it, so the
+// result does not depend on the objects' order. Still several: the
+// object stays ambiguous, and each candidate says how it compares.
+func settleTies(cands []*candidate, ix *gitindex.Index) {
+	var ties []*candidate
+	for _, c := range cands {
+		if c.tie != nil {
+			ties = append(ties, c)
+		}
+	}
+	for len(ties) > 0 {
+		decided := map[string]bool{} // namespace and kustomization
+		for _, c := range cands {
+			if c.tie == nil && c.manifest != nil && c.manifest.Render != "" {
+				decided[c.obj.Namespace+"\x00"+c.manifest.Render] = true
 			}
 		}
-		if len(leaves) == 1 {
-			best, byLeaf = leaves, true
+		pass := func(keep func(c *candidate, m *gitindex.Manifest) bool, why func(c *candidate) string) bool {
+			var left []*candidate
+			for _, c := range ties {
+				if !c.narrow(func(m *gitindex.Manifest) bool { return keep(c, m) }, why(c), ix) {
+					left = append(left, c)
+				}
+			}
+			progress := len(left) < len(ties)
+			ties = left
+			return progress
+		}
+		if pass(func(c *candidate, m *gitindex.Manifest) bool { return decided[c.obj.Namespace+"\x00"+m.Render] },
+			func(c *candidate) string {
+				return "chosen because other objects in " + c.obj.Namespace + " match it alone"
+			}) {
+			continue
+		}
+		if !pass(func(_ *candidate, m *gitindex.Manifest) bool { return len(usedBy(m, ix)) == 0 },
+			func(*candidate) string { return "chosen as the only one of them that no other kustomization builds on" }) {
+			break
 		}
 	}
-	if len(best) != 1 {
+	for _, c := range ties {
+		t := c.tie
+		c.tie = nil
 		for i := range c.obj.Ambiguous {
-			c.obj.Ambiguous[i].Reason = compared(ms[i], ds[i], ix)
+			c.obj.Ambiguous[i].Reason = compared(t.ms[i], t.ds[i], ix)
 		}
-		return
 	}
-	k := best[0]
-	c.match(ms[k], ix)
+}
+
+// narrow picks the one of the tie's closest candidates for which keep
+// holds, when there is one; it says whether it picked.
+func (c *candidate) narrow(keep func(*gitindex.Manifest) bool, why string, ix *gitindex.Index) bool {
+	var kept []int
+	for _, i := range c.tie.best {
+		if keep(c.tie.ms[i]) {
+			kept = append(kept, i)
+		}
+	}
+	if len(kept) != 1 {
+		return false
+	}
+	c.pick(kept[0], why, ix)
+	return true
+}
+
+// pick makes the tie's candidate k the object's match, with its drift and
+// the reason: how it and the others compare with live, and rule (the
+// rule that settled a tie, "" for none).
+func (c *candidate) pick(k int, rule string, ix *gitindex.Index) {
+	t := c.tie
+	c.tie = nil
+	c.match(t.ms[k], ix)
 	c.obj.Ambiguous = nil
+	c.obj.Drift = &t.ds[k]
 	var why []string
-	if ds[k].Identical() {
+	if t.ds[k].Identical() {
 		why = append(why, "equals live")
 	} else {
-		why = append(why, fmt.Sprintf("closest to live (differs: %s): none of the %d manifests and renders that define it equals live", gitindex.FieldList(ds[k].Fields, 3), len(ms)))
+		why = append(why, fmt.Sprintf("closest to live (differs: %s): none of the %d manifests and renders that define it equals live", gitindex.FieldList(t.ds[k].Fields, 3), len(t.ms)))
 	}
-	for i, m := range ms {
+	for i, m := range t.ms {
 		if i != k {
-			why = append(why, where(m)+" "+compared(m, ds[i], ix))
+			why = append(why, where(m)+" "+compared(m, t.ds[i], ix))
 		}
 	}
-	switch {
-	case byLeaf && ds[k].Identical():
-		why = append(why, "chosen as the only one equal to live that no other kustomization builds on")
-	case byLeaf:
-		why = append(why, "chosen as the only one of the closest that no other kustomization builds on")
+	if rule != "" {
+		why = append(why, rule)
 	}
 	c.obj.Git.Reason = strings.Join(why, "; ")
 }

@@ -88,8 +88,8 @@ func loadRepo(t *testing.T, src string, files map[string]string) *gitindex.Index
 // staging (no name prefix: the issue 28 case); guestbook reads plain files
 // in directories without a kustomization. Each object goes to the
 // kustomization whose render equals live, a tie goes to the one nothing
-// builds on, a hand edit to the closest render, and the Git match says
-// why. Nothing the repo holds is exported, and no Application points at a
+// the rest of its namespace came from, a hand edit to the closest render,
+// and the Git match says why. Nothing the repo holds is exported, and no Application points at a
 // directory of a kustomization's inputs.
 func TestChooseByContent(t *testing.T) {
 	ix := loadRepo(t, "../gitindex/testdata/inputs", map[string]string{})
@@ -112,15 +112,16 @@ func TestChooseByContent(t *testing.T) {
 		{"shop-dev", "Deployment", "shop", "shop/base", "", ""},
 		{"shop-dev", "Service", "shop", "shop/base", "", ""},
 		// The base renders it too, equal to live: the overlay is the one
-		// nothing builds on.
+		// the namespace's other objects (its Deployment, the Component's
+		// ConfigMap) match alone.
 		{"shop-prod", "ConfigMap", "shop-cfg", "shop/overlays/prod",
-			"equals live; shop/base equals live, built on by shop/overlays/prod, shop/overlays/staging; chosen as the only one equal to live that no other kustomization builds on", ""},
+			"equals live; shop/base equals live, built on by shop/overlays/prod, shop/overlays/staging; chosen because other objects in shop-prod match it alone", ""},
 		{"shop-prod", "Deployment", "shop", "shop/overlays/prod",
 			"equals live; shop/base differs (spec.replicas), built on by shop/overlays/prod, shop/overlays/staging", ""},
-		{"shop-prod", "Service", "shop", "shop/overlays/prod", "chosen as the only one equal to live", ""},
+		{"shop-prod", "Service", "shop", "shop/overlays/prod", "match it alone", ""},
 		{"shop-prod", "ConfigMap", "shop-metrics", "shop/overlays/prod", "", ""},
 		// The base's render is not equal (mode: base): never the base.
-		{"shop-staging", "Deployment", "shop", "shop/overlays/staging", "chosen as the only one equal to live", ""},
+		{"shop-staging", "Deployment", "shop", "shop/overlays/staging", "match it alone", ""},
 		{"shop-staging", "ConfigMap", "shop-cfg", "shop/overlays/staging",
 			"closest to live (differs: data.greeting): none of the 2 manifests and renders that define it equals live; shop/base differs (data.greeting, data.mode), built on by shop/overlays/prod, shop/overlays/staging", "data.greeting"},
 		{"guestbook", "Deployment", "guestbook-ui", "guestbook", "", ""},
@@ -218,4 +219,39 @@ func (p *Plan) appOf(o *Object) *Application {
 		}
 	}
 	return nil
+}
+
+// TestTiesFollowTheNamespace: web/dev builds on web/base and changes only
+// web-flags; web/only moves the base to namespace only. Applied with
+// kubectl apply -k web/base -n team-a, web-cfg (which dev renders alike)
+// goes with web-flags, which only the base renders alike: to the base, not
+// to the overlay nothing builds on. Applied from web/dev, both go to
+// web/dev. Applied from web/only, where nothing decides by content, the
+// kustomization nothing builds on takes web-flags, and web-cfg follows it.
+func TestTiesFollowTheNamespace(t *testing.T) {
+	ix := loadRepo(t, "", map[string]string{
+		"web/base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"web/base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\ndata: {mode: base}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-flags}\ndata: {debug: \"false\"}\n",
+		"web/dev/kustomization.yaml":  "resources: [../base]\npatches: [{path: flags.yaml}]\n",
+		"web/dev/flags.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-flags}\ndata: {debug: \"true\"}\n",
+		"web/only/kustomization.yaml": "namespace: only\nresources: [../base]\n",
+	})
+	e := &estate{bodies: map[string]map[string]any{}}
+	e.applyK(t, ix, "web/base", "team-a", nil)
+	e.applyK(t, ix, "web/dev", "team-b", nil)
+	e.applyK(t, ix, "web/only", "", nil)
+	p := e.plan(ix)
+	for _, c := range []struct{ ns, name, kust, reason string }{
+		{"team-a", "web-flags", "web/base", "equals live; web/dev differs (data.debug)"},
+		{"team-a", "web-cfg", "web/base", "chosen because other objects in team-a match it alone"},
+		{"team-b", "web-flags", "web/dev", "equals live; web/base differs (data.debug), built on by web/dev, web/only"},
+		{"team-b", "web-cfg", "web/dev", "chosen because other objects in team-b match it alone"},
+		{"only", "web-flags", "web/only", "chosen as the only one of them that no other kustomization builds on"},
+		{"only", "web-cfg", "web/only", "chosen because other objects in only match it alone"},
+	} {
+		o := p.objectNamed(c.ns, "ConfigMap", c.name)
+		if o == nil || o.Git == nil || o.Git.Kustomization != c.kust || !strings.Contains(o.Git.Reason, c.reason) || o.Drift == nil || !o.Drift.Identical() {
+			t.Errorf("%s/%s: %+v (ambiguous %+v), want %s: %q", c.ns, c.name, o.Git, o.Ambiguous, c.kust, c.reason)
+		}
+	}
 }

@@ -48,14 +48,14 @@ func TestPlanKustomizeBasesAndInputs(t *testing.T) {
 	}{
 		{dev, "shop/base", []want{{"ConfigMap", "shop-cfg", ""}, {"Deployment", "shop", ""}, {"Service", "shop", ""}}},
 		{prod, "shop/overlays/prod", []want{
-			{"ConfigMap", "shop-cfg", "shop/base equals live, built on by shop/overlays/prod, shop/overlays/staging; chosen as the only one equal to live that no other kustomization builds on"},
+			{"ConfigMap", "shop-cfg", "shop/base equals live, built on by shop/overlays/prod, shop/overlays/staging; chosen because other objects in " + prod + " match it alone"},
 			{"Deployment", "shop", "equals live; shop/base differs (spec.replicas)"},
-			{"Service", "shop", "chosen as the only one equal to live that no other kustomization builds on"},
+			{"Service", "shop", "match it alone"},
 			{"ConfigMap", "shop-metrics", ""}}},
 		{staging, "shop/overlays/staging", []want{
 			{"ConfigMap", "shop-cfg", "equals live; shop/base differs (data.mode)"},
-			{"Deployment", "shop", "chosen as the only one equal to live"},
-			{"Service", "shop", "chosen as the only one equal to live"}}},
+			{"Deployment", "shop", "match it alone"},
+			{"Service", "shop", "match it alone"}}},
 		{gb, "guestbook", []want{{"ConfigMap", "guestbook-ui-", ""}, {"Deployment", "guestbook-ui", ""}, {"Service", "guestbook-ui", ""}}},
 	} {
 		p := planJSON(t, "-n", c.ns, "--repo", repo, "--preview")
