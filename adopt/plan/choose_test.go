@@ -28,6 +28,12 @@ func (e *estate) applyK(t *testing.T, ix *gitindex.Index, dir, ns string, edit f
 	if err != nil || len(ms) == 0 {
 		t.Fatalf("render %s: %d objects, %v", dir, len(ms), err)
 	}
+	e.apply(t, ms, ns, edit)
+}
+
+// apply adds what `kubectl apply` of the manifests ms creates.
+func (e *estate) apply(t *testing.T, ms []*gitindex.Manifest, ns string, edit func(kind, name string, body map[string]any)) {
+	t.Helper()
 	for _, m := range ms {
 		b, _ := json.Marshal(m.Object)
 		var body map[string]any
@@ -253,5 +259,31 @@ func TestTiesFollowTheNamespace(t *testing.T) {
 		if o == nil || o.Git == nil || o.Git.Kustomization != c.kust || !strings.Contains(o.Git.Reason, c.reason) || o.Drift == nil || !o.Drift.Identical() {
 			t.Errorf("%s/%s: %+v (ambiguous %+v), want %s: %q", c.ns, c.name, o.Git, o.Ambiguous, c.kust, c.reason)
 		}
+	}
+}
+
+// TestInputsDirectoryInclude: app/base holds a file app/kustomization.yaml
+// reads and one it does not (extra.yaml, applied by hand with kubectl
+// apply -f). extra's Application points at app/base with
+// directory.include, so it never syncs the kustomization's input too.
+func TestInputsDirectoryInclude(t *testing.T) {
+	ix := loadRepo(t, "", map[string]string{
+		"app/kustomization.yaml": "resources: [base/cm.yaml]\n",
+		"app/base/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-cfg}\ndata: {k: v}\n",
+		"app/base/extra.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {k: v}\n",
+	})
+	e := &estate{bodies: map[string]map[string]any{}}
+	e.applyK(t, ix, "app", "team", nil)
+	e.apply(t, ix.FilesIn("app/base")["app/base/extra.yaml"], "team", nil)
+	p := e.plan(ix)
+	cfg, extra := p.objectNamed("team", "ConfigMap", "app-cfg"), p.objectNamed("team", "ConfigMap", "extra")
+	if cfg == nil || cfg.Git == nil || cfg.Git.Kustomization != "app" || len(cfg.Ambiguous) > 0 {
+		t.Fatalf("app-cfg: %+v", cfg)
+	}
+	if extra == nil || extra.Git == nil || extra.Git.Path != "app/base/extra.yaml" {
+		t.Fatalf("extra: %+v", extra)
+	}
+	if a := p.appOf(extra); a == nil || a.SourcePath != "app/base" || a.Kustomize || strings.Join(a.Include, ",") != "extra.yaml" {
+		t.Fatalf("extra's Application %+v, want app/base with include extra.yaml", a)
 	}
 }
