@@ -211,7 +211,7 @@ func Build(in Inputs) *Plan {
 			if len(c.ambiguous) > 0 {
 				c.choose(body, in.Index)
 			}
-			if c.manifest != nil {
+			if c.manifest != nil && c.obj.Drift == nil { // choose sets the drift of the one it picks
 				d := gitindex.Compare(c.manifest.Object, body)
 				c.obj.Drift = &d
 			}
