@@ -1,9 +1,12 @@
 package apply
 
 import (
+	"context"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
@@ -25,7 +28,7 @@ func TestKustomizeApplicationHasNoDirectoryFilter(t *testing.T) {
 		"apps/web/base/kustomization.yaml": "resources: [configmap.yaml]\n",
 		"apps/web/base/configmap.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\n",
 	}
-	c, as, written := buildOne(t, p, tree)
+	c, as, written := buildOne(t, p, tree, fetchAny)
 	src := written.Spec.Source
 	if src == nil || src.Path != overlay {
 		t.Fatalf("source %+v, want path %s", src, overlay)
@@ -45,13 +48,23 @@ func TestKustomizeApplicationHasNoDirectoryFilter(t *testing.T) {
 func TestBaseKustomizationApplication(t *testing.T) {
 	base := "apps/web/base"
 	p := kustomizePlan("adopt-web-dev-base", "web-dev", base, "equals live; apps/web/overlays/prod differs (data.mode)", "web-cfg", "web-env")
+	// An object the plan left ambiguous has no Application: it is never
+	// read for an export.
+	p.Objects = append(p.Objects, plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "web-dev", Name: "twin"},
+		Ambiguous: []plan.GitMatch{{Path: "a/kustomization.yaml", Kustomization: "a"}, {Path: "b/kustomization.yaml", Kustomization: "b"}}})
+	fetch := func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+		if name == "twin" {
+			t.Errorf("apply read %s/%s, which no Application adopts", ns, name)
+		}
+		return fetchAny(ctx, gvr, ns, name)
+	}
 	tree := mapTree{
 		"apps/web/overlays/prod/kustomization.yaml": "resources: [../../base]\npatches: [{path: mode.yaml}]\n",
 		"apps/web/overlays/prod/mode.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\ndata: {mode: prod}\n",
 		base + "/kustomization.yaml":                "resources: [configmap.yaml]\n",
 		base + "/configmap.yaml":                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-cfg}\ndata: {mode: base}\n",
 	}
-	c, as, written := buildOne(t, p, tree)
+	c, as, written := buildOne(t, p, tree, fetch)
 	if src := written.Spec.Source; src == nil || src.Path != base || src.Directory != nil {
 		t.Fatalf("source %+v, want a kustomize source at %s\n%s", src, base, c.Files[as.File])
 	}
@@ -86,11 +99,12 @@ func kustomizePlan(app, ns, dir, reason string, names ...string) *plan.Plan {
 	return p
 }
 
-// buildOne builds p, which has one Application, on tree: the change, the
+// buildOne builds p, which has one Application, on tree, reading live
+// objects with fetch: the change, the
 // Application's summary and the Application written.
-func buildOne(t *testing.T, p *plan.Plan, tree mapTree) (gitops.Content, AppSummary, *v1alpha1.Application) {
+func buildOne(t *testing.T, p *plan.Plan, tree mapTree, fetch Fetcher) (gitops.Content, AppSummary, *v1alpha1.Application) {
 	t.Helper()
-	a := newApplier(t, p, func(o *Options) { o.Fetch = fetchAny })
+	a := newApplier(t, p, func(o *Options) { o.Fetch = fetch })
 	c, err := a.Build(tree)
 	if err != nil {
 		t.Fatal(err)
