@@ -85,8 +85,8 @@ type Index struct {
 	Revision string
 	// Kustomizations are directories holding a kustomization file.
 	Kustomizations []string
-	// Rendered are the kustomizations rendered: those no other
-	// kustomization builds on (the places an Application would point).
+	// Rendered are the kustomizations rendered, each a place an
+	// Application could point: an overlay, a base or both.
 	Rendered []string
 	// Skipped are files or documents that could not be read as manifests.
 	Skipped []Skipped
@@ -105,6 +105,12 @@ type Index struct {
 	docs []*Manifest
 	// renders are each kustomization's render, by directory.
 	renders map[string][]*Manifest
+	// usedBy are the kustomizations that build on a kustomization (name
+	// it in resources, bases or components), by directory.
+	usedBy map[string][]string
+	// read are the files some kustomization's build read: its inputs,
+	// which are not plain manifests.
+	read map[string]bool
 	// unrenderable says why a kustomization could not be rendered.
 	unrenderable map[string]string
 	// jsonnet are the .jsonnet files, which a directory source evaluates.
@@ -122,6 +128,7 @@ type Index struct {
 // New returns an empty index.
 func New() *Index {
 	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}, kustFile: map[string]string{}, renders: map[string][]*Manifest{}, unrenderable: map[string]string{},
+		usedBy: map[string][]string{}, read: map[string]bool{},
 		charts: map[string]bool{}, fs: filesys.MakeFsInMemory()}
 }
 
@@ -338,22 +345,22 @@ func (ix *Index) chartOf(dir string) string {
 // Finish renders the kustomizations and sorts the index; call it after the
 // last Add.
 func (ix *Index) Finish() {
-	// A kustomization directory's own files are read only through
-	// kustomize, and a chart's only through Helm: they are not manifests
-	// an Application could point at.
-	var plain []*Manifest
-	for _, m := range ix.manifests {
-		if m.Render != "" { // already rendered (a subtree)
-			plain = append(plain, m)
-			continue
-		}
-		ix.docs = append(ix.docs, m)
-		if !ix.kust[m.Dir()] && ix.chartOf(m.Dir()) == "" {
-			plain = append(plain, m)
-		}
-	}
-	ix.manifests = plain
 	ix.render(ix.Kustomize)
+	// A kustomization directory's own files, and any file a kustomization
+	// reads, are read only through kustomize, and a chart's only through
+	// Helm: they are not manifests an Application could point at (an
+	// existing Application's directory source still reads them: docs).
+	var keep []*Manifest
+	for _, m := range ix.manifests {
+		if m.Render == "" {
+			ix.docs = append(ix.docs, m)
+			if ix.kust[m.Dir()] || ix.chartOf(m.Dir()) != "" || ix.read[m.Path] {
+				continue
+			}
+		}
+		keep = append(keep, m)
+	}
+	ix.manifests = keep
 	if len(ix.charts) == 0 {
 		ix.fs = nil // charts and their values files are read later
 	}
@@ -422,11 +429,36 @@ func (ix *Index) InKustomization(dir string) string {
 	return ""
 }
 
+// UsedBy lists the kustomizations that build on the kustomization at dir
+// (name it in resources, bases or components); none for a leaf.
+func (ix *Index) UsedBy(dir string) []string { return ix.usedBy[dir] }
+
+// At returns the manifest a plan's Git match names for a live object: the
+// document at file:line, or (line 0) the object in the render of the
+// kustomization whose file is file. It finds what Lookup finds, and the
+// documents only an existing Application's directory source reads (a
+// kustomization's input, a file in a kustomization's directory); nil when
+// the repo holds none.
+func (ix *Index) At(group, kind, namespace, name, file string, line int) *Manifest {
+	for _, m := range ix.Lookup(group, kind, namespace, name) {
+		if m.Path == file && m.Line == line {
+			return m
+		}
+	}
+	for _, m := range ix.docs {
+		if m.Path == file && m.Line == line && m.Group == group && m.Kind == kind && m.Name == name && (m.Namespace == namespace || m.Namespace == "") {
+			return m
+		}
+	}
+	return nil
+}
+
 // FilesIn lists the manifest files directly in dir that Argo CD's directory
-// source would read, with the manifests each holds.
+// source would read, with the manifests each holds (a kustomization's
+// input among them).
 func (ix *Index) FilesIn(dir string) map[string][]*Manifest {
 	out := map[string][]*Manifest{}
-	for _, m := range ix.manifests {
+	for _, m := range ix.docs {
 		if m.Dir() == dir {
 			out[m.Path] = append(out[m.Path], m)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,11 +67,14 @@ type kustomization struct {
 
 // render builds every kustomization but the Components others name with
 // kustomize's own library, the way Argo CD's repo-server runs `kustomize build <path>`.
-// The leaves (those no other kustomization builds on) are indexed for
-// Lookup; every render is kept for the sources of existing Applications.
-// The files of kustomization directories are not plain manifests: Argo CD
-// reads such a directory only through kustomize. What cannot be rendered
-// is recorded in Unrendered with the kustomization file and the error.
+// Every render is indexed for Lookup: a base is a place an Application
+// could point as much as an overlay is (a directory is often an app of its
+// own and another's base), and is kept for the sources of existing
+// Applications. The files each successful build read (its resources,
+// patches, components, generators' files and envs, CRDs, and its bases'
+// files) are noted in ix.read: they are the kustomization's inputs, not
+// plain manifests. What cannot be rendered is recorded in Unrendered with
+// the kustomization file and the error.
 func (ix *Index) render(opts KustomizeOptions) {
 	fs := ix.fs
 	if len(ix.kustFile) == 0 || fs == nil {
@@ -146,17 +150,21 @@ func (ix *Index) render(opts KustomizeOptions) {
 			}
 		}
 	}
-	base := map[string]bool{}
-	for _, ds := range deps {
+	for dir, ds := range deps {
 		for _, d := range ds {
-			base[d] = true
+			if !slices.Contains(ix.usedBy[d], dir) {
+				ix.usedBy[d] = append(ix.usedBy[d], dir)
+			}
 		}
+	}
+	for _, by := range ix.usedBy {
+		sort.Strings(by)
 	}
 	var dirs []string
 	for dir := range ix.kustFile {
 		// A Component is built as part of the kustomizations naming it;
 		// one no kustomization names is built as kustomize build would.
-		if !component[dir] || !base[dir] {
+		if !component[dir] || len(ix.usedBy[dir]) == 0 {
 			dirs = append(dirs, dir)
 		}
 	}
@@ -166,16 +174,15 @@ func (ix *Index) render(opts KustomizeOptions) {
 		file := ix.kustFile[dir]
 		why := firstMissing(dir, deps, missing)
 		var ms []*Manifest
+		log := readLog{FileSystem: fs, read: map[string]bool{}}
 		if why == "" {
 			var err error
-			if ms, err = kustomizeBuild(k, fs, dir); err != nil {
+			if ms, err = kustomizeBuild(k, log, dir); err != nil {
 				why = "kustomize build " + dir + ": " + gitops.OneLine(err.Error())
 			}
 		}
 		if why != "" {
-			if !base[dir] {
-				ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: why})
-			}
+			ix.Unrendered = append(ix.Unrendered, Skipped{Path: file, Reason: why})
 			ix.unrenderable[dir] = why
 			continue
 		}
@@ -183,12 +190,28 @@ func (ix *Index) render(opts KustomizeOptions) {
 			m.Path, m.Render = file, dir
 		}
 		ix.renders[dir] = ms
-		// Only a leaf is a place a new Application would point.
-		if !base[dir] {
-			ix.manifests = append(ix.manifests, ms...)
-			ix.Rendered = append(ix.Rendered, dir)
+		ix.manifests = append(ix.manifests, ms...)
+		ix.Rendered = append(ix.Rendered, dir)
+		for f := range log.read {
+			ix.read[f] = true
 		}
 	}
+}
+
+// readLog is the file system a build reads through: it notes every file
+// kustomize loads (kustomize reads each one with ReadFile), relative to the
+// repo root.
+type readLog struct {
+	filesys.FileSystem
+	read map[string]bool
+}
+
+func (l readLog) ReadFile(p string) ([]byte, error) {
+	b, err := l.FileSystem.ReadFile(p)
+	if err == nil {
+		l.read[strings.TrimPrefix(path.Clean(p), "/")] = true
+	}
+	return b, err
 }
 
 // kustomizeBuild runs kustomize on one directory. kustomize panics on some inputs;

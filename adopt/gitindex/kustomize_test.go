@@ -8,14 +8,15 @@ import (
 
 // TestRenderOverlays: a base with two overlays (namespace, namePrefix,
 // commonLabels, a strategic-merge patch, a JSON 6902 patch and a
-// configMapGenerator). Each live object is found at its overlay, never at
-// the base, whose files are not manifests of their own.
+// configMapGenerator). Each live object is found at its overlay. The base
+// is rendered and indexed too (it is a place an Application could point),
+// and its files are read only through kustomize.
 func TestRenderOverlays(t *testing.T) {
 	ix, err := indexDir("testdata/overlays", KustomizeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(ix.Rendered, ","); got != "apps/web/overlays/prod,apps/web/overlays/staging" {
+	if got := strings.Join(ix.Rendered, ","); got != "apps/web/base,apps/web/overlays/prod,apps/web/overlays/staging" {
 		t.Fatalf("rendered %q (unrendered %+v)", got, ix.Unrendered)
 	}
 	for _, env := range []string{"prod", "staging"} {
@@ -58,12 +59,16 @@ func TestRenderOverlays(t *testing.T) {
 			t.Fatalf("%s: by stem: %+v", env, m)
 		}
 	}
-	// The base's own files are read only through kustomize.
-	if m := ix.Lookup("", "ConfigMap", "web-prod", "web-cfg"); len(m) != 0 {
-		t.Fatalf("base file matched as a plain manifest: %+v", m)
+	// The base's own files are read only through kustomize: web-cfg is
+	// found in the base's render, never as the plain file.
+	if m := ix.Lookup("", "ConfigMap", "web-prod", "web-cfg"); len(m) != 1 || m[0].Render != "apps/web/base" || m[0].Path != "apps/web/base/kustomization.yaml" {
+		t.Fatalf("base's web-cfg: %+v", m)
 	}
-	if n := len(ix.Manifests()); n != 8 {
-		t.Fatalf("%d manifests, want 8 (4 per overlay)", n)
+	if n := len(ix.Manifests()); n != 11 {
+		t.Fatalf("%d manifests, want 11 (4 per overlay, 3 in the base)", n)
+	}
+	if got := strings.Join(ix.UsedBy("apps/web/base"), ","); got != "apps/web/overlays/prod,apps/web/overlays/staging" || len(ix.UsedBy("apps/web/overlays/prod")) != 0 {
+		t.Fatalf("used by %q", got)
 	}
 }
 
@@ -141,4 +146,100 @@ func rendered(ms []*Manifest) []*Manifest {
 		}
 	}
 	return out
+}
+
+// TestEveryKustomizationIsACandidate: shop/base is an app of its own and
+// the base of two overlays, one with a Component. Every kustomization but
+// the Component is rendered and indexed, so a live object applied with
+// `kubectl apply -k shop/base` is found in the base's render, and one in
+// shop-prod in both the base's render (no namespace) and the overlay's.
+func TestEveryKustomizationIsACandidate(t *testing.T) {
+	ix, err := indexDir("testdata/inputs", KustomizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ix.Rendered, ","); got != "guestbook,shop/base,shop/overlays/prod,shop/overlays/staging" || len(ix.Unrendered) != 0 {
+		t.Fatalf("rendered %q, unrendered %+v", got, ix.Unrendered)
+	}
+	if got := strings.Join(ix.UsedBy("shop/base"), ","); got != "shop/overlays/prod,shop/overlays/staging" {
+		t.Fatalf("shop/base used by %q", got)
+	}
+	if got := strings.Join(ix.UsedBy("shop/components/metrics"), ","); got != "shop/overlays/prod" {
+		t.Fatalf("the Component used by %q", got)
+	}
+	dirs := func(ms []*Manifest) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Dir())
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct{ group, kind, ns, name, want string }{
+		{"", "ConfigMap", "shop-dev", "shop-cfg", "shop/base"},
+		{"apps", "Deployment", "shop-dev", "shop", "shop/base"},
+		{"", "ConfigMap", "shop-prod", "shop-cfg", "shop/overlays/prod,shop/base"},
+		{"apps", "Deployment", "shop-staging", "shop", "shop/overlays/staging,shop/base"},
+		// The Component's object only through the overlay naming it.
+		{"", "ConfigMap", "shop-prod", "shop-metrics", "shop/overlays/prod"},
+		{"", "ConfigMap", "shop-dev", "shop-metrics", ""},
+	} {
+		if got := dirs(ix.Lookup(c.group, c.kind, c.ns, c.name)); got != c.want {
+			t.Errorf("%s %s/%s: found in %q, want %q", c.kind, c.ns, c.name, got, c.want)
+		}
+	}
+	d := ix.Lookup("apps", "Deployment", "shop-prod", "shop")[0]
+	tpl := d.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	if n, _ := number(d.Object["spec"].(map[string]any)["replicas"]); n != 3 || tpl["annotations"] == nil {
+		t.Fatalf("prod Deployment: the overlay's patch or the Component's is missing: %v", d.Object)
+	}
+}
+
+// TestKustomizationInputsAreNotManifests: guestbook/kustomization.yaml
+// reads plain files in directories that hold no kustomization (resources
+// in base/, a strategic-merge patch in patches/, a generator's files and
+// envs in config/). They are its inputs: Lookup finds the object only in
+// its render, never in the file, so nothing is defined twice and no
+// Application would point at base/. An existing Application's directory
+// source at base/ still reads them.
+func TestKustomizationInputsAreNotManifests(t *testing.T) {
+	ix, err := indexDir("testdata/inputs", KustomizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ group, kind, name string }{{"apps", "Deployment", "guestbook-ui"}, {"", "Service", "guestbook-ui"}} {
+		ms := ix.Lookup(c.group, c.kind, "guestbook", c.name)
+		if len(ms) != 1 || ms[0].Render != "guestbook" || ms[0].Path != "guestbook/kustomization.yaml" {
+			t.Fatalf("%s %s: %+v, want the guestbook render alone", c.kind, c.name, ms)
+		}
+	}
+	if ms := ix.Lookup("", "Pod", "guestbook", "guestbook-agent"); len(ms) != 0 {
+		t.Fatalf("the generator's file is a manifest: %+v", ms)
+	}
+	for _, m := range ix.Manifests() {
+		if m.Render == "" {
+			t.Errorf("%s:%d is a plain manifest; every file in the repo is a kustomization's", m.Path, m.Line)
+		}
+	}
+	var gen []*Manifest
+	for _, m := range ix.Manifests() {
+		if m.Kind == "ConfigMap" && m.Generated == "guestbook-ui" {
+			gen = append(gen, m)
+		}
+	}
+	if len(gen) != 1 || !strings.Contains(jsonOf(t, gen[0].Object["data"]), "guestbook-agent") || !strings.Contains(jsonOf(t, gen[0].Object["data"]), "dark") {
+		t.Fatalf("generated ConfigMap: %+v", gen)
+	}
+	if files := ix.FilesIn("guestbook/base"); len(files) != 2 {
+		t.Fatalf("a directory source at guestbook/base reads %d files, want 2", len(files))
+	}
+	ms, err := ix.Render("guestbook/base", Directory{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("directory source at guestbook/base: %+v, %v", ms, err)
+	}
+	if m := ix.At("apps", "Deployment", "guestbook", "guestbook-ui", "guestbook/base/deployment.yaml", 1); m == nil || m != ms[0] {
+		t.Fatalf("At does not find the file an existing Application's directory source reads: %+v", m)
+	}
+	if m := ix.At("", "ConfigMap", "shop-prod", "shop-cfg", "shop/base/kustomization.yaml", 0); m == nil || m.Render != "shop/base" {
+		t.Fatalf("At does not find the base's render: %+v", m)
+	}
 }

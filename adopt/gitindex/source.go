@@ -297,5 +297,6 @@ func (ix *Index) subtree(dir string) *Index {
 	out.Finish()
 	// Existing Applications may point anywhere in the repo.
 	out.docs, out.renders, out.charts, out.unrenderable, out.jsonnet, out.fs = ix.docs, ix.renders, ix.charts, ix.unrenderable, ix.jsonnet, ix.fs
+	out.usedBy, out.read = ix.usedBy, ix.read
 	return out
 }

@@ -62,8 +62,10 @@ type candidate struct {
 	obj      *Object // in Plan.Objects
 	manifest *gitindex.Manifest
 	// ambiguous are the manifests when more than one defines the object;
-	// the one whose render equals live is chosen once the body is read.
+	// one is chosen by content once the body is read (choose), or once
+	// every body is read (tie, settleTies).
 	ambiguous []*gitindex.Manifest
+	tie       *tie
 	// existing is the existing Application that renders the object; shared
 	// is set when more than one does.
 	existing *argoapp.Spec
@@ -209,9 +211,9 @@ func Build(in Inputs) *Plan {
 				return
 			}
 			if len(c.ambiguous) > 0 {
-				c.preferEqual(body, in.Index)
+				c.choose(body, in.Index)
 			}
-			if c.manifest != nil {
+			if c.manifest != nil && c.obj.Drift == nil { // choose sets the drift of the one it picks
 				d := gitindex.Compare(c.manifest.Object, body)
 				c.obj.Drift = &d
 			}
@@ -219,6 +221,7 @@ func Build(in Inputs) *Plan {
 				o.AppliedBytes = discover.AppliedBytes(body)
 			}
 		})
+		settleTies(cands, in.Index)
 	}
 
 	for _, c := range cands {
@@ -329,22 +332,177 @@ func gitMatch(m *gitindex.Manifest, ix *gitindex.Index) GitMatch {
 	return GitMatch{Path: m.Path, Line: m.Line, Kustomization: ix.InKustomization(m.Dir())}
 }
 
-// preferEqual resolves an ambiguous match: when exactly one of the
-// manifests equals the live object (no drift), it is the object's source,
-// as the render an Application there would sync without a change. With
-// none or several equal, the object stays ambiguous.
-func (c *candidate) preferEqual(live map[string]any, ix *gitindex.Index) {
-	var equal []*gitindex.Manifest
-	for _, m := range c.ambiguous {
-		if gitindex.Compare(m.Object, live).Identical() {
-			equal = append(equal, m)
+// choose resolves an ambiguous match by content. The candidates are the
+// plain files and the kustomization renders (base, overlay or both) that
+// define the object. Those whose manifest equals live win; when none
+// does, those with the smallest drift (fewest differing fields, then
+// fewest bytes behind). Several left: the tie is settled once every body
+// is read (settleTies).
+func (c *candidate) choose(live map[string]any, ix *gitindex.Index) {
+	t := &tie{ms: c.ambiguous}
+	c.ambiguous = nil
+	t.ds = make([]gitindex.Drift, len(t.ms))
+	for i, m := range t.ms {
+		t.ds[i] = gitindex.Compare(m.Object, live)
+	}
+	t.best = closest(t.ds)
+	c.tie = t
+	if len(t.best) == 1 {
+		c.pick(t.best[0], "", ix)
+	}
+}
+
+// tie is an object's candidates (ms), how each compares with live (ds),
+// and the closest (best, indexes into ms).
+type tie struct {
+	ms   []*gitindex.Manifest
+	ds   []gitindex.Drift
+	best []int
+}
+
+// settleTies decides the objects choose left with several closest
+// candidates. First the kustomization from which other objects of the
+// object's namespace come (objects it alone was chosen for); when that
+// decides none, the one nothing else builds on (a plain file, or a
+// kustomization no other names); then the first again with what that
+// decided. Each pass reads only what was decided before it, so the
+// result does not depend on the objects' order. Still several: the
+// object stays ambiguous, and each candidate says how it compares.
+func settleTies(cands []*candidate, ix *gitindex.Index) {
+	var ties []*candidate
+	for _, c := range cands {
+		if c.tie != nil {
+			ties = append(ties, c)
 		}
 	}
-	if len(equal) == 1 {
-		c.match(equal[0], ix)
-		c.obj.Ambiguous = nil
+	for len(ties) > 0 {
+		decided := map[string]bool{} // namespace and kustomization
+		for _, c := range cands {
+			if c.tie == nil && c.manifest != nil && c.manifest.Render != "" {
+				decided[c.obj.Namespace+"\x00"+c.manifest.Render] = true
+			}
+		}
+		pass := func(keep func(c *candidate, m *gitindex.Manifest) bool, why func(c *candidate) string) bool {
+			var left []*candidate
+			for _, c := range ties {
+				if !c.narrow(func(m *gitindex.Manifest) bool { return keep(c, m) }, why(c), ix) {
+					left = append(left, c)
+				}
+			}
+			progress := len(left) < len(ties)
+			ties = left
+			return progress
+		}
+		if pass(func(c *candidate, m *gitindex.Manifest) bool { return decided[c.obj.Namespace+"\x00"+m.Render] },
+			func(c *candidate) string {
+				return "chosen because other objects in " + c.obj.Namespace + " match it alone"
+			}) {
+			continue
+		}
+		if !pass(func(_ *candidate, m *gitindex.Manifest) bool { return len(usedBy(m, ix)) == 0 },
+			func(*candidate) string { return "chosen as the only one of them that no other kustomization builds on" }) {
+			break
+		}
 	}
-	c.ambiguous = nil
+	for _, c := range ties {
+		t := c.tie
+		c.tie = nil
+		for i := range c.obj.Ambiguous {
+			c.obj.Ambiguous[i].Reason = compared(t.ms[i], t.ds[i], ix)
+		}
+	}
+}
+
+// narrow picks the one of the tie's closest candidates for which keep
+// holds, when there is one; it says whether it picked.
+func (c *candidate) narrow(keep func(*gitindex.Manifest) bool, why string, ix *gitindex.Index) bool {
+	var kept []int
+	for _, i := range c.tie.best {
+		if keep(c.tie.ms[i]) {
+			kept = append(kept, i)
+		}
+	}
+	if len(kept) != 1 {
+		return false
+	}
+	c.pick(kept[0], why, ix)
+	return true
+}
+
+// pick makes the tie's candidate k the object's match, with its drift and
+// the reason: how it and the others compare with live, and rule (the
+// rule that settled a tie, "" for none).
+func (c *candidate) pick(k int, rule string, ix *gitindex.Index) {
+	t := c.tie
+	c.tie = nil
+	c.match(t.ms[k], ix)
+	c.obj.Ambiguous = nil
+	c.obj.Drift = &t.ds[k]
+	var why []string
+	if t.ds[k].Identical() {
+		why = append(why, "equals live")
+	} else {
+		why = append(why, fmt.Sprintf("closest to live (differs: %s): none of the %d manifests and renders that define it equals live", gitindex.FieldList(t.ds[k].Fields, 3), len(t.ms)))
+	}
+	for i, m := range t.ms {
+		if i != k {
+			why = append(why, where(m)+" "+compared(m, t.ds[i], ix))
+		}
+	}
+	if rule != "" {
+		why = append(why, rule)
+	}
+	c.obj.Git.Reason = strings.Join(why, "; ")
+}
+
+// closest are the indexes of the drifts equal to live, or, when none is,
+// of the smallest (fewest fields, then fewest bytes behind).
+func closest(ds []gitindex.Drift) []int {
+	var best []int
+	less := func(a, b gitindex.Drift) bool {
+		if len(a.Fields) != len(b.Fields) {
+			return len(a.Fields) < len(b.Fields)
+		}
+		return a.BytesBehind < b.BytesBehind
+	}
+	for i, d := range ds {
+		switch {
+		case len(best) == 0 || less(d, ds[best[0]]):
+			best = []int{i}
+		case !less(ds[best[0]], d):
+			best = append(best, i)
+		}
+	}
+	return best
+}
+
+// usedBy are the kustomizations that build on m's (none for a plain file
+// or a leaf).
+func usedBy(m *gitindex.Manifest, ix *gitindex.Index) []string {
+	if m.Render == "" {
+		return nil
+	}
+	return ix.UsedBy(m.Render)
+}
+
+// where names a candidate: its kustomization, or its file and line.
+func where(m *gitindex.Manifest) string {
+	if m.Render != "" {
+		return m.Render
+	}
+	return fmt.Sprintf("%s:%d", m.Path, m.Line)
+}
+
+// compared says how a candidate compares with live, and what builds on it.
+func compared(m *gitindex.Manifest, d gitindex.Drift, ix *gitindex.Index) string {
+	s := "equals live"
+	if !d.Identical() {
+		s = "differs (" + gitindex.FieldList(d.Fields, 3) + ")"
+	}
+	if by := usedBy(m, ix); len(by) > 0 {
+		s += ", built on by " + strings.Join(by, ", ")
+	}
+	return s
 }
 
 // labelGroup is the app.kubernetes.io label that names the object's

@@ -80,7 +80,7 @@ func findings(o *Object, haveRepo bool) []Finding {
 	}
 	switch {
 	case len(o.Ambiguous) > 0:
-		fs = append(fs, Finding{CodeAmbiguous, Warning, fmt.Sprintf("defined %d times in Git (%s); keep one before adopting", len(o.Ambiguous), matchList(o.Ambiguous))})
+		fs = append(fs, Finding{CodeAmbiguous, Warning, fmt.Sprintf("defined %d times in Git (%s) and none can be chosen by content: no Application is proposed and nothing is exported. Keep one definition, or write an Application for the one you applied by hand, then plan again", len(o.Ambiguous), matchList(o.Ambiguous))})
 	case o.Git != nil && o.Drift != nil && !o.Drift.Identical():
 		fs = append(fs, Finding{CodeStaleVsGit, Warning, fmt.Sprintf("live is %d B behind Git at %s:%d (%s); the first sync will change it", o.Drift.BytesBehind, o.Git.Path, o.Git.Line, gitindex.FieldList(o.Drift.Fields, 5))})
 	case o.Git == nil && haveRepo && o.HelmRelease == "":
@@ -104,9 +104,16 @@ func matchList(ms []GitMatch) string {
 	s := ""
 	for i, m := range ms {
 		if i > 0 {
-			s += ", "
+			s += "; "
 		}
-		s += fmt.Sprintf("%s:%d", m.Path, m.Line)
+		if m.Line == 0 && m.Kustomization != "" {
+			s += "the render of " + m.Kustomization
+		} else {
+			s += fmt.Sprintf("%s:%d", m.Path, m.Line)
+		}
+		if m.Reason != "" {
+			s += ", which " + m.Reason
+		}
 	}
 	return s
 }

@@ -63,6 +63,10 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 			b = get("helm\x00"+o.Namespace+"\x00"+o.HelmRelease, func() Application {
 				return Application{Source: "helm", Helm: &HelmSource{ReleaseName: o.HelmRelease}}
 			})
+		case len(o.Ambiguous) > 0:
+			// The repo holds it more than once and adopt cannot tell which
+			// to sync: an export would be another copy (a finding).
+			continue
 		case (by == GroupAuto || by == GroupGitDir) && c.manifest != nil:
 			dir := c.manifest.Dir()
 			b = get("git\x00"+dir, func() Application { return Application{Source: "git", SourcePath: dir} })

@@ -173,5 +173,8 @@ func (j *jsonItem) gitMatch(g *GitMatch) {
 	if g.Kustomization != "" {
 		j.str("kustomization", g.Kustomization)
 	}
+	if g.Reason != "" {
+		j.str("reason", g.Reason)
+	}
 	j.close('}')
 }

@@ -136,4 +136,7 @@ func (y *yamlItem) gitMatch(first, pad string, g *GitMatch) {
 	if g.Kustomization != "" {
 		y.str(pad, "kustomization", g.Kustomization)
 	}
+	if g.Reason != "" {
+		y.str(pad, "reason", g.Reason)
+	}
 }

@@ -114,7 +114,8 @@ type Repo struct {
 	Revision       string   `json:"revision" yaml:"revision"`
 	Manifests      int      `json:"manifests" yaml:"manifests"`
 	Kustomizations []string `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
-	// Rendered are the kustomizations rendered (those no other builds on).
+	// Rendered are the kustomizations rendered: each a place an
+	// Application could point (an overlay, a base or both).
 	Rendered     []string           `json:"rendered,omitempty" yaml:"rendered,omitempty"`
 	SkippedFiles []gitindex.Skipped `json:"skippedFiles,omitempty" yaml:"skippedFiles,omitempty"`
 	// Unrendered are the kustomizations that could not be rendered.
@@ -177,10 +178,11 @@ type Object struct {
 	// App is the name of the proposed Application that adopts the object.
 	App string `json:"app" yaml:"app"`
 	// Git is where the object's manifest lives in the GitOps repo; nil when
-	// it is not in Git (or no repo was given) or when it is ambiguous.
+	// it is not in Git (or no repo was given) or when it is ambiguous (it
+	// then has no Application and is not exported).
 	Git *GitMatch `json:"git,omitempty" yaml:"git,omitempty"`
 	// Ambiguous lists every manifest when the object is defined more than
-	// once.
+	// once and none could be chosen by content.
 	Ambiguous []GitMatch `json:"ambiguous,omitempty" yaml:"ambiguous,omitempty"`
 	// Drift compares the live object with its manifest (nil when not
 	// compared).
@@ -198,6 +200,11 @@ type GitMatch struct {
 	Line int    `json:"line" yaml:"line"`
 	// Kustomization is the kustomization whose render holds the object.
 	Kustomization string `json:"kustomization,omitempty" yaml:"kustomization,omitempty"`
+	// Reason says why this manifest was chosen when more than one in the
+	// repo defines the object (in Object.Git), or how it compares with
+	// live when none could be chosen (in Object.Ambiguous); "" for the only
+	// one.
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
 }
 
 // Application is one proposed Argo CD Application.

@@ -70,19 +70,18 @@ func syncManifest(ob plan.Object, live *unstructured.Unstructured, ix *gitindex.
 		if ix == nil {
 			return nil, fmt.Errorf("in Git at %s:%d but the repo was not read: pass --repo", ob.Git.Path, ob.Git.Line)
 		}
-		for _, m := range ix.Lookup(ob.Group, ob.Kind, ob.Namespace, ob.Name) {
-			if m.Path == ob.Git.Path && m.Line == ob.Git.Line {
-				u, err := jsonCopy(m.Object)
-				if err != nil {
-					return nil, fmt.Errorf("manifest %s:%d: %w", m.Path, m.Line, err)
-				}
-				if u.GetNamespace() == "" && ob.Namespace != "" {
-					u.SetNamespace(ob.Namespace)
-				}
-				return u, nil
-			}
+		m := ix.At(ob.Group, ob.Kind, ob.Namespace, ob.Name, ob.Git.Path, ob.Git.Line)
+		if m == nil {
+			return nil, fmt.Errorf("manifest %s:%d is no longer in the repo index", ob.Git.Path, ob.Git.Line)
 		}
-		return nil, fmt.Errorf("manifest %s:%d is no longer in the repo index", ob.Git.Path, ob.Git.Line)
+		u, err := jsonCopy(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s:%d: %w", m.Path, m.Line, err)
+		}
+		if u.GetNamespace() == "" && ob.Namespace != "" {
+			u.SetNamespace(ob.Namespace)
+		}
+		return u, nil
 	}
 	return export.Clean(live, export.Options{InstanceLabelKey: instanceLabel})
 }

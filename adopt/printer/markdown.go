@@ -28,28 +28,23 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 	}
 	for _, a := range p.Applications {
 		fmt.Fprintf(w, "\n## Application `%s`\n\n%s\n\n", a.Name, md(source(a)))
-		fmt.Fprintln(w, "| Object | Provenance | Annotations | % cap | Git | Risk |")
-		fmt.Fprintln(w, "|---|---|---:|---:|---|---|")
-		var notes []string
+		var obs []*plan.Object
 		for _, ref := range a.Objects {
-			ob := byRef[ref]
-			if ob == nil {
-				continue
-			}
-			fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s | %s |\n", ob.Ref.String(), md(ob.Provenance), Bytes(ob.Budget.AnnotationBytes), ob.Budget.PercentOfCap, md(gitColumn(ob)), risk(ob, false))
-			for _, f := range ob.Findings {
-				notes = append(notes, fmt.Sprintf("- **%s** `%s`: %s", f.Severity, ob.Ref.String(), md(f.Message)))
+			if ob := byRef[ref]; ob != nil {
+				obs = append(obs, ob)
 			}
 		}
-		if len(notes) > 0 {
-			fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
-		}
+		markdownRows(w, obs)
 		if line := a.IgnoreSummary(); line != "" {
 			fmt.Fprintf(w, "\n%s:\n\n", md(line))
 			for _, d := range a.IgnoreDifferences {
 				fmt.Fprintf(w, "- `%s`: %s (source: %s)\n", d, md(d.Reason), md(d.Source))
 			}
 		}
+	}
+	if loose := unassigned(p); len(loose) > 0 {
+		fmt.Fprintf(w, "\n## No Application\n\nLeft out until their findings are fixed.\n\n")
+		markdownRows(w, loose)
 	}
 	if len(p.Findings) > 0 {
 		fmt.Fprintln(w, "\n## Findings")
@@ -71,6 +66,22 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 		fmt.Fprintln(w, "\n</details>")
 	}
 	return nil
+}
+
+// markdownRows writes the objects' table and their findings.
+func markdownRows(w io.Writer, obs []*plan.Object) {
+	fmt.Fprintln(w, "| Object | Provenance | Annotations | % cap | Git | Risk |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---|---|")
+	var notes []string
+	for _, ob := range obs {
+		fmt.Fprintf(w, "| `%s` | %s | %s B | %.1f%% | %s | %s |\n", ob.Ref.String(), md(ob.Provenance), Bytes(ob.Budget.AnnotationBytes), ob.Budget.PercentOfCap, md(gitColumn(ob)), risk(ob, false))
+		for _, f := range ob.Findings {
+			notes = append(notes, fmt.Sprintf("- **%s** `%s`: %s", f.Severity, ob.Ref.String(), md(f.Message)))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
 }
 
 // md escapes the characters that would break a table cell.

@@ -35,51 +35,20 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 	var c columns
 	for i, a := range p.Applications {
 		fmt.Fprintf(w, "\nApplication %s (%s)\n", a.Name, source(a))
-		header := []string{"  NAMESPACE", "KIND", "NAME", "PROVENANCE", "ANNOTATIONS", "% CAP", "GIT", "RISK", "FIRST SYNC"}
-		if !previewed {
-			header = header[:len(header)-1]
-		}
-		c.reset(len(header))
-		for _, h := range header {
-			c.cell(h)
-		}
-		for _, ob := range apps[i] {
-			c.cell("  ", dash(ob.Namespace))
-			if ob.Group != "" {
-				c.cell(ob.Kind, ".", ob.Group)
-			} else {
-				c.cell(ob.Kind)
-			}
-			c.cell(ob.Name)
-			c.cell(ob.Provenance)
-			start := c.open()
-			c.text = append(appendBytes(c.text, ob.Budget.AnnotationBytes), " B"...)
-			c.close(start)
-			start = c.open()
-			c.text = append(strconv.AppendFloat(c.text, ob.Budget.PercentOfCap, 'f', 1, 64), '%')
-			c.close(start)
-			c.cell(gitColumn(ob))
-			c.cell(risk(ob, o.Color))
-			if previewed {
-				c.cell(previewColumn(ob))
-			}
-		}
-		if err := c.write(w); err != nil {
+		if err := objectRows(w, &c, apps[i], previewed, o); err != nil {
 			return err
-		}
-		for _, ob := range apps[i] {
-			for _, f := range ob.Findings {
-				if f.Severity == plan.Info && !o.ShowSkipped {
-					continue
-				}
-				fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref.String(), f.Message)
-			}
 		}
 		if line := a.IgnoreSummary(); line != "" {
 			fmt.Fprintf(w, "  %s:\n", line)
 			for _, d := range a.IgnoreDifferences {
 				fmt.Fprintf(w, "    %s: %s [%s]\n", d, d.Reason, d.Source)
 			}
+		}
+	}
+	if loose := unassigned(p); len(loose) > 0 {
+		fmt.Fprintf(w, "\nNo Application (%d: left out until its findings are fixed)\n", len(loose))
+		if err := objectRows(w, &c, loose, previewed, o); err != nil {
+			return err
 		}
 	}
 	if p.Summary.Preview != nil {
@@ -157,6 +126,63 @@ func source(a plan.Application) string {
 		return s + ": apply writes nothing"
 	}
 	return "export to " + a.SourcePath
+}
+
+// objectRows writes the objects' table and their findings.
+func objectRows(w io.Writer, c *columns, obs []*plan.Object, previewed bool, o Options) error {
+	header := []string{"  NAMESPACE", "KIND", "NAME", "PROVENANCE", "ANNOTATIONS", "% CAP", "GIT", "RISK", "FIRST SYNC"}
+	if !previewed {
+		header = header[:len(header)-1]
+	}
+	c.reset(len(header))
+	for _, h := range header {
+		c.cell(h)
+	}
+	for _, ob := range obs {
+		c.cell("  ", dash(ob.Namespace))
+		if ob.Group != "" {
+			c.cell(ob.Kind, ".", ob.Group)
+		} else {
+			c.cell(ob.Kind)
+		}
+		c.cell(ob.Name)
+		c.cell(ob.Provenance)
+		start := c.open()
+		c.text = append(appendBytes(c.text, ob.Budget.AnnotationBytes), " B"...)
+		c.close(start)
+		start = c.open()
+		c.text = append(strconv.AppendFloat(c.text, ob.Budget.PercentOfCap, 'f', 1, 64), '%')
+		c.close(start)
+		c.cell(gitColumn(ob))
+		c.cell(risk(ob, o.Color))
+		if previewed {
+			c.cell(previewColumn(ob))
+		}
+	}
+	if err := c.write(w); err != nil {
+		return err
+	}
+	for _, ob := range obs {
+		for _, f := range ob.Findings {
+			if f.Severity == plan.Info && !o.ShowSkipped {
+				continue
+			}
+			fmt.Fprintf(w, "  ! %s %s: %s\n", sev(f.Severity, o.Color), ob.Ref.String(), f.Message)
+		}
+	}
+	return nil
+}
+
+// unassigned are the objects no Application adopts (shared by two
+// existing Applications, or ambiguous in Git).
+func unassigned(p *plan.Plan) []*plan.Object {
+	var out []*plan.Object
+	for i := range p.Objects {
+		if p.Objects[i].App == "" {
+			out = append(out, &p.Objects[i])
+		}
+	}
+	return out
 }
 
 func gitColumn(ob *plan.Object) string {

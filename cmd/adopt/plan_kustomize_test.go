@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // overlayRepo copies adopt/gitindex/testdata/overlays (a base with a prod
@@ -15,30 +16,32 @@ import (
 // namespace renamed to one of this test's own.
 func overlayRepo(t *testing.T, nsOf map[string]string) string {
 	t.Helper()
-	src, _ := filepath.Abs("../../adopt/gitindex/testdata/overlays")
+	rename := map[string]string{}
+	for env, ns := range nsOf {
+		rename["namespace: web-"+env] = "namespace: " + ns
+	}
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for env, ns := range nsOf {
-			b = []byte(strings.ReplaceAll(string(b), "namespace: web-"+env, "namespace: "+ns))
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
+	if err := testenv.WriteFiles(dst, testdataRepo(t, "overlays", rename)); err != nil {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// testdataRepo reads the files of adopt/gitindex/testdata/<name>, with
+// each key of replace replaced by its value.
+func testdataRepo(t *testing.T, name string, replace map[string]string) map[string]string {
+	t.Helper()
+	files, err := testenv.ReadFiles(filepath.Join("../../adopt/gitindex/testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		for old, repl := range replace {
+			c = strings.ReplaceAll(c, old, repl)
+		}
+		files[p] = c
+	}
+	return files
 }
 
 // TestPlanKustomizeOverlays: a base with two overlays (namespace,
@@ -88,7 +91,7 @@ func TestPlanKustomizeOverlays(t *testing.T) {
 				t.Fatalf("%s: %s", env, f.Message)
 			}
 		}
-		if strings.Join(p.Repo.Rendered, ",") != "apps/web/overlays/prod,apps/web/overlays/staging" {
+		if strings.Join(p.Repo.Rendered, ",") != "apps/web/base,apps/web/overlays/prod,apps/web/overlays/staging" {
 			t.Fatalf("rendered %v", p.Repo.Rendered)
 		}
 	}

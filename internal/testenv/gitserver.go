@@ -171,6 +171,25 @@ func WriteFiles(dir string, files map[string]string) error {
 	return nil
 }
 
+// ReadFiles reads every file below dir, by slash-separated path relative
+// to it (WriteFiles writes them back).
+func ReadFiles(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	return files, err
+}
+
 func run(dir, name string, args ...string) error {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
