@@ -324,3 +324,62 @@ func TestHelmApplicationIsTheChartSource(t *testing.T) {
 		t.Errorf("no repoURL: %v", err)
 	}
 }
+
+// TestHelmApplicationFromChartInGit: a Helm-sourced Application whose chart
+// is in the GitOps repo is a Git source of the plan's repo at the chart's
+// directory and the branch apply writes to, with the release name, the
+// chart's values file or the inline values, and the release namespace; no
+// chart field, no directory settings, and no object exported.
+func TestHelmApplicationFromChartInGit(t *testing.T) {
+	for name, tc := range map[string]struct {
+		valueFiles []string
+		values     map[string]any
+	}{
+		"values file":   {valueFiles: []string{"values-production.yaml"}},
+		"inline values": {values: map[string]any{"auth": map[string]any{"password": "adopt:redacted:auth.password"}}},
+		"no values":     {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := helmPlan()
+			h := p.Applications[2].Helm
+			h.RepoURL, h.Path, h.ValueFiles, h.Values = "", "charts/web", tc.valueFiles, tc.values
+			c, err := newApplier(t, p, nil).Build(mapTree{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.2.3\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f := range c.Files {
+				if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
+					t.Errorf("a Helm release's object was exported raw to %s", f)
+				}
+			}
+			data := c.Files["clusters/prod/apps/adopt-shop-web.yaml"]
+			app, err := argoapp.DecodeApplication(data)
+			if err != nil {
+				t.Fatalf("%v in\n%s", err, data)
+			}
+			src := app.Spec.Source
+			for _, f := range []struct{ field, got, want string }{
+				{"repoURL", src.RepoURL, "ssh://git@git.example.invalid/org/gitops.git"},
+				{"path", src.Path, "charts/web"},
+				{"chart", src.Chart, ""},
+				{"targetRevision", src.TargetRevision, "main"},
+				{"helm.releaseName", src.Helm.ReleaseName, "web"},
+				{"helm.valueFiles", strings.Join(src.Helm.ValueFiles, ","), strings.Join(tc.valueFiles, ",")},
+				{"destination.namespace", app.Spec.Destination.Namespace, "shop"},
+			} {
+				if f.got != f.want {
+					t.Errorf("%s = %q, want %q\n%s", f.field, f.got, f.want, data)
+				}
+			}
+			if src.Directory != nil {
+				t.Errorf("directory %+v on a chart source", src.Directory)
+			}
+			if (src.Helm.ValuesObject != nil) != (tc.values != nil) {
+				t.Errorf("valuesObject %v, want values %v", src.Helm.ValuesObject, tc.values)
+			}
+			if src.Helm.ValuesObject != nil && !strings.Contains(string(src.Helm.ValuesObject.Raw), "adopt:redacted:auth.password") {
+				t.Errorf("valuesObject %s", src.Helm.ValuesObject.Raw)
+			}
+		})
+	}
+}
