@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +17,11 @@ import (
 // Git; it must never reach the plan or anything plan prints.
 const helmGitPassword = "gitchart-CANARY-9d8c7b6a"
 
-// helmGitRepo writes a GitOps repo into dir: chart web 1.2.3 at charts/web
-// (testdata/charts/web with a default password in values.yaml, and
-// values-production.yaml), chart deps 0.1.0 at charts/deps depending on
-// web 1.2.3 from chartRepo, and adopt.yaml naming repoURL.
-func helmGitRepo(t *testing.T, dir, repoURL, chartRepo string) {
+// helmGitRepo writes a GitOps repo into dir, the files given and chart web
+// 1.2.3 at charts/web (testdata/charts/web with a default password in
+// values.yaml, and values-production.yaml), and returns every file by its
+// path in the repo.
+func helmGitRepo(t *testing.T, dir string, more map[string]string) map[string]string {
 	t.Helper()
 	src, err := filepath.Abs("testdata/charts/web")
 	if err != nil {
@@ -32,14 +33,14 @@ func helmGitRepo(t *testing.T, dir, repoURL, chartRepo string) {
 	if out, err := exec.Command("cp", "-r", src, filepath.Join(dir, "charts/web")).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for p, c := range map[string]string{
+	files := map[string]string{
 		"charts/web/values.yaml":            "greeting: hello\nauth:\n  user: web\n  password: default-pw\nservice:\n  port: 8080\n",
 		"charts/web/values-production.yaml": "# production\ngreeting: production\nauth:\n  user: ops\n  password: prod-pw\nservice:\n  port: 9090\n",
-		"charts/deps/Chart.yaml":            "apiVersion: v2\nname: deps\nversion: 0.1.0\ndependencies:\n- name: web\n  version: 1.2.3\n  repository: " + chartRepo + "\n",
-		"charts/deps/values.yaml":           "web:\n  auth:\n    password: dep-pw\n",
-		"charts/deps/templates/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-own\ndata:\n  k: v\n",
-		"adopt.yaml":                        "apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nrepoURL: " + repoURL + "\n",
-	} {
+	}
+	for p, c := range more {
+		files[p] = c
+	}
+	for p, c := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +48,19 @@ func helmGitRepo(t *testing.T, dir, repoURL, chartRepo string) {
 			t.Fatal(err)
 		}
 	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // TestPlanHelmChartInGit: releases installed by the real helm CLI with
@@ -77,7 +91,12 @@ func TestPlanHelmChartInGit(t *testing.T) {
 	}
 	helmRun(ctx, t, h, "repo", "add", "stable", chartRepo.URL)
 	repo := t.TempDir()
-	helmGitRepo(t, repo, repoURL, chartRepo.URL)
+	helmGitRepo(t, repo, map[string]string{
+		"charts/deps/Chart.yaml":        "apiVersion: v2\nname: deps\nversion: 0.1.0\ndependencies:\n- name: web\n  version: 1.2.3\n  repository: " + chartRepo.URL + "\n",
+		"charts/deps/values.yaml":       "web:\n  auth:\n    password: dep-pw\n",
+		"charts/deps/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-own\ndata:\n  k: v\n",
+		"adopt.yaml":                    "apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nrepoURL: " + repoURL + "\n",
+	})
 	web, deps := filepath.Join(repo, "charts/web"), filepath.Join(repo, "charts/deps")
 	helmRun(ctx, t, h, "upgrade", "--install", "web-default", web, "-n", ns)
 	helmRun(ctx, t, h, "upgrade", "--install", "web-prod", web, "-n", ns, "-f", filepath.Join(web, "values-production.yaml"))
