@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -252,6 +253,23 @@ func helmPlan() *plan.Plan {
 	return p
 }
 
+// helmApplication is helmPlan's Application in files, which must export no
+// object of its release.
+func helmApplication(t *testing.T, files map[string][]byte) (*v1alpha1.Application, []byte) {
+	t.Helper()
+	for f := range files {
+		if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
+			t.Errorf("a Helm release's object was exported raw to %s", f)
+		}
+	}
+	data := files["clusters/prod/apps/adopt-shop-web.yaml"]
+	app, err := argoapp.DecodeApplication(data)
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, data)
+	}
+	return app, data
+}
+
 // TestHelmApplicationIsTheChartSource: a Helm-sourced Application names the
 // chart, its version, the release name and the plan's values, keeps the
 // chart's Secret data from live, never has a path, and no object of the
@@ -272,16 +290,7 @@ func TestHelmApplicationIsTheChartSource(t *testing.T) {
 	if fetched["shop/web-cfg"] || fetched["shop/web-auth"] {
 		t.Errorf("a Helm release's object was read to be exported: %v", fetched)
 	}
-	for f := range c.Files {
-		if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
-			t.Errorf("a Helm release's object was exported raw to %s", f)
-		}
-	}
-	data := c.Files["clusters/prod/apps/adopt-shop-web.yaml"]
-	app, err := argoapp.DecodeApplication(data)
-	if err != nil {
-		t.Fatalf("%v in\n%s", err, data)
-	}
+	app, _ := helmApplication(t, c.Files)
 	src := app.Spec.Source
 	for _, f := range []struct{ field, got, want string }{
 		{"repoURL", src.RepoURL, "https://charts.example.invalid/stable"},
@@ -347,16 +356,7 @@ func TestHelmApplicationFromChartInGit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for f := range c.Files {
-				if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
-					t.Errorf("a Helm release's object was exported raw to %s", f)
-				}
-			}
-			data := c.Files["clusters/prod/apps/adopt-shop-web.yaml"]
-			app, err := argoapp.DecodeApplication(data)
-			if err != nil {
-				t.Fatalf("%v in\n%s", err, data)
-			}
+			app, data := helmApplication(t, c.Files)
 			src := app.Spec.Source
 			for _, f := range []struct{ field, got, want string }{
 				{"repoURL", src.RepoURL, "ssh://git@git.example.invalid/org/gitops.git"},

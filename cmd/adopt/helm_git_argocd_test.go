@@ -39,12 +39,7 @@ func TestHelmChartInGitOnRealArgoCDv2(t *testing.T) { helmGitE2E(t, "v2.14.21") 
 func helmGitE2E(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c := startControlPlane(ctx, t)
-	a, err := testenv.StartArgoCD(ctx, c, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	c, a := argoCDPlane(ctx, t, version)
 	h, err := testenv.NewHelm(c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -83,13 +78,7 @@ func helmGitE2E(t *testing.T, version string) {
 	}
 
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web-inline's password": helmGitPassword}}
-	run := func(args ...string) (string, string, int) {
-		var out, errb bytes.Buffer
-		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
-		scan.add(args[0]+" stdout", out.String())
-		scan.add(args[0]+" stderr", errb.String())
-		return out.String(), errb.String(), code
-	}
+	run := scannedRun(t, c, scan)
 	planFile := filepath.Join(t.TempDir(), "plan.yaml")
 	out, errOut, code := run("plan", "-A", "--repo", gitURL, "--argocd-version", version, "--preview", "--out", planFile, "-o", "markdown")
 	if code != 0 && code != ExitFindings {
@@ -207,4 +196,28 @@ func untrackedCopy(t *testing.T, u *unstructured.Unstructured, tr argoapp.Tracki
 		t.Errorf("%s %s: instance label %q, want the Application's name %s", c.GetKind(), c.GetName(), c.GetLabels()[tr.InstanceLabelKey], app)
 	}
 	return c.Object
+}
+
+// argoCDPlane starts a control plane and real Argo CD version on it, both
+// stopped when the test ends.
+func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.ControlPlane, *testenv.ArgoCD) {
+	t.Helper()
+	c := startControlPlane(ctx, t)
+	a, err := testenv.StartArgoCD(ctx, c, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	return c, a
+}
+
+// scannedRun runs adopt against c and adds all it prints to scan.
+func scannedRun(t *testing.T, c *testenv.ControlPlane, scan *leakScan) func(args ...string) (string, string, int) {
+	return func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		scan.add(args[0]+" stdout", out.String())
+		scan.add(args[0]+" stderr", errb.String())
+		return out.String(), errb.String(), code
+	}
 }
