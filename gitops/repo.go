@@ -226,10 +226,7 @@ func (r *Repo) list(ctx context.Context) error {
 // tree it is in, or the path itself for a bare repository. A work tree
 // must be clean.
 func localRoot(dir string) (string, error) {
-	lr, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
-	if errors.Is(err, git.ErrRepositoryNotExists) {
-		lr, err = git.PlainOpen(dir) // a bare repository
-	}
+	lr, err := OpenLocal(dir)
 	if err != nil {
 		return "", newError(ErrNotFound, nil, "repository %s: %v. Pass a Git checkout, a bare repository or a URL", dir, err)
 	}
@@ -285,17 +282,16 @@ func (r *Repo) Dir() string { return r.dir }
 
 // SourceURL is the URL Argo CD should fetch the repository from: the
 // location without credentials (Location.Clean, so ssh:// and git@host:path
-// keep their user), or for a local path its origin remote (else a file://
-// URL, which only an Argo CD on the same machine can read).
+// keep their user), or for a local path its remote as UpstreamRemote
+// chooses it (else a file:// URL, which only an Argo CD on the same
+// machine can read).
 func (r *Repo) SourceURL() string {
 	if !r.local {
 		return r.display
 	}
-	if lr, err := git.PlainOpen(r.url); err == nil {
-		if rem, err := lr.Remote(remoteName); err == nil && len(rem.Config().URLs) > 0 {
-			if l, err := ParseLocation(rem.Config().URLs[0]); err == nil {
-				return l.Clean()
-			}
+	if lr, err := OpenLocal(r.url); err == nil {
+		if rem, err := UpstreamRemote(lr); err == nil && rem.URL != "" {
+			return rem.URL
 		}
 	}
 	return "file://" + filepath.ToSlash(r.url)

@@ -95,7 +95,7 @@ func TestProtobufBodiesMeasureAsJSON(t *testing.T) {
 		}
 		// Two objects a page: the continue token is followed.
 		var buf bytes.Buffer
-		objs, err := listType(ctx, Clients{Lists: lists}, typ, Options{Namespace: ns, PageSize: 2}, &buf, &labelSets{})
+		objs, err := listType(ctx, Clients{Lists: lists}, typ, Options{Namespaces: []string{ns}, PageSize: 2}, &buf, &labelSets{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,9 +134,9 @@ type Result struct {
 
 // Options says what to list.
 type Options struct {
-	// Namespace limits namespaced types to one namespace; "" means all.
-	// Cluster-scoped types are listed only when Namespace is "".
-	Namespace string
+	// Namespaces limit namespaced types to these namespaces; none means
+	// all. Cluster-scoped types are listed only when there are none.
+	Namespaces []string
 	// SkipType returns a non-empty reason to leave a type out.
 	SkipType func(Type) string
 	// PageSize is the list chunk size (limit); 0 means 500.
@@ -209,7 +209,7 @@ func Collect(ctx context.Context, c Clients, o Options) (*Result, error) {
 	res := &Result{NotScanned: failed}
 	var todo []Type
 	for _, t := range types {
-		if o.Namespace != "" && !t.Namespaced {
+		if len(o.Namespaces) > 0 && !t.Namespaced {
 			continue
 		}
 		if o.SkipType != nil {
@@ -306,13 +306,29 @@ func withData(t Type) bool {
 	return t.Group == "" && (t.Kind == "ConfigMap" || t.Kind == "Secret")
 }
 
-// listType lists every object of t (in o.Namespace, or all), page by
-// page into buf, keeping each object's facts.
+// listType lists every object of t (in each of o.Namespaces, or all),
+// page by page into buf, keeping each object's facts.
 func listType(ctx context.Context, c Clients, t Type, o Options, buf *bytes.Buffer, sets *labelSets) ([]Object, error) {
-	ns := o.Namespace
-	if !t.Namespaced {
-		ns = ""
+	if !t.Namespaced || len(o.Namespaces) == 0 {
+		return listIn(ctx, c, t, "", o, buf, sets)
 	}
+	var all []Object
+	for _, ns := range o.Namespaces {
+		objs, err := listIn(ctx, c, t, ns, o, buf, sets)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = objs
+			continue
+		}
+		all = append(all, objs...)
+	}
+	return all, nil
+}
+
+// listIn lists every object of t in namespace ns ("" for all).
+func listIn(ctx context.Context, c Clients, t Type, ns string, o Options, buf *bytes.Buffer, sets *labelSets) ([]Object, error) {
 	pageSize := o.PageSize
 	if pageSize == 0 {
 		pageSize = 500

@@ -44,15 +44,15 @@ type Lister struct {
 
 // Each reads the body of every object in objs for which want is true, and
 // hands each body to fn (called under a lock, one at a time). objs are
-// every object Collect found in scope (its Options.Namespace, "" for the
-// whole cluster), so they count each type's objects. With l's List set,
+// every object Collect found in scope (its Options.Namespaces, none for
+// the whole cluster), so they count each type's objects. With l's List set,
 // each type's wanted objects are read as reads.Choose says from those
-// counts: one list of the whole cluster (scope ""), lists of the
+// counts: one list of the whole cluster (no scope), lists of the
 // namespaces holding many of them, and the others (and any a list did not
 // return, or whose list failed) with one GET each, at most workers at
 // once. A failed read is handed to fn as an error; it does not stop the
 // others.
-func Each(ctx context.Context, c Clients, objs []Object, scope string, l Lister, workers int, want func(*Object) bool, fn func(o *Object, body map[string]any, err error)) {
+func Each(ctx context.Context, c Clients, objs []Object, scope []string, l Lister, workers int, want func(*Object) bool, fn func(o *Object, body map[string]any, err error)) {
 	if workers <= 0 {
 		workers = 4
 	}
@@ -77,7 +77,7 @@ func Each(ctx context.Context, c Clients, objs []Object, scope string, l Lister,
 				counts[o.Namespace]++
 			}
 			n := -1 // a list of the cluster is not in scope: its size is not known
-			if scope == "" || !t.Namespaced {
+			if len(scope) == 0 || !t.Namespaced {
 				n = total[t]
 			}
 			for _, ns := range reads.Choose(counts, n, l.Page(t.GVR())).Lists() {

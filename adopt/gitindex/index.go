@@ -74,6 +74,12 @@ type Skipped struct {
 type Index struct {
 	// Source is the repo URL (without credentials) or local path.
 	Source string
+	// Remote is the remote a checkout (or bare repository) is fetched
+	// from, as gitops.UpstreamRemote chooses it; zero for a URL, a plain
+	// directory or a repository without one. RemoteErr says why a
+	// remote's url could not be read.
+	Remote    gitops.Remote
+	RemoteErr string
 	// Revision is the commit the index was built from ("" for a plain
 	// directory).
 	Revision string

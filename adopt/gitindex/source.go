@@ -76,10 +76,7 @@ func loadPath(src Source, abs string) (*Index, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("repo path %s is not a directory. Give a local Git checkout or a URL", src.Location)
 	}
-	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true})
-	if errors.Is(err, git.ErrRepositoryNotExists) {
-		repo, err = git.PlainOpen(abs) // a bare repository
-	}
+	repo, err := gitops.OpenLocal(abs)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if src.Revision != "" {
 			return nil, fmt.Errorf("repo path %s is not a Git repository, so --revision %s cannot be read", src.Location, src.Revision)
@@ -116,6 +113,9 @@ func loadPath(src Source, abs string) (*Index, error) {
 		}
 	}
 	ix.Source = src.Location
+	if ix.Remote, err = gitops.UpstreamRemote(repo); err != nil {
+		ix.RemoteErr = err.Error()
+	}
 	return ix, nil
 }
 

@@ -43,6 +43,9 @@ type Inputs struct {
 	// Charts renders the Helm charts in Git that existing Applications
 	// sync (its KubeVersion is the cluster's).
 	Charts helmrelease.Renderer
+	// Findings are plan-wide findings of the caller's own (for example the
+	// namespaces of the scope it could not check).
+	Findings []Finding
 }
 
 // HelmRelease is one Helm release as read from its records, for Build.
@@ -91,18 +94,17 @@ func Build(in Inputs) *Plan {
 			"cluster %s is not registered with the Argo CD on %s (no cluster Secret in namespace %s has its server): register it (argocd cluster add %s), then plan again; the Applications would have no destination",
 			in.Cluster.Server, m.Server, in.Tracking.Namespace, orServer(in.Cluster.Context, in.Cluster.Server))})
 	}
-	p.Settings = Settings{GroupBy: groupBy, RepoURL: cfg.RepoURL, AppsDir: cfg.AppsDir, ExportDir: cfg.ExportDir, Project: cfg.Project, Destination: destination(cfg)}
+	p.Settings = Settings{GroupBy: groupBy, AppsDir: cfg.AppsDir, ExportDir: cfg.ExportDir, Project: cfg.Project, Destination: destination(cfg)}
+	p.Findings = append(p.Findings, in.Findings...)
+	p.Findings = append(p.Findings, repoURL(p, cfg, in.Index)...)
 	if !in.Apps.Installed {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDMissing, Severity: Info, Message: in.Apps.Note + "; carrying on"})
 	} else if !in.Apps.Verified {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDUnchecked, Severity: Warning, Message: in.Apps.Note})
 	}
 	if ix := in.Index; ix != nil {
-		p.Repo = &Repo{Source: ix.Source, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations,
+		p.Repo = &Repo{Source: ix.Source, Remote: ix.Remote.Name, RemoteURL: ix.Remote.URL, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations,
 			Rendered: ix.Rendered, SkippedFiles: ix.Skipped, Unrendered: ix.Unrendered}
-		if p.Settings.RepoURL == "" && gitindex.IsURL(ix.Source) {
-			p.Settings.RepoURL = ix.Source
-		}
 		for _, u := range ix.Unrendered {
 			p.Findings = append(p.Findings, Finding{Code: CodeRenderFailed, Severity: Warning,
 				Message: fmt.Sprintf("%s: not rendered (%s); what it renders cannot be matched, so its objects may look not in Git. Fix it so that `kustomize build` succeeds, then plan again", u.Path, u.Reason)})
@@ -163,7 +165,7 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
-	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL, in.Charts)
+	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Charts)
 	p.Findings = append(p.Findings, ownedFindings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {
@@ -235,7 +237,7 @@ func Build(in Inputs) *Plan {
 		c.obj.Risk = maxSeverity(c.obj.Findings)
 	}
 
-	p.Applications = group(cands, groupBy, cfg, in.Index)
+	p.Applications = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
 	p.Applications = helmApps(p, cands, in)
 	if in.Apps.Installed {
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications)

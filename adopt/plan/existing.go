@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	argogit "github.com/argoproj/argo-cd/v2/util/git"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
@@ -53,12 +52,6 @@ func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spe
 	return ix.Render(src.Path, directoryOf(src))
 }
 
-// inRepo says whether the source reads the plan's repo, compared as Argo
-// CD compares repository URLs.
-func inRepo(src v1alpha1.ApplicationSource, repoURL string) bool {
-	return src.RepoURL != "" && argogit.SameURL(src.RepoURL, repoURL)
-}
-
 // directoryOf is the source's directory settings (none when unset).
 func directoryOf(src v1alpha1.ApplicationSource) gitindex.Directory {
 	if src.Directory == nil {
@@ -81,14 +74,18 @@ type owner struct {
 }
 
 // existingRenders renders every source of every existing Application that
-// reads the plan's repo (repoURL, compared as Argo CD compares repository
-// URLs). A source adopt cannot render is a finding naming the Application
-// and why.
-func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string, charts helmrelease.Renderer) (appRenders, []Finding) {
+// reads the plan's repo (its repoURL and where that came from; compared
+// as argoapp.SameRepo compares them). A source adopt cannot render is a
+// finding naming the Application and why, and so are the sources that
+// read other repos (otherRepos).
+func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom string, charts helmrelease.Renderer) (appRenders, []Finding) {
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
-	var fs []Finding
-	if ix == nil || repoURL == "" {
+	if ix == nil {
 		return r, nil
+	}
+	fs := otherRepos(specs, repoURL, repoFrom)
+	if repoURL == "" {
+		return r, fs
 	}
 	for i, s := range specs {
 		if s.Err != "" {
@@ -97,7 +94,7 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL string, c
 			continue
 		}
 		for _, src := range s.Sources {
-			if !inRepo(src, repoURL) || src.Chart != "" {
+			if !inRepo(src, repoURL) || notGit(src) {
 				continue
 			}
 			if src.Path == "" && src.Ref != "" {

@@ -56,6 +56,9 @@ const (
 	CodeArgoCDMissing   = "argocd-not-installed"
 	CodeArgoCDUnchecked = "applications-not-checked"
 	CodeNotRegistered   = "cluster-not-registered"
+	// CodeNamespaceUnchecked: a namespace of -n the credentials may not
+	// get, so its existence was not checked.
+	CodeNamespaceUnchecked = "namespace-unchecked"
 )
 
 // findings derives an object's findings from what the plan knows of it.

@@ -38,7 +38,7 @@ type bucket struct {
 }
 
 // group proposes Applications for the candidates and sets Object.App.
-func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Index) []Application {
+func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Index, repoURL string) []Application {
 	buckets := map[string]*bucket{}
 	get := func(key string, mk func() Application) *bucket {
 		b := buckets[key]
@@ -87,10 +87,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		b := buckets[k]
 		a := b.app
 		a.Project = cfg.Project
-		a.RepoURL = cfg.RepoURL
-		if ix != nil && a.RepoURL == "" && gitindex.IsURL(ix.Source) {
-			a.RepoURL = ix.Source
-		}
+		a.RepoURL = repoURL
 		a.DestinationServer, a.DestinationName = cfg.Destination.Server, cfg.Destination.Name
 		a.Namespace = commonNamespace(b.ns)
 		parts := strings.Split(k, "\x00")

@@ -9,6 +9,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
@@ -59,9 +60,19 @@ func (p *Plan) ArgoCDNamespace() string {
 
 // Cluster names the cluster a plan was made for.
 type Cluster struct {
-	Server    string `json:"server" yaml:"server"`
-	Context   string `json:"context,omitempty" yaml:"context,omitempty"`
+	Server  string `json:"server" yaml:"server"`
+	Context string `json:"context,omitempty" yaml:"context,omitempty"`
+	// Namespace is the scope planned (-n): one namespace, or several
+	// separated by commas, sorted; "" for the whole cluster.
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+}
+
+// Namespaces are the namespaces planned; none for the whole cluster.
+func (c Cluster) Namespaces() []string {
+	if c.Namespace == "" {
+		return nil
+	}
+	return strings.Split(c.Namespace, ",")
 }
 
 // ArgoCD says what was found of Argo CD in the cluster.
@@ -93,7 +104,13 @@ type Management struct {
 
 // Repo is the GitOps repo revision the plan was matched against.
 type Repo struct {
-	Source         string   `json:"source" yaml:"source"`
+	Source string `json:"source" yaml:"source"`
+	// Remote and RemoteURL are the remote of a checkout (or bare
+	// repository) given as --repo: its checked-out branch's upstream, else
+	// origin; RemoteURL carries no credentials. Empty for a URL, a plain
+	// directory, or a repository with no remote.
+	Remote         string   `json:"remote,omitempty" yaml:"remote,omitempty"`
+	RemoteURL      string   `json:"remoteURL,omitempty" yaml:"remoteURL,omitempty"`
 	Revision       string   `json:"revision" yaml:"revision"`
 	Manifests      int      `json:"manifests" yaml:"manifests"`
 	Kustomizations []string `json:"kustomizations,omitempty" yaml:"kustomizations,omitempty"`
@@ -107,12 +124,17 @@ type Repo struct {
 // Settings are the choices the plan was made with (from adopt.yaml and
 // flags), for apply to follow.
 type Settings struct {
-	GroupBy     GroupBy `json:"groupBy" yaml:"groupBy"`
-	RepoURL     string  `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
-	AppsDir     string  `json:"appsDir" yaml:"appsDir"`
-	ExportDir   string  `json:"exportDir" yaml:"exportDir"`
-	Project     string  `json:"project" yaml:"project"`
-	Destination string  `json:"destination" yaml:"destination"`
+	GroupBy GroupBy `json:"groupBy" yaml:"groupBy"`
+	// RepoURL is the GitOps repo's URL: the new Applications' repoURL, and
+	// the URL an existing Application's source must have to be rendered
+	// from the repo. RepoURLFrom says where it came from: "adopt.yaml",
+	// "--repo", or the checkout's remote (Repo.Remote).
+	RepoURL     string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
+	RepoURLFrom string `json:"repoURLFrom,omitempty" yaml:"repoURLFrom,omitempty"`
+	AppsDir     string `json:"appsDir" yaml:"appsDir"`
+	ExportDir   string `json:"exportDir" yaml:"exportDir"`
+	Project     string `json:"project" yaml:"project"`
+	Destination string `json:"destination" yaml:"destination"`
 }
 
 // Summary counts the plan's findings.

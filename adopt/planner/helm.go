@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -38,7 +39,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 	if !need {
 		return nil, nil, ""
 	}
-	rels, err := helmrelease.Read(ctx, o.Kube, o.Cluster.Namespace)
+	rels, err := readReleases(ctx, o)
 	if err != nil {
 		return nil, nil, err.Error() + "; grant get/list on secrets (and configmaps) where Helm releases live"
 	}
@@ -226,4 +227,22 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 	}
 	p.AddHelmProof()
 	return nil
+}
+
+// readReleases reads the Helm releases of the scope planned: the whole
+// cluster, or each namespace of -n.
+func readReleases(ctx context.Context, o Options) (map[string]*helmrelease.Release, error) {
+	scope := o.Cluster.Namespaces()
+	if len(scope) == 0 {
+		return helmrelease.Read(ctx, o.Kube, "")
+	}
+	all := map[string]*helmrelease.Release{}
+	for _, ns := range scope {
+		rels, err := helmrelease.Read(ctx, o.Kube, ns)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(all, rels)
+	}
+	return all, nil
 }

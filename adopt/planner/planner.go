@@ -10,7 +10,9 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +73,14 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	if explain == nil {
 		explain = func(err error) error { return err }
 	}
+	scope := o.Cluster.Namespaces()
+	unchecked, err := discover.CheckNamespaces(ctx, o.Kube, scope)
+	if err != nil {
+		if errors.Is(err, discover.ErrNoNamespace) {
+			return nil, fmt.Errorf("cluster %s: %w", o.Cluster.Server, err)
+		}
+		return nil, explain(err)
+	}
 	var ix *gitindex.Index
 	if o.Repo.Location != "" {
 		o.say("reading repo %s\n", gitops.Redact(o.Repo.Location))
@@ -81,7 +91,6 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 		opts, optsErr := argoapp.KustomizeBuildOptions(ctx, argo, o.ArgoCDNamespace)
 		o.Repo.Kustomize.BuildOptions = opts
-		var err error
 		if ix, err = gitindex.Load(ctx, o.Repo); err != nil {
 			return nil, err
 		}
@@ -114,7 +123,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 		argoDone <- a
 	}()
-	res, err := discover.Collect(listCtx, o.Clients, discover.Options{Namespace: o.Cluster.Namespace, SkipType: judge.UserTypes(cfg), PageSize: o.ChunkSize, Progress: o.Listed})
+	res, err := discover.Collect(listCtx, o.Clients, discover.Options{Namespaces: scope, SkipType: judge.UserTypes(cfg), PageSize: o.ChunkSize, Progress: o.Listed})
 	a := <-argoDone
 	if a.err != nil {
 		return nil, a.err
@@ -131,7 +140,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		lists := discover.Lister{Page: export.ListPage, List: func(ctx context.Context, gvr schema.GroupVersionResource, ns string, fn func(*unstructured.Unstructured) error) error {
 			return export.List(ctx, o.Clients.Dynamic, o.Clients.Core, gvr, ns, fn)
 		}}
-		discover.Each(ctx, o.Clients, objs, o.Cluster.Namespace, lists, 4, want, fn)
+		discover.Each(ctx, o.Clients, objs, scope, lists, 4, want, fn)
 	}
 	o.Config = cfg
 	rels, helm, unread := helmReleases(ctx, o, res, ix)
@@ -139,6 +148,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
+		Findings: uncheckedNamespaces(unchecked),
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
@@ -157,6 +167,25 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// uncheckedNamespaces is the finding for namespaces of -n the
+// credentials may not get: their existence could not be checked, so a
+// typo there plans nothing.
+func uncheckedNamespaces(names []string) []plan.Finding {
+	if len(names) == 0 {
+		return nil
+	}
+	return []plan.Finding{{Code: plan.CodeNamespaceUnchecked, Severity: plan.Info, Message: fmt.Sprintf(
+		"-n %s: not allowed to get %s, so whether %s exist%s was not checked; nothing found there may mean a misspelt name",
+		strings.Join(names, ","), plural(len(names), "this namespace", "these namespaces"), plural(len(names), "it", "they"), plural(len(names), "s", ""))}}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func (o Options) say(format string, a ...any) {

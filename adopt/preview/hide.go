@@ -92,3 +92,13 @@ func mask(r *Result, set *redact.Set) {
 		r.Warnings[i] = set.Mask(r.Warnings[i])
 	}
 }
+
+// maskedError is an error whose message has every secret value hidden; it
+// unwraps to the original, so callers can still tell its kind.
+type maskedError struct {
+	err  error
+	hide *redact.Set
+}
+
+func (e maskedError) Error() string { return e.hide.Mask(e.err.Error()) }
+func (e maskedError) Unwrap() error { return e.err }

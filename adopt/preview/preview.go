@@ -246,13 +246,14 @@ func Sort(rs []Result) {
 
 // Object previews one object. An error means the preview itself could not
 // run (bad input, no permission, no connection); the server refusing the
-// manifest is a Result with outcome would-fail.
-func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
+// manifest is a Result with outcome would-fail. No secret value the
+// preview knows of leaves in the result or the error.
+func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) {
 	if in.Manifest == nil || in.Live == nil {
 		return Result{}, errors.New("preview: both the manifest and the live object are needed")
 	}
 	live := in.Live
-	r := Result{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
+	r = Result{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
 	r.Ref = ref(live).String()
 	gv, _ := schema.ParseGroupVersion(in.Manifest.GetAPIVersion())
 	if in.Manifest.GetKind() != live.GetKind() || gv.Group != in.Resource.Group || in.Manifest.GetName() != live.GetName() {
@@ -283,7 +284,14 @@ func (p *Previewer) Object(ctx context.Context, in Input) (Result, error) {
 		DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager, Force: &force,
 	})
 	hide, allEnv := p.hidden(ctx, in, &r)
-	defer mask(&r, hide)
+	// The results are named so that this runs on what is returned: the
+	// verdict (the server's refusal may quote a value) and any error.
+	defer func() {
+		mask(&r, hide)
+		if err != nil {
+			err = maskedError{err: err, hide: hide}
+		}
+	}()
 	if err != nil {
 		if refused(err) {
 			r.Outcome = WouldFail

@@ -674,3 +674,31 @@ spec:
 		t.Errorf("ignoreDifferences %+v; want none: Git carries the caBundle", r.IgnoreDifferences)
 	}
 }
+
+// TestRefusalMasksReferencedSecret (issue 36): Git sets a label to the
+// value of a Secret the Deployment reads through secretKeyRef; the value is
+// no valid label, so the API server refuses the dry run and quotes it. The
+// verdict says why with the value hidden. (Before the results were named,
+// the deferred mask ran on a copy, and the verdict left unmasked.)
+func TestRefusalMasksReferencedSecret(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	const canary = "canary!9f8e7d6c5b4a"
+	handApply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: %s\nstringData:\n  password: %q\n", ns, canary))
+	env := "        env:\n        - name: FROM\n          valueFrom:\n            secretKeyRef: {name: db, key: password}\n"
+	handApply(t, ctx, deployment(ns, "api", "registry.invalid/api:1", 1, env))
+	git := strings.Replace(deployment(ns, "api", "registry.invalid/api:1", 1, env), "  namespace: "+ns+"\n", "  namespace: "+ns+"\n  labels: {tier: \""+canary+"\"}\n", 1)
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, deployments, git)
+	if r.Outcome != preview.WouldFail {
+		t.Fatalf("outcome %s, want would-fail (the label value is invalid)", r.Outcome)
+	}
+	b, _ := json.Marshal(r)
+	if strings.Contains(string(b), canary) || strings.Contains(string(b), "9f8e7d6c5b4a") {
+		t.Fatalf("the refusal quotes the Secret's value: %s", b)
+	}
+	for _, s := range []string{"metadata.labels", "Invalid value", redact.Shown} {
+		if !strings.Contains(r.Verdict, s) {
+			t.Errorf("verdict %q does not say %q", r.Verdict, s)
+		}
+	}
+}

@@ -17,6 +17,9 @@ func Markdown(w io.Writer, p *plan.Plan) error {
 	fmt.Fprintf(w, "- Argo CD: %s\n", md(p.ArgoCD.Note))
 	if p.Repo != nil {
 		fmt.Fprintf(w, "- Repo: `%s` at `%s`\n", p.Repo.Source, revision(p.Repo.Revision))
+		if s := p.Settings; s.RepoURL != "" {
+			fmt.Fprintf(w, "- Repo URL: `%s` (from %s)\n", s.RepoURL, md(s.RepoURLFrom))
+		}
 	}
 	fmt.Fprintf(w, "\n**%s**\n", SummaryLine(p))
 	byRef := map[string]*plan.Object{}

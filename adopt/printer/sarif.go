@@ -147,6 +147,12 @@ func ruleText(code string) string {
 		return "The object is defined more than once in Git"
 	case plan.CodeRenderFailed:
 		return "A source in Git could not be rendered"
+	case plan.CodeRepoURL:
+		return "The GitOps repo's URL"
+	case plan.CodeOtherRepo:
+		return "Existing Applications read a Git repo adopt cannot tie to --repo"
+	case plan.CodeNotGitSource:
+		return "Existing Applications read a Helm chart repository or OCI, which adopt does not render"
 	case plan.CodeSecret:
 		return "A Secret: its values must not be committed in plain text"
 	case plan.CodeHelm:

@@ -24,6 +24,9 @@ func Table(w io.Writer, p *plan.Plan, o Options) error {
 	fmt.Fprintf(w, "Argo CD:  %s\n", p.ArgoCD.Note)
 	if p.Repo != nil {
 		fmt.Fprintf(w, "Repo:     %s @ %s (%d manifests)\n", p.Repo.Source, revision(p.Repo.Revision), p.Repo.Manifests)
+		if s := p.Settings; s.RepoURL != "" {
+			fmt.Fprintf(w, "Repo URL: %s (from %s)\n", s.RepoURL, s.RepoURLFrom)
+		}
 	} else {
 		fmt.Fprintln(w, "Repo:     none (give --repo to match objects with Git)")
 	}

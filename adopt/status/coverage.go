@@ -29,31 +29,25 @@ type CoverageOptions struct {
 // object judge.UserObject skips or adopt.yaml excludes; an object is tracked when
 // its mark names an existing Application (argoapp.Tracking.Check).
 func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
-	scopes := o.Namespaces
-	if len(scopes) == 0 {
-		scopes = []string{""}
-	}
 	byNS := map[string]*NamespaceCoverage{}
-	for _, ns := range scopes {
-		res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespace: ns, SkipType: judge.UserTypes(o.Config)})
-		if err != nil {
-			return nil, err
+	res, err := discover.Collect(ctx, o.Clients, discover.Options{Namespaces: o.Namespaces, SkipType: judge.UserTypes(o.Config)})
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Objects {
+		ob := &res.Objects[i]
+		v := judge.UserObject(ob, o.Config, o.Tracking, o.Apps)
+		if v.Skip != "" {
+			continue
 		}
-		for i := range res.Objects {
-			ob := &res.Objects[i]
-			v := judge.UserObject(ob, o.Config, o.Tracking, o.Apps)
-			if v.Skip != "" {
-				continue
-			}
-			c := byNS[ob.Namespace]
-			if c == nil {
-				c = &NamespaceCoverage{Namespace: ob.Namespace}
-				byNS[ob.Namespace] = c
-			}
-			c.Objects++
-			if v.TrackedBy != "" {
-				c.Tracked++
-			}
+		c := byNS[ob.Namespace]
+		if c == nil {
+			c = &NamespaceCoverage{Namespace: ob.Namespace}
+			byNS[ob.Namespace] = c
+		}
+		c.Objects++
+		if v.TrackedBy != "" {
+			c.Tracked++
 		}
 	}
 	cov := &Coverage{Namespaces: []NamespaceCoverage{}, Scope: "all namespaces"}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -110,18 +111,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // provider sets up the pull-request lookup apply's provider would answer,
 // or says in src.PRNote why there is none.
 func (o Options) provider(src *Sources, repo *gitops.Repo) error {
+	host := repo.URL()
 	if repo.Local() {
-		src.PRNote = "--repo is a local path: no pull-request host to ask"
-		return nil
+		// A checkout's pull requests are on the host of the URL the plan
+		// records (its remote), as apply wrote it into the Applications.
+		host = apply.RepoURL(o.Inputs[0].Plan)
+		if l, err := gitops.ParseLocation(host); err != nil || !l.Remote() {
+			src.PRNote = "--repo is a local path and the plan records no repo URL on a host: no pull-request host to ask"
+			return nil
+		}
 	}
-	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: repo.URL(), Provider: o.Provider, APIURL: o.APIURL, Token: o.Auth.Token})
+	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: host, Provider: o.Provider, APIURL: o.APIURL, Token: o.Auth.Token})
 	switch {
 	case errors.Is(err, gitops.ErrPRProvider), errors.Is(err, gitops.ErrNoToken):
 		src.PRNote = err.Error()
 		return nil
 	case err != nil:
 		// A plain Git server (no owner/name path) hosts no pull requests.
-		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", repo.URL())
+		src.PRNote = fmt.Sprintf("%s is not an owner/name repository of a pull-request host", host)
 		return nil
 	}
 	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token})
@@ -209,13 +216,15 @@ func namespaces(in []Input) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, i := range in {
-		ns := i.Plan.Cluster.Namespace
-		if ns == "" {
+		scope := i.Plan.Cluster.Namespaces()
+		if len(scope) == 0 {
 			return nil
 		}
-		if !seen[ns] {
-			seen[ns] = true
-			out = append(out, ns)
+		for _, ns := range scope {
+			if !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
 		}
 	}
 	return out

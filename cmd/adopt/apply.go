@@ -114,7 +114,7 @@ on top and pushed again (never forced unless --force).
 	f.StringVar(&o.ConfigFile, "config", "", "without --plan: adopt.yaml for the plan computed now (default: ./adopt.yaml if present)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "without --plan: scan every namespace (the default unless -n is given)")
 	f.StringVar(&o.Overrides.ArgoCDNamespace, "argocd-namespace", "", "namespace the Applications are created in (default: the plan's Argo CD namespace)")
-	f.StringVar(&o.Overrides.RepoURL, "repo-url", "", "source.repoURL of the Applications (default: the plan's repoURL, else --repo without credentials, or a local path's origin remote)")
+	f.StringVar(&o.Overrides.RepoURL, "repo-url", "", "source.repoURL of the Applications (default: the plan's repoURL, else --repo without credentials, or a local path's upstream remote, else origin)")
 	f.StringVar(&o.Overrides.AppsDir, "apps-dir", "", "directory for the Application manifests (default: the plan's appsDir)")
 	f.StringVar(&o.Secrets, "secrets", o.Secrets, "Secrets: skip (leave out, exclude from the Application) or placeholder (keys only, excluded from sync)")
 	f.BoolVar(&o.FixRunbooks, "fix-runbooks", false, "rewrite runbook lines that still kubectl-apply an adopted file by hand")
@@ -133,17 +133,17 @@ on top and pushed again (never forced unless --force).
 // Complete loads the plan (or adopt.yaml for computing one), the
 // credentials, the author and the templates.
 func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("namespace") && o.AllNamespaces {
-		return usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	var err error
+	if o.scopeNS, err = namespaceScope(cmd, o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
 	}
-	if cmd.Flags().Changed("namespace") {
-		o.scopeNS = *o.ConfigFlags.Namespace
+	if o.PlanFile != "" && o.scopeNS != "" {
+		return usageErrorf("-n/--namespace shapes a plan computed now; with --plan, the plan records the namespaces it was made for: drop -n")
 	}
 	if o.PlanFile != "" && fleet.IsIndex(o.PlanFile) {
 		return o.completeFleet(cmd.Context())
 	}
 	if o.PlanFile != "" {
-		var err error
 		if o.plan, err = plan.ReadFile(o.PlanFile); err != nil {
 			return usageErrorf("--plan: %v", err)
 		}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -89,6 +92,32 @@ func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
 	return c, nil
+}
+
+// namespaceScope reads -n/--namespace (with -A, which excludes it) for
+// the verbs that scan: the namespaces to plan, joined by commas as the
+// plan records them; "" for the whole cluster.
+func namespaceScope(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, all bool) (string, error) {
+	if !cmd.Flags().Changed("namespace") {
+		return "", nil
+	}
+	if all {
+		return "", usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	}
+	ns, err := discover.ParseNamespaces(*flags.Namespace)
+	if err != nil {
+		return "", usageErrorf("%v", err)
+	}
+	return strings.Join(ns, ","), nil
+}
+
+// noNamespace refuses -n/--namespace for a verb that works on what a plan
+// names: the plan records its scope, and -n would silently do nothing.
+func noNamespace(cmd *cobra.Command, verb string) error {
+	if !cmd.Flags().Changed("namespace") {
+		return nil
+	}
+	return usageErrorf("-n/--namespace: %s works on the objects the plan names, in the namespaces it was planned for (adopt plan -n): drop -n", verb)
 }
 
 // contextFlags are main's kubeconfig and --request-timeout with another

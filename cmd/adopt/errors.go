@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/discover"
 )
 
 // Exit codes. They are documented in the README and in `adopt --help`.
@@ -45,8 +47,11 @@ func report(w io.Writer, err error) int {
 	msg = strings.ReplaceAll(msg, "\n", " ")
 	fmt.Fprintf(w, "error: %s\n", msg)
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, discover.ErrNoNamespace):
+		return ExitUsage // -n names a namespace the cluster does not have
 	}
 	return ExitError
 }

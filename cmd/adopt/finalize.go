@@ -127,6 +127,9 @@ started by --sync adds ClientSideApplyMigration=false.`,
 
 // Complete reads the plan and resolves the cluster connection.
 func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
+	if err := noNamespace(cmd, "finalize"); err != nil {
+		return err
+	}
 	o.API.Complete()
 	if o.PlanFile == "" {
 		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")

@@ -65,7 +65,8 @@ func newPlanCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Find untracked objects, judge their risk, match them with Git and propose Applications",
-		Long: `Discover every listable object in the cluster (or in one namespace with -n)
+		Long: `Discover every listable object in the cluster (or in the namespaces -n names,
+separated by commas; one that does not exist is an error)
 that no Argo CD Application tracks, say who put it there, measure its annotation
 budget exactly as the API server counts it (the sum of key and value bytes,
 against a cap of 262,144 bytes), match it with the GitOps repo (--repo), and
@@ -112,7 +113,7 @@ abort the scan. The plan never writes to the cluster.
 	f.BoolVar(&o.ShowSkipped, "show-skipped", false, "list skipped objects and types, and informational findings")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.Int64Var(&o.ChunkSize, "chunk-size", 500, "return large lists in chunks of this size, as kubectl does")
-	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory)")
+	f.StringVar(&o.Repo, "repo", "", "GitOps repo to match objects with: a local path, an https:// or ssh:// URL, or git@host:path (read in memory); a checkout's URL is its branch's upstream remote, else origin")
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
 	o.addFleetFlags(cmd)
@@ -130,11 +131,9 @@ abort the scan. The plan never writes to the cluster.
 
 // Complete resolves the cluster connection, adopt.yaml and the scan scope.
 func (o *PlanOptions) Complete(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("namespace") && !o.AllNamespaces {
-		o.scopeNS = *o.ConfigFlags.Namespace
-	}
-	if cmd.Flags().Changed("namespace") && o.AllNamespaces {
-		return usageErrorf("-n/--namespace and -A/--all-namespaces cannot be used together")
+	var err error
+	if o.scopeNS, err = namespaceScope(cmd, o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
 	}
 	cfg, err := config.Load(o.ConfigFile)
 	if err != nil {

@@ -212,4 +212,13 @@ func TestPlanRBACNotScanned(t *testing.T) {
 	if p.Summary.NotScanned != len(p.NotScanned) || p.Summary.NotScanned < 3 {
 		t.Errorf("summary %+v", p.Summary)
 	}
+	// The viewer may not get namespaces: -n's namespace is planned, said
+	// to be unchecked, never called missing.
+	unchecked := false
+	for _, f := range p.Findings {
+		unchecked = unchecked || f.Code == plan.CodeNamespaceUnchecked && f.Severity == plan.Info && strings.Contains(f.Message, "-n "+ns+": not allowed to get this namespace")
+	}
+	if !unchecked {
+		t.Errorf("no %s finding for -n %s: %+v", plan.CodeNamespaceUnchecked, ns, p.Findings)
+	}
 }

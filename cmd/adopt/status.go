@@ -120,6 +120,9 @@ report's burndown and coverage charts are drawn from them).
 
 // Complete reads the plans, adopt.yaml, the credentials and the cluster.
 func (o *StatusOptions) Complete(cmd *cobra.Command) error {
+	if err := noNamespace(cmd, "status"); err != nil {
+		return err
+	}
 	if len(o.PlanFiles) == 0 {
 		return usageErrorf("--plan is required: the plan file(s) written by 'adopt plan --out'")
 	}
