@@ -51,9 +51,12 @@ type ApplicationData struct {
 	// Chart, when set, makes the source a Helm chart in the repository at
 	// RepoURL, at TargetRevision (the chart version), instead of Path.
 	Chart string
-	// HelmReleaseName is helm.releaseName; HelmValues is helm.valuesObject
-	// as YAML ("" for none; see HelmValuesYAML).
+	// HelmReleaseName, when set, gives the source a helm block (a chart
+	// repository's chart, or the chart in Git at Path): helm.releaseName;
+	// HelmValueFiles is helm.valueFiles (relative to Path); HelmValues is
+	// helm.valuesObject as YAML ("" for none; see HelmValuesYAML).
 	HelmReleaseName string
+	HelmValueFiles  []string
 	HelmValues      string
 	// IgnoreDifferences are spec.ignoreDifferences entries.
 	IgnoreDifferences []IgnoreDifference
@@ -144,13 +147,17 @@ func checkApplication(app *v1alpha1.Application, d ApplicationData) error {
 			return fmt.Errorf("source %s has neither a path nor a chart: it would sync the repository's root", src.RepoURL)
 		}
 	}
-	if d.Chart != "" {
+	if d.Chart != "" || d.HelmReleaseName != "" {
 		src := app.Spec.Source
 		switch {
-		case src == nil || src.Chart != d.Chart || src.TargetRevision != d.TargetRevision || src.Path != "":
+		case d.Chart != "" && (src == nil || src.Chart != d.Chart || src.TargetRevision != d.TargetRevision || src.Path != ""):
 			return fmt.Errorf("spec.source is not chart %s at %s", d.Chart, d.TargetRevision)
+		case d.Chart == "" && (src == nil || src.Path != d.Path || src.TargetRevision != d.TargetRevision || src.Chart != "" || src.Directory != nil):
+			return fmt.Errorf("spec.source is not the chart in Git at %s, %s", d.Path, d.TargetRevision)
 		case src.Helm == nil || src.Helm.ReleaseName != d.HelmReleaseName:
 			return fmt.Errorf("spec.source.helm.releaseName is not %s", d.HelmReleaseName)
+		case !slices.Equal(src.Helm.ValueFiles, d.HelmValueFiles):
+			return fmt.Errorf("spec.source.helm.valueFiles is not %v", d.HelmValueFiles)
 		case (d.HelmValues != "") != (src.Helm.ValuesObject != nil):
 			return fmt.Errorf("spec.source.helm.valuesObject does not match the values given")
 		}

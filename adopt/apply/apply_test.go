@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -252,6 +253,23 @@ func helmPlan() *plan.Plan {
 	return p
 }
 
+// helmApplication is helmPlan's Application in files, which must export no
+// object of its release.
+func helmApplication(t *testing.T, files map[string][]byte) (*v1alpha1.Application, []byte) {
+	t.Helper()
+	for f := range files {
+		if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
+			t.Errorf("a Helm release's object was exported raw to %s", f)
+		}
+	}
+	data := files["clusters/prod/apps/adopt-shop-web.yaml"]
+	app, err := argoapp.DecodeApplication(data)
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, data)
+	}
+	return app, data
+}
+
 // TestHelmApplicationIsTheChartSource: a Helm-sourced Application names the
 // chart, its version, the release name and the plan's values, keeps the
 // chart's Secret data from live, never has a path, and no object of the
@@ -272,16 +290,7 @@ func TestHelmApplicationIsTheChartSource(t *testing.T) {
 	if fetched["shop/web-cfg"] || fetched["shop/web-auth"] {
 		t.Errorf("a Helm release's object was read to be exported: %v", fetched)
 	}
-	for f := range c.Files {
-		if strings.Contains(f, "web-cfg") || strings.Contains(f, "web-auth") {
-			t.Errorf("a Helm release's object was exported raw to %s", f)
-		}
-	}
-	data := c.Files["clusters/prod/apps/adopt-shop-web.yaml"]
-	app, err := argoapp.DecodeApplication(data)
-	if err != nil {
-		t.Fatalf("%v in\n%s", err, data)
-	}
+	app, _ := helmApplication(t, c.Files)
 	src := app.Spec.Source
 	for _, f := range []struct{ field, got, want string }{
 		{"repoURL", src.RepoURL, "https://charts.example.invalid/stable"},
@@ -322,5 +331,55 @@ func TestHelmApplicationIsTheChartSource(t *testing.T) {
 	p.Applications[2].Helm.RepoURL = ""
 	if err := Check(p); err == nil || !strings.Contains(err.Error(), "chart source unknown") {
 		t.Errorf("no repoURL: %v", err)
+	}
+}
+
+// TestHelmApplicationFromChartInGit: a Helm-sourced Application whose chart
+// is in the GitOps repo is a Git source of the plan's repo at the chart's
+// directory and the branch apply writes to, with the release name, the
+// chart's values file or the inline values, and the release namespace; no
+// chart field, no directory settings, and no object exported.
+func TestHelmApplicationFromChartInGit(t *testing.T) {
+	for name, tc := range map[string]struct {
+		valueFiles []string
+		values     map[string]any
+	}{
+		"values file":   {valueFiles: []string{"values-production.yaml"}},
+		"inline values": {values: map[string]any{"auth": map[string]any{"password": "adopt:redacted:auth.password"}}},
+		"no values":     {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := helmPlan()
+			h := p.Applications[2].Helm
+			h.RepoURL, h.Path, h.ValueFiles, h.Values = "", "charts/web", tc.valueFiles, tc.values
+			c, err := newApplier(t, p, nil).Build(mapTree{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.2.3\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, data := helmApplication(t, c.Files)
+			src := app.Spec.Source
+			for _, f := range []struct{ field, got, want string }{
+				{"repoURL", src.RepoURL, "ssh://git@git.example.invalid/org/gitops.git"},
+				{"path", src.Path, "charts/web"},
+				{"chart", src.Chart, ""},
+				{"targetRevision", src.TargetRevision, "main"},
+				{"helm.releaseName", src.Helm.ReleaseName, "web"},
+				{"helm.valueFiles", strings.Join(src.Helm.ValueFiles, ","), strings.Join(tc.valueFiles, ",")},
+				{"destination.namespace", app.Spec.Destination.Namespace, "shop"},
+			} {
+				if f.got != f.want {
+					t.Errorf("%s = %q, want %q\n%s", f.field, f.got, f.want, data)
+				}
+			}
+			if src.Directory != nil {
+				t.Errorf("directory %+v on a chart source", src.Directory)
+			}
+			if (src.Helm.ValuesObject != nil) != (tc.values != nil) {
+				t.Errorf("valuesObject %v, want values %v", src.Helm.ValuesObject, tc.values)
+			}
+			if src.Helm.ValuesObject != nil && !strings.Contains(string(src.Helm.ValuesObject.Raw), "adopt:redacted:auth.password") {
+				t.Errorf("valuesObject %s", src.Helm.ValuesObject.Raw)
+			}
+		})
 	}
 }

@@ -23,8 +23,8 @@ func checkHelm(p *plan.Plan, app plan.Application) error {
 		missing = "the chart name"
 	case h.Version == "":
 		missing = "the chart version"
-	case h.RepoURL == "":
-		missing = "the chart repository (chart source unknown: add helmRepositories to adopt.yaml)"
+	case h.RepoURL == "" && h.Path == "":
+		missing = "the chart repository or its directory in Git (chart source unknown: add helmRepositories to adopt.yaml)"
 	case app.Namespace == "":
 		missing = "the release namespace"
 	}
@@ -62,13 +62,19 @@ func helmObjects(p *plan.Plan) map[string]bool {
 func HelmRepoURL(u string) string { return strings.TrimPrefix(u, "oci://") }
 
 // placeHelm places a Helm-sourced Application: the chart at the version
-// the release runs, the release name, the values (secret-like ones as
-// placeholders), the release namespace, server-side apply, and the chart's
-// Secrets' data kept from live. It writes nothing but the Application.
+// the release runs (from its repository, or its directory in the GitOps
+// repo at the branch apply writes to), the release name, the values file
+// or the values (secret-like ones as placeholders), the release namespace,
+// server-side apply, and the chart's Secrets' data kept from live. It
+// writes nothing but the Application.
 func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) {
 	h := app.Helm
-	repo := HelmRepoURL(h.RepoURL)
-	pl := &placed{s: AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, repo, h.ReleaseName)}}
+	repo, where := HelmRepoURL(h.RepoURL), HelmRepoURL(h.RepoURL)
+	if h.Path != "" {
+		repo = a.repoURL(app)
+		where = "Git " + h.Path + " in " + repo
+	}
+	pl := &placed{s: AppSummary{Name: app.Name, Namespace: app.Namespace, Path: fmt.Sprintf("chart %s %s from %s (Helm release %s)", h.Chart, h.Version, where, h.ReleaseName)}}
 	s := &pl.s
 	values, err := argoapp.HelmValuesYAML(h.Values)
 	if err != nil {
@@ -101,8 +107,11 @@ func (a *Applier) placeHelm(app plan.Application, out *output) (*placed, error) 
 		s.Notes = append(s.Notes, fmt.Sprintf("value %s is a placeholder, not the secret: move it to the chart's existingSecret, a SealedSecret, an ExternalSecret or SOPS", k))
 	}
 	d := argoapp.ApplicationData{
-		RepoURL: repo, Chart: h.Chart, TargetRevision: h.Version, HelmReleaseName: h.ReleaseName, HelmValues: values,
+		RepoURL: repo, Chart: h.Chart, TargetRevision: h.Version, HelmReleaseName: h.ReleaseName, HelmValueFiles: h.ValueFiles, HelmValues: values,
 		IgnoreDifferences: ignore, SyncOptions: opts,
+	}
+	if h.Path != "" {
+		d.Chart, d.Path, d.TargetRevision = "", h.Path, a.o.TargetRevision
 	}
 	a.complete(pl, app, d, out)
 	return pl, nil

@@ -96,7 +96,11 @@ type prApp struct {
 // what the release recorded, and how to retire the release afterwards.
 type prHelm struct {
 	Release, Chart, Version, RepoURL, SourceFrom string
-	Placeholders                                 []string
+	// Path is the chart's directory in this repository ("" for a chart
+	// repository's); ValueFiles the chart's values files it is given.
+	Path         string
+	ValueFiles   []string
+	Placeholders []string
 	// Proof is one line ("" when the plan was made without --preview);
 	// Differences one line per object that differs.
 	Proof       string
@@ -325,7 +329,7 @@ func helmPR(a plan.Application) *prHelm {
 		return nil
 	}
 	ph := &prHelm{Release: h.ReleaseName, Chart: h.Chart, Version: h.Version, RepoURL: HelmRepoURL(h.RepoURL), SourceFrom: h.SourceFrom,
-		Placeholders: h.Placeholders, Retire: helmrelease.RetireCommands(a.Namespace, h.ReleaseName, h.Storage)}
+		Path: h.Path, ValueFiles: h.ValueFiles, Placeholders: h.Placeholders, Retire: helmrelease.RetireCommands(a.Namespace, h.ReleaseName, h.Storage)}
 	if pr := h.Proof; pr != nil {
 		switch {
 		case pr.Error != "":

@@ -306,7 +306,11 @@ func (r *Runner) tracked(targets []Target, reads []*unstructured.Unstructured) f
 			reads[i] = nil
 			u := r.pre.take(t)
 			var err error
-			if u == nil || r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()) != t.App {
+			// A prefetched object may predate this Application's sync and
+			// still look tracked (a chart sets the instance label to the
+			// release name, the Application's name): read it again unless
+			// the sync's server-side apply is on it.
+			if u == nil || r.Plan.Tracking.TrackedBy(u.GetLabels(), u.GetAnnotations()) != t.App || !HasApplyEntry(u.GetManagedFields(), r.Finalizer.owner()) {
 				u, err = r.Finalizer.Client(t).Get(ctx, t.Name, metav1.GetOptions{})
 			}
 			switch {

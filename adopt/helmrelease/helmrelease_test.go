@@ -222,3 +222,37 @@ func TestFind(t *testing.T) {
 		t.Errorf("the refusal leaks the credentials: %v", err)
 	}
 }
+
+// TestValuesFile: the release's user-supplied values (as a release record
+// holds them: JSON numbers) equal a values file compared as parsed YAML,
+// whatever its key order, comments or number spelling; a file with one
+// value more or less does not, and empty values match no file.
+func TestValuesFile(t *testing.T) {
+	files := map[string]string{
+		"values.yaml":            "greeting: hello\nreplicas: 1\n",
+		"values-production.yaml": "# production\nservice: {port: 8080}\ngreeting: prod\nreplicas: 3\n",
+		"values-extra.yaml":      "greeting: prod\nreplicas: 3\nservice: {port: 8080}\nextra: true\n",
+		"broken.yaml":            "greeting: [\n",
+	}
+	read := func(f string) ([]byte, error) {
+		s, ok := files[f]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return []byte(s), nil
+	}
+	names := []string{"broken.yaml", "missing.yaml", "values-extra.yaml", "values-production.yaml", "values.yaml"}
+	for _, tc := range []struct {
+		config map[string]any
+		want   string
+	}{
+		{map[string]any{"greeting": "prod", "replicas": float64(3), "service": map[string]any{"port": float64(8080)}}, "values-production.yaml"},
+		{map[string]any{"greeting": "hello", "replicas": 1}, "values.yaml"},
+		{map[string]any{"greeting": "prod", "replicas": float64(3)}, ""},
+		{nil, ""},
+	} {
+		if got := ValuesFile(tc.config, names, read); got != tc.want {
+			t.Errorf("ValuesFile(%v) = %q, want %q", tc.config, got, tc.want)
+		}
+	}
+}

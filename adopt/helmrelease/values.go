@@ -2,6 +2,8 @@ package helmrelease
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"reflect"
 	"sort"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -71,4 +73,40 @@ func Secrets(manifest, ns string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ValuesFile returns the first of files whose values, parsed as `helm
+// install -f` parses a values file, equal config (a release's
+// user-supplied values); "" when none does or config is empty. read
+// returns a file's content.
+func ValuesFile(config map[string]any, files []string, read func(string) ([]byte, error)) string {
+	want, err := asJSON(config)
+	if err != nil || len(config) == 0 {
+		return ""
+	}
+	for _, f := range files {
+		b, err := read(f)
+		if err != nil {
+			continue
+		}
+		m := map[string]any{}
+		if yaml.Unmarshal(b, &m) != nil {
+			continue
+		}
+		if got, err := asJSON(m); err == nil && reflect.DeepEqual(got, want) {
+			return f
+		}
+	}
+	return ""
+}
+
+// asJSON is v as JSON decodes it (numbers float64), so that values read
+// from a release record and from a file compare equal.
+func asJSON(v map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	return out, json.Unmarshal(b, &out)
 }

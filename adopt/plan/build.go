@@ -54,6 +54,9 @@ type HelmRelease struct {
 	// Blocked says why the release cannot become an Application (for
 	// example an unknown chart source); "" when it can.
 	Blocked string
+	// Findings are about its chart source (which was chosen, dependencies
+	// not vendored), added when it becomes an Application.
+	Findings []Finding
 }
 
 // candidate is an object on its way into the plan.

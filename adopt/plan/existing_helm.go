@@ -24,40 +24,56 @@ import (
 // valuesObject or values, then parameters (--set, or --set-string with
 // forceString). Hooks are left out, as Argo CD runs them as its own hooks.
 func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
-	ch, err := ix.Chart(src.Path)
+	out, err := renderGitChart(ix, r, s, src, repoURL)
 	if err != nil {
 		return nil, err
+	}
+	ms, err := gitindex.Documents(path.Join(path.Clean(src.Path), "Chart.yaml"), []byte(out.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("chart %s rendered YAML that does not parse: %v", src.Path, err)
+	}
+	for _, m := range ms {
+		m.Line, m.Render = 0, path.Clean(src.Path)
+	}
+	return ms, nil
+}
+
+// renderGitChart renders the chart in Git at src.Path as renderChart says.
+func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) (helmrelease.Rendered, error) {
+	ch, err := ix.Chart(src.Path)
+	if err != nil {
+		return helmrelease.Rendered{}, err
 	}
 	h := src.Helm
 	if h == nil {
 		h = &v1alpha1.ApplicationSourceHelm{}
 	}
 	if len(h.FileParameters) > 0 {
-		return nil, fmt.Errorf("helm.fileParameters: not rendered by adopt")
+		return helmrelease.Rendered{}, fmt.Errorf("helm.fileParameters: not rendered by adopt")
 	}
 	values := map[string]any{}
 	for _, vf := range h.ValueFiles {
 		p, err := valuesFile(vf, src.Path, s.Sources, repoURL)
 		if err != nil {
-			return nil, err
+			return helmrelease.Rendered{}, err
 		}
 		b, err := ix.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) && h.IgnoreMissingValueFiles {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("values file %s: %v", vf, err)
+			return helmrelease.Rendered{}, fmt.Errorf("values file %s: %v", vf, err)
 		}
 		m := map[string]any{}
 		if err := yaml.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("values file %s: %v", p, err)
+			return helmrelease.Rendered{}, fmt.Errorf("values file %s: %v", p, err)
 		}
 		mergeValues(values, m)
 	}
 	if b := h.ValuesYAML(); len(b) > 0 {
 		m := map[string]any{}
 		if err := yaml.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("helm values: %v", err)
+			return helmrelease.Rendered{}, fmt.Errorf("helm values: %v", err)
 		}
 		mergeValues(values, m)
 	}
@@ -67,7 +83,7 @@ func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src
 			set = strvals.ParseIntoString
 		}
 		if err := set(p.Name+"="+escapeCommas(p.Value), values); err != nil {
-			return nil, fmt.Errorf("helm parameter %s: %v", p.Name, err)
+			return helmrelease.Rendered{}, fmt.Errorf("helm parameter %s: %v", p.Name, err)
 		}
 	}
 	release, ns := s.Name, s.Destination
@@ -80,18 +96,7 @@ func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src
 	if h.KubeVersion != "" {
 		r.KubeVersion = h.KubeVersion
 	}
-	out, err := r.Render(ch, release, ns, values)
-	if err != nil {
-		return nil, err
-	}
-	ms, err := gitindex.Documents(path.Join(path.Clean(src.Path), "Chart.yaml"), []byte(out.Manifest))
-	if err != nil {
-		return nil, fmt.Errorf("chart %s rendered YAML that does not parse: %v", src.Path, err)
-	}
-	for _, m := range ms {
-		m.Line, m.Render = 0, path.Clean(src.Path)
-	}
-	return ms, nil
+	return r.Render(ch, release, ns, values)
 }
 
 // escapeCommas escapes a parameter value's commas as Argo CD does before

@@ -1,10 +1,15 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -20,6 +25,8 @@ const (
 	CodeHelmNewer        = "helm-newer-revision"
 	CodeHelmRecordsSkip  = "helm-records-unread"
 	CodeHelmName         = "helm-application-name"
+	CodeHelmChartSource  = "helm-chart-source"
+	CodeHelmDependencies = "helm-chart-dependencies"
 	codeHelmBlockedShort = "chart source unknown: add helmRepositories"
 )
 
@@ -55,7 +62,7 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 			why = "its release records could not be read (" + in.HelmUnread + ")"
 		case !ok:
 			why = fmt.Sprintf("no deployed revision of Helm release %s found in its records (sh.helm.release.v1.%s.v<N> Secrets or ConfigMaps)", key, a.Helm.ReleaseName)
-		case why == "" && rel.Source.RepoURL == "":
+		case why == "" && rel.Source.RepoURL == "" && rel.Source.Path == "":
 			why = codeHelmBlockedShort
 		}
 		if why != "" {
@@ -77,6 +84,10 @@ func helmApps(p *Plan, cands []*candidate, in Inputs) []Application {
 		hs := rel.Source
 		a.Helm = &hs
 		a = labelTrackedName(p, a, index(), out)
+		for _, f := range rel.Findings {
+			f.Message = fmt.Sprintf("Application %s (Helm release %s): %s", a.Name, key, f.Message)
+			p.Findings = append(p.Findings, f)
+		}
 		for _, path := range hs.Placeholders {
 			p.Findings = append(p.Findings, Finding{CodeHelmSecretValue, Warning, fmt.Sprintf(
 				"Application %s: value %s of Helm release %s is secret-like and is written as placeholder %q, never in plain text; its Secret's data is kept from live. Move it out of the values: the chart's existingSecret pattern, a SealedSecret, an ExternalSecret or SOPS", a.Name, path, key, redact.Placeholder(path))})
@@ -196,4 +207,22 @@ func labelTrackedName(p *Plan, a Application, byRef map[string]*candidate, done 
 	}
 	a.Name = want
 	return a
+}
+
+// RenderGitChart renders Helm-sourced Application a whose chart is in the
+// GitOps repo (a.Helm.Path) as Argo CD's repo-server will render the
+// Application apply writes for it: the chart from ix, release
+// a.Helm.ReleaseName, namespace a.Namespace, a.Helm.ValueFiles, then
+// a.Helm.Values; the same rendering as an existing Application's chart.
+func RenderGitChart(ix *gitindex.Index, r helmrelease.Renderer, a Application) (helmrelease.Rendered, error) {
+	h := a.Helm
+	src := v1alpha1.ApplicationSource{Path: h.Path, Helm: &v1alpha1.ApplicationSourceHelm{ReleaseName: h.ReleaseName, ValueFiles: h.ValueFiles}}
+	if len(h.Values) > 0 {
+		b, err := json.Marshal(h.Values)
+		if err != nil {
+			return helmrelease.Rendered{}, fmt.Errorf("helm values: %w", err)
+		}
+		src.Helm.ValuesObject = &runtime.RawExtension{Raw: b}
+	}
+	return renderGitChart(ix, r, argoapp.Spec{Name: a.Name, Destination: a.Namespace}, src, "")
 }

@@ -281,8 +281,11 @@ func (a Application) WrittenIgnoreDifferences() []preview.IgnoreDifference {
 
 // HelmSource is the chart a Helm-sourced Application installs, as read
 // from the release's newest deployed revision. apply writes exactly this:
-// source.repoURL = RepoURL, chart = Chart, targetRevision = Version,
-// helm.releaseName = ReleaseName, helm.valuesObject = Values.
+// from a chart repository, source.repoURL = RepoURL, chart = Chart,
+// targetRevision = Version; from the GitOps repo, source.repoURL = the
+// plan's repo, path = Path, targetRevision = the branch apply writes to;
+// and helm.releaseName = ReleaseName, helm.valueFiles = ValueFiles,
+// helm.valuesObject = Values.
 type HelmSource struct {
 	ReleaseName string `json:"releaseName" yaml:"releaseName"`
 	Chart       string `json:"chart,omitempty" yaml:"chart,omitempty"`
@@ -294,11 +297,19 @@ type HelmSource struct {
 	Revision int      `json:"revision,omitempty" yaml:"revision,omitempty"`
 	Storage  string   `json:"storage,omitempty" yaml:"storage,omitempty"`
 	Records  []string `json:"records,omitempty" yaml:"records,omitempty"`
-	// RepoURL is the chart repository (http(s) or oci://); SourceFrom says
-	// where it was found. Empty RepoURL: the source is unknown and the
-	// release has no Application.
+	// RepoURL is the chart repository (http(s) or oci://); Path, instead,
+	// the chart's directory in the GitOps repo (a Chart.yaml with the
+	// release's chart name and version), which wins over a repository.
+	// SourceFrom says where the source was found and, when both had the
+	// chart, which was chosen and why. Both empty: the source is unknown
+	// and the release has no Application.
 	RepoURL    string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
+	Path       string `json:"path,omitempty" yaml:"path,omitempty"`
 	SourceFrom string `json:"sourceFrom,omitempty" yaml:"sourceFrom,omitempty"`
+	// ValueFiles (relative to Path) hold the release's user-supplied
+	// values when one of the chart's own files equals them; Values is then
+	// empty. Set only for a chart in Git.
+	ValueFiles []string `json:"valueFiles,omitempty" yaml:"valueFiles,omitempty"`
 	// Values are the user-supplied values with every secret-like value
 	// replaced by a placeholder; Placeholders are the key paths replaced.
 	Values       map[string]any `json:"values,omitempty" yaml:"values,omitempty"`
@@ -310,8 +321,8 @@ type HelmSource struct {
 	KeepSecrets []string `json:"keepSecrets,omitempty" yaml:"keepSecrets,omitempty"`
 	// Hooks are the release's Helm hooks, which Argo CD runs as its own.
 	Hooks []HelmHook `json:"hooks,omitempty" yaml:"hooks,omitempty"`
-	// Proof compares the chart rendered with Values against the release's
-	// manifest (plan --preview).
+	// Proof compares the chart rendered with ValueFiles and Values against
+	// the release's manifest (plan --preview).
 	Proof *HelmProof `json:"proof,omitempty" yaml:"proof,omitempty"`
 }
 

@@ -2,8 +2,11 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"path"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
@@ -19,9 +23,11 @@ import (
 )
 
 // helmReleases reads the Helm releases the discovered objects belong to and
-// resolves each chart's source. Release records that cannot be read are
-// reported (unread), not fatal: the releases' objects get no Application.
-func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels map[string]*helmrelease.Release, in map[string]plan.HelmRelease, unread string) {
+// resolves each chart's source: a chart directory in the GitOps repo (ix,
+// nil without --repo) with the release's chart name and version, else a
+// chart repository. Release records that cannot be read are reported
+// (unread), not fatal: the releases' objects get no Application.
+func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *gitindex.Index) (rels map[string]*helmrelease.Release, in map[string]plan.HelmRelease, unread string) {
 	need := false
 	for i := range res.Objects {
 		ob := &res.Objects[i]
@@ -57,9 +63,16 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels ma
 		}
 		hr := plan.HelmRelease{Source: hs}
 		src, err := srcs.Find(r.Chart, r.Version)
-		if err != nil {
+		var dirs []string
+		if ix != nil {
+			dirs = ix.ChartDirs(r.Chart, r.Version)
+		}
+		switch {
+		case len(dirs) > 0:
+			gitChart(ix, dirs, r, &hr, src, err)
+		case err != nil:
 			hr.Blocked = err.Error()
-		} else {
+		default:
 			hr.Source.RepoURL, hr.Source.SourceFrom = src.RepoURL, src.From
 		}
 		if r.Newer != "" && hr.Blocked == "" {
@@ -68,6 +81,45 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result) (rels ma
 		in[k] = hr
 	}
 	return rels, in, ""
+}
+
+// gitChart makes hr's source the chart directory in the GitOps repo that
+// has the release's chart name and version (dirs; the first by path when
+// several do): Git wins over a chart repository (repo, or repoErr when
+// none has it), and SourceFrom and a finding say so. The release's
+// user-supplied values become a values file of the chart when one equals
+// them (none at all for values.yaml, which Helm reads anyway); otherwise
+// they stay inline, redacted. Dependencies the chart does not vendor are a
+// finding: Argo CD builds them, adopt cannot render the chart.
+func gitChart(ix *gitindex.Index, dirs []string, r *helmrelease.Release, hr *plan.HelmRelease, repo helmrelease.Source, repoErr error) {
+	dir := dirs[0]
+	hs := &hr.Source
+	hs.Path = dir
+	hs.SourceFrom = fmt.Sprintf("Git: chart directory %s of the GitOps repo (its Chart.yaml is %s %s)", dir, r.Chart, r.Version)
+	var also []string
+	if len(dirs) > 1 {
+		also = append(also, fmt.Sprintf("also in Git at %s: the first by path is chosen", strings.Join(dirs[1:], ", ")))
+	}
+	if repoErr == nil {
+		also = append(also, fmt.Sprintf("also in %s at %s: the chart in Git wins, as it is what the repo holds for Argo CD to sync", repo.From, repo.RepoURL))
+	}
+	if len(also) > 0 {
+		hs.SourceFrom += "; " + strings.Join(also, "; ")
+		hr.Findings = append(hr.Findings, plan.Finding{Code: plan.CodeHelmChartSource, Severity: plan.Info, Message: "chart source is " + hs.SourceFrom})
+	}
+	vf := helmrelease.ValuesFile(r.Config, ix.ValuesFiles(dir), func(f string) ([]byte, error) { return ix.ReadFile(path.Join(dir, f)) })
+	switch vf {
+	case "":
+	case "values.yaml": // the chart's defaults: Helm reads them anyway
+		hs.Values, hs.Placeholders = nil, nil
+	default:
+		hs.Values, hs.Placeholders, hs.ValueFiles = nil, nil, []string{vf}
+	}
+	var de *gitindex.DependencyError
+	if _, err := ix.Chart(dir); errors.As(err, &de) {
+		hr.Findings = append(hr.Findings, plan.Finding{Code: plan.CodeHelmDependencies, Severity: plan.Warning, Message: de.Error() +
+			". Argo CD's repo-server runs `helm dependency build` itself before it renders the chart, so the Application is proposed, but adopt has not proven it renders what the release runs, and the sync fails if Argo CD cannot reach the dependency's repository (register it in Argo CD when it needs credentials). Vendor the dependencies as said, then plan again to have the render proven"})
+	}
 }
 
 // chartRenderer renders charts for the planned cluster's version, as Argo
@@ -80,12 +132,30 @@ func chartRenderer(o Options) helmrelease.Renderer {
 	return r
 }
 
-// helmProof renders each Helm-sourced Application's chart at its version
-// with the plan's values (placeholders included, as Argo CD will render
-// it), compares it object by object with the release's stored manifest,
-// and dry-runs the first sync of each rendered object that is in the plan
-// (Secrets aside: their data is kept from live).
-func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
+// renderRelease renders a Helm-sourced Application as Argo CD will: its
+// chart from the GitOps repo (ix) when it is there, else fetched from its
+// repository at its version, with the plan's values.
+func renderRelease(ctx context.Context, r helmrelease.Renderer, ix *gitindex.Index, app plan.Application) (helmrelease.Rendered, error) {
+	hs := app.Helm
+	if hs.Path != "" {
+		if ix == nil {
+			return helmrelease.Rendered{}, fmt.Errorf("the chart is in Git at %s but the repo was not read: pass --repo", hs.Path)
+		}
+		return plan.RenderGitChart(ix, r, app)
+	}
+	ch, err := helmrelease.Fetch(ctx, helmrelease.Source{RepoURL: hs.RepoURL, Chart: hs.Chart}, hs.Version)
+	if err != nil {
+		return helmrelease.Rendered{}, err
+	}
+	return r.Render(ch, hs.ReleaseName, app.Namespace, hs.Values)
+}
+
+// helmProof renders each Helm-sourced Application's chart (renderRelease:
+// placeholders included, as Argo CD will render it), compares it object
+// by object with the release's stored manifest, and dry-runs the first
+// sync of each rendered object that is in the plan (Secrets aside: their
+// data is kept from live).
+func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
 	r := chartRenderer(o)
 	byKey := map[string]*plan.Object{}
 	for i := range p.Objects {
@@ -105,12 +175,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 		_, _, hide := helmrelease.Redact(rel.Config, rel.Manifest, rel.HookManifest)
 		proof := &plan.HelmProof{}
 		hs.Proof = proof
-		ch, err := helmrelease.Fetch(ctx, helmrelease.Source{RepoURL: hs.RepoURL, Chart: hs.Chart}, hs.Version)
-		if err != nil {
-			proof.Error = err.Error()
-			continue
-		}
-		out, err := r.Render(ch, hs.ReleaseName, app.Namespace, hs.Values)
+		out, err := renderRelease(ctx, r, ix, *app)
 		if err != nil {
 			proof.Error = err.Error()
 			continue

@@ -143,7 +143,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		discover.Each(ctx, o.Clients, objs, scope, lists, 4, want, fn)
 	}
 	o.Config = cfg
-	rels, helm, unread := helmReleases(ctx, o, res)
+	rels, helm, unread := helmReleases(ctx, o, res, ix)
 	charts := chartRenderer(o)
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,

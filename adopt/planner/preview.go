@@ -57,7 +57,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	if o.Previewed != nil {
 		o.Previewed(len(p.Objects), len(p.Objects))
 	}
-	if err := helmProof(ctx, o, explain, p, rels, pv, results); err != nil {
+	if err := helmProof(ctx, o, explain, p, ix, rels, pv, results); err != nil {
 		return err
 	}
 	p.AddPreview(results)

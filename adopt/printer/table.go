@@ -105,6 +105,9 @@ func source(a plan.Application) string {
 		if a.Helm.Chart != "" {
 			s += ", chart " + a.Helm.Chart + " " + a.Helm.Version
 		}
+		if a.Helm.Path != "" {
+			s += " from Git " + a.Helm.Path
+		}
 		return s
 	case "git":
 		s := "Git " + a.SourcePath

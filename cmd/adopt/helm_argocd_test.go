@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -47,12 +46,7 @@ func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, "v3.2.6") }
 func helmE2E(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c := startControlPlane(ctx, t)
-	a, err := testenv.StartArgoCD(ctx, c, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	c, a := argoCDPlane(ctx, t, version)
 	h, repo := servedChart(ctx, t, c, "web")
 	helm := func(args ...string) string {
 		t.Helper()
@@ -116,13 +110,7 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 		t.Setenv(k, v)
 	}
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web1's password": helmPassword}}
-	run := func(args ...string) (string, string, int) {
-		var out, errb bytes.Buffer
-		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
-		scan.add(strings.Join(args[:1], " ")+" stdout", out.String())
-		scan.add(strings.Join(args[:1], " ")+" stderr", errb.String())
-		return out.String(), errb.String(), code
-	}
+	run := scannedRun(t, c, scan)
 
 	dir := t.TempDir()
 	planFile := filepath.Join(dir, "plan.yaml")
