@@ -85,6 +85,35 @@ func SameServer(a, b string) bool {
 // cluster being planned.
 type Here func(server, name string) bool
 
+// InClusterName is the name of the cluster Argo CD runs in (reached at
+// InClusterServer) unless a cluster Secret for that server names it
+// otherwise.
+const InClusterName = "in-cluster"
+
+// HereInCluster is the Here of the cluster Argo CD itself runs in, when
+// that is the cluster being planned (no hub): InClusterServer and its
+// name, and the cluster registered again by its own API server URL
+// (server, as the kubeconfig reaches it), by server or by name.
+func HereInCluster(clusters []Cluster, server string) Here {
+	names := map[string]bool{InClusterName: true}
+	for _, c := range clusters {
+		if SameServer(c.Server, InClusterServer) {
+			delete(names, InClusterName)
+		}
+	}
+	for _, c := range clusters {
+		if SameServer(c.Server, InClusterServer) || server != "" && SameServer(c.Server, server) {
+			names[c.Name] = true
+		}
+	}
+	return func(s, name string) bool {
+		if name != "" {
+			return names[name]
+		}
+		return SameServer(s, InClusterServer) || server != "" && SameServer(s, server)
+	}
+}
+
 // HereIs is the Here of a workload cluster registered as c.
 func HereIs(c Cluster) Here {
 	return func(server, name string) bool {

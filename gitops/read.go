@@ -59,11 +59,15 @@ func Read(ctx context.Context, o ReadOptions) (*Snapshot, error) {
 		}
 	}
 	s.Repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, co)
-	if err != nil && rev != "" && !plumbing.IsHash(rev) && errors.Is(err, plumbing.ErrReferenceNotFound) {
+	// go-git says a branch is missing with either error.
+	missing := func(err error) bool {
+		return errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, git.NoMatchingRefSpecError{})
+	}
+	if err != nil && rev != "" && !plumbing.IsHash(rev) && missing(err) {
 		co.ReferenceName = plumbing.NewTagReferenceName(rev)
 		s.Repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, co)
 	}
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+	if missing(err) {
 		return nil, newError(ErrNoBase, secrets, "repo %s has no branch or tag %q. Check --revision", s.URL, rev)
 	}
 	if err != nil {

@@ -123,6 +123,8 @@ type Index struct {
 	kustFile map[string]string
 	// fs holds the files kustomize reads, until Finish.
 	fs filesys.FileSystem
+	// revs reads the repo at other revisions (nil for a plain directory).
+	revs *revisions
 }
 
 // New returns an empty index.

@@ -51,7 +51,7 @@ func Load(ctx context.Context, src Source) (*Index, error) {
 	case l.Remote():
 		return loadURL(ctx, src)
 	}
-	return loadPath(src, l.Path)
+	return loadPath(ctx, src, l.Path)
 }
 
 func loadURL(ctx context.Context, src Source) (*Index, error) {
@@ -64,11 +64,12 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 		return nil, fmt.Errorf("repo %s: %s", snap.URL, gitops.OneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
 	}
 	ix.Source = snap.URL
+	ix.revs = &revisions{ctx: ctx, src: src, head: ix.Revision, resolve: urlResolver(ctx, src), at: map[string]*Index{}, root: ix}
 	return ix, nil
 }
 
 // loadPath indexes the directory abs, which src.Location names.
-func loadPath(src Source, abs string) (*Index, error) {
+func loadPath(ctx context.Context, src Source, abs string) (*Index, error) {
 	st, err := os.Stat(abs)
 	if err != nil {
 		return nil, fmt.Errorf("repo path %s: %v. Give a local Git checkout or a URL", src.Location, errors.Unwrap(err))
@@ -116,6 +117,7 @@ func loadPath(src Source, abs string) (*Index, error) {
 	if ix.Remote, err = gitops.UpstreamRemote(repo); err != nil {
 		ix.RemoteErr = err.Error()
 	}
+	ix.revs = &revisions{ctx: ctx, src: src, head: ix.Revision, resolve: localResolver(abs, src.Location, ix.Remote.Name), at: map[string]*Index{}, root: ix}
 	return ix, nil
 }
 
@@ -297,6 +299,6 @@ func (ix *Index) subtree(dir string) *Index {
 	out.Finish()
 	// Existing Applications may point anywhere in the repo.
 	out.docs, out.renders, out.charts, out.unrenderable, out.jsonnet, out.fs = ix.docs, ix.renders, ix.charts, ix.unrenderable, ix.jsonnet, ix.fs
-	out.usedBy, out.read = ix.usedBy, ix.read
+	out.usedBy, out.read, out.revs = ix.usedBy, ix.read, ix.revs
 	return out
 }

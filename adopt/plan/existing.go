@@ -71,6 +71,8 @@ type appRenders struct {
 type owner struct {
 	spec     int
 	manifest *gitindex.Manifest
+	// ix is the repo at the source's targetRevision.
+	ix *gitindex.Index
 }
 
 // existingRenders renders every source of every existing Application that
@@ -100,21 +102,26 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom
 			if src.Path == "" && src.Ref != "" {
 				continue // a values source of a multi-source Application
 			}
-			ms, err := RenderSource(ix, charts, s, src, repoURL)
+			// Argo CD renders each source at its own targetRevision.
+			at, err := ix.AtRevision(src.TargetRevision)
+			var ms []*gitindex.Manifest
+			if err == nil {
+				ms, err = RenderSource(at, charts, s, src, repoURL)
+			}
 			if err != nil {
 				fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
 					Message: fmt.Sprintf("Application %s, source %s: %v; objects it syncs from there may be proposed again", s.Key(), src.Path, err)})
 				continue
 			}
 			for _, m := range ms {
-				r.add(m, i, s.Destination)
+				r.add(m, i, s.Destination, at)
 			}
 		}
 	}
 	return r, fs
 }
 
-func (r *appRenders) add(m *gitindex.Manifest, spec int, dest string) {
+func (r *appRenders) add(m *gitindex.Manifest, spec int, dest string, ix *gitindex.Index) {
 	keys := []gitindex.Key{m.Key}
 	if m.Namespace == "" && dest != "" {
 		// Namespaced, it goes to the destination; cluster-scoped, it has
@@ -125,7 +132,7 @@ func (r *appRenders) add(m *gitindex.Manifest, spec int, dest string) {
 	}
 	for _, k := range keys {
 		if !hasSpec(r.by[k], spec) {
-			r.by[k] = append(r.by[k], owner{spec: spec, manifest: m})
+			r.by[k] = append(r.by[k], owner{spec: spec, manifest: m, ix: ix})
 		}
 	}
 }
@@ -156,7 +163,10 @@ func (r *appRenders) claim(c *candidate, ix *gitindex.Index) {
 		s := r.specs[owners[0].spec]
 		c.existing = &r.specs[owners[0].spec]
 		c.ambiguous, c.obj.Ambiguous = nil, nil
-		c.match(owners[0].manifest, ix)
+		c.match(owners[0].manifest, owners[0].ix)
+		if at := owners[0].ix; at != ix {
+			c.obj.Git.Revision = at.Revision
+		}
 		msg := fmt.Sprintf("in Git under Application %s: adopted when %s syncs; no new Application", s.Key(), s.Name)
 		switch {
 		case s.Sync == "OutOfSync" && !s.Automated:
@@ -208,7 +218,9 @@ func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string,
 	}
 	for _, s := range specs {
 		for _, src := range s.Sources {
-			if !inRepo(src, repoURL) || src.Chart != "" || src.Path == "" || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
+			// The new Applications' files are written at the plan's
+			// revision: a root pinned elsewhere never reads them.
+			if !inRepo(src, repoURL) || src.Chart != "" || src.Path == "" || !ix.SameRevision(src.TargetRevision) || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
 				continue
 			}
 			d := directoryOf(src)

@@ -53,11 +53,18 @@ func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, 
 	}
 	values := map[string]any{}
 	for _, vf := range h.ValueFiles {
-		p, err := valuesFile(vf, src.Path, s.Sources, repoURL)
+		p, ref, err := valuesFile(vf, src.Path, s.Sources, repoURL)
 		if err != nil {
 			return helmrelease.Rendered{}, err
 		}
-		b, err := ix.ReadFile(p)
+		vix := ix
+		if ref != nil {
+			// A ref source is read at its own targetRevision.
+			if vix, err = ix.AtRevision(ref.TargetRevision); err != nil {
+				return helmrelease.Rendered{}, fmt.Errorf("values file %s: %v", vf, err)
+			}
+		}
+		b, err := vix.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) && h.IgnoreMissingValueFiles {
 			continue
 		}
@@ -121,25 +128,25 @@ func escapeCommas(v string) string {
 }
 
 // valuesFile is the repo path of a values file: relative to the chart, or
-// $<ref>/<path> in the repo of the source whose ref is <ref>.
-func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoURL string) (string, error) {
+// $<ref>/<path> in the repo of the source whose ref is <ref> (returned).
+func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoURL string) (string, *v1alpha1.ApplicationSource, error) {
 	if !strings.HasPrefix(vf, "$") {
 		if strings.Contains(vf, "://") {
-			return "", fmt.Errorf("values file %s is a URL: not rendered by adopt", vf)
+			return "", nil, fmt.Errorf("values file %s is a URL: not rendered by adopt", vf)
 		}
-		return path.Join(chartDir, vf), nil
+		return path.Join(chartDir, vf), nil, nil
 	}
 	ref, rest, _ := strings.Cut(vf[1:], "/")
-	for _, s := range sources {
+	for i, s := range sources {
 		if s.Ref != ref {
 			continue
 		}
 		if !inRepo(s, repoURL) {
-			return "", fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
+			return "", nil, fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
 		}
-		return path.Clean(rest), nil
+		return path.Clean(rest), &sources[i], nil
 	}
-	return "", fmt.Errorf("values file %s: no source has ref %q", vf, ref)
+	return "", nil, fmt.Errorf("values file %s: no source has ref %q", vf, ref)
 }
 
 // mergeValues merges src into dst as Helm merges values files: maps merge

@@ -176,5 +176,8 @@ func (j *jsonItem) gitMatch(g *GitMatch) {
 	if g.Reason != "" {
 		j.str("reason", g.Reason)
 	}
+	if g.Revision != "" {
+		j.str("revision", g.Revision)
+	}
 	j.close('}')
 }

@@ -139,4 +139,7 @@ func (y *yamlItem) gitMatch(first, pad string, g *GitMatch) {
 	if g.Reason != "" {
 		y.str(pad, "reason", g.Reason)
 	}
+	if g.Revision != "" {
+		y.str(pad, "revision", g.Revision)
+	}
 }

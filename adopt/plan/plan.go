@@ -205,6 +205,10 @@ type GitMatch struct {
 	// live when none could be chosen (in Object.Ambiguous); "" for the only
 	// one.
 	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+	// Revision is the commit the manifest was read at, when an existing
+	// Application's targetRevision is not the plan's revision; "" when it
+	// is.
+	Revision string `json:"revision,omitempty" yaml:"revision,omitempty"`
 }
 
 // Application is one proposed Argo CD Application.

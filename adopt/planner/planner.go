@@ -219,7 +219,11 @@ func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applicati
 		if err != nil {
 			return tracking, argoapp.Applications{}, nil, explain(err)
 		}
-		apps, err := argoapp.ListApplications(ctx, o.Clients.Dynamic)
+		// Only Applications that deploy to this cluster claim its
+		// objects; the cluster Secrets may name it (unreadable: the
+		// defaults).
+		clusters, _ := argoapp.RegisteredClusters(ctx, o.Kube, o.ArgoCDNamespace)
+		apps, err := argoapp.ListApplicationsTo(ctx, o.Clients.Dynamic, argoapp.HereInCluster(clusters, o.Cluster.Server))
 		return tracking, apps, nil, explainIf(explain, err)
 	}
 	h := o.Hub
