@@ -21,6 +21,20 @@ type Spec struct {
 	Sync string
 	// Err says why the spec could not be read; Sources is then empty.
 	Err string
+	// Instance is the name Argo CD's repo-server knows the Application by
+	// ($ARGOCD_APP_NAME, .argocd-source-<instance>.yaml): "" for Name,
+	// which it is in Argo CD's own namespace (see InstanceName).
+	Instance string
+}
+
+// InstanceName is the name the repo-server knows an Application by, as
+// Argo CD names it: its name in Argo CD's own namespace (argoNS, or
+// unknown), <namespace>_<name> in any other (apps in any namespace).
+func (s Spec) InstanceName(argoNS string) string {
+	if argoNS == "" || s.Namespace == "" || s.Namespace == argoNS {
+		return s.Name
+	}
+	return s.Namespace + "_" + s.Name
 }
 
 // Key is the Application's namespace/name.

@@ -125,13 +125,16 @@ type Index struct {
 	fs filesys.FileSystem
 	// revs reads the repo at other revisions (nil for a plain directory).
 	revs *revisions
+	// overrides are the repo-server's parameter override files
+	// (.argocd-source.yaml, .argocd-source-<app>.yaml), by path.
+	overrides map[string][]byte
 }
 
 // New returns an empty index.
 func New() *Index {
 	return &Index{byKey: map[Key][]*Manifest{}, kust: map[string]bool{}, kustFile: map[string]string{}, renders: map[string][]*Manifest{}, unrenderable: map[string]string{},
 		usedBy: map[string][]string{}, read: map[string]bool{},
-		charts: map[string]bool{}, fs: filesys.MakeFsInMemory()}
+		charts: map[string]bool{}, overrides: map[string][]byte{}, fs: filesys.MakeFsInMemory()}
 }
 
 // Manifests returns every manifest Lookup finds, by path and line.
@@ -163,6 +166,10 @@ func (ix *Index) Add(p string, data []byte) {
 		return
 	}
 	ix.AddFile(p, data)
+	if isOverrideFile(p) {
+		ix.overrides[p] = data
+		return
+	}
 	if path.Base(p) == "Chart.yaml" {
 		ix.charts[path.Dir(p)] = true
 	}

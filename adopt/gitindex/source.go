@@ -299,6 +299,6 @@ func (ix *Index) subtree(dir string) *Index {
 	out.Finish()
 	// Existing Applications may point anywhere in the repo.
 	out.docs, out.renders, out.charts, out.unrenderable, out.jsonnet, out.fs = ix.docs, ix.renders, ix.charts, ix.unrenderable, ix.jsonnet, ix.fs
-	out.usedBy, out.read, out.revs = ix.usedBy, ix.read, ix.revs
+	out.usedBy, out.read, out.revs, out.overrides = ix.usedBy, ix.read, ix.revs, ix.overrides
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -16,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+	"k8s.io/client-go/discovery"
 )
 
 // Renderer fetches charts and renders them with Helm's engine as Argo CD's
@@ -28,6 +31,9 @@ type Renderer struct {
 	// APIVersions are the cluster's group/versions and group/version/kinds
 	// (for .Capabilities.APIVersions.Has).
 	APIVersions []string
+	// SkipCRDs leaves the chart's crds/ out, as helm template does
+	// without --include-crds (Argo CD's helm.skipCrds).
+	SkipCRDs bool
 }
 
 // Fetch downloads chart at version from src: an http(s) chart repository
@@ -111,7 +117,7 @@ func (r Renderer) Render(ch *chart.Chart, name, namespace string, values map[str
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
 	inst.ReleaseName, inst.Namespace = name, namespace
-	inst.IncludeCRDs = true
+	inst.IncludeCRDs = !r.SkipCRDs
 	inst.DisableHooks = false
 	if r.KubeVersion != "" {
 		kv, err := chartutil.ParseKubeVersion(r.KubeVersion)
@@ -137,4 +143,30 @@ func (r Renderer) Render(ch *chart.Chart, name, namespace string, values map[str
 		out.Hooks = append(out.Hooks, hk)
 	}
 	return out, nil
+}
+
+// APIVersions lists what the cluster serves as Argo CD passes it to helm
+// template (--api-versions, from its cluster cache): every group/version
+// and group/version/Kind of a resource that can be listed and watched,
+// subresources left out (Argo CD's resource exclusions, which can drop
+// more, are not read). A group/version that cannot be read is left out too, as
+// discovery's partial answer leaves it.
+func APIVersions(d discovery.DiscoveryInterface) []string {
+	_, lists, _ := d.ServerGroupsAndResources()
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+				continue
+			}
+			seen[l.GroupVersion] = true
+			seen[l.GroupVersion+"/"+r.Kind] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -36,22 +36,6 @@ type Existing struct {
 	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
 }
 
-// RenderSource renders one source of an existing Application from the
-// plan's repo as Argo CD's repo-server would: a chart with Helm (see
-// renderChart), a kustomization or a directory with gitindex. A source
-// adopt cannot render returns an error saying why.
-func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
-	switch {
-	case src.Plugin != nil:
-		return nil, fmt.Errorf("a config management plugin source: not rendered by adopt")
-	case src.Kustomize != nil && !src.Kustomize.IsZero():
-		return nil, fmt.Errorf("kustomize settings in the Application (namePrefix, images, patches, …): not rendered by adopt")
-	case ix.IsChart(src.Path):
-		return renderChart(ix, charts, s, src, repoURL)
-	}
-	return ix.Render(src.Path, directoryOf(src))
-}
-
 // directoryOf is the source's directory settings (none when unset).
 func directoryOf(src v1alpha1.ApplicationSource) gitindex.Directory {
 	if src.Directory == nil {
@@ -80,7 +64,7 @@ type owner struct {
 // as argoapp.SameRepo compares them). A source adopt cannot render is a
 // finding naming the Application and why, and so are the sources that
 // read other repos (otherRepos).
-func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom string, charts helmrelease.Renderer) (appRenders, []Finding) {
+func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom, argoNS string, charts helmrelease.Renderer) (appRenders, []Finding) {
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
 	if ix == nil {
 		return r, nil
@@ -95,6 +79,7 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom
 				Message: fmt.Sprintf("Application %s could not be read (%s): objects it syncs may be proposed again", s.Key(), s.Err)})
 			continue
 		}
+		s.Instance = s.InstanceName(argoNS)
 		for _, src := range s.Sources {
 			if !inRepo(src, repoURL) || notGit(src) {
 				continue

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"strings"
 
@@ -51,9 +52,10 @@ func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, 
 	if len(h.FileParameters) > 0 {
 		return helmrelease.Rendered{}, fmt.Errorf("helm.fileParameters: not rendered by adopt")
 	}
+	env := appEnv(s, src, ix.Revision)
 	values := map[string]any{}
 	for _, vf := range h.ValueFiles {
-		p, ref, err := valuesFile(vf, src.Path, s.Sources, repoURL)
+		p, ref, err := valuesFile(vf, src.Path, s.Sources, repoURL, env)
 		if err != nil {
 			return helmrelease.Rendered{}, err
 		}
@@ -89,7 +91,7 @@ func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, 
 		if p.ForceString {
 			set = strvals.ParseIntoString
 		}
-		if err := set(p.Name+"="+escapeCommas(p.Value), values); err != nil {
+		if err := set(p.Name+"="+escapeCommas(env.Envsubst(p.Value)), values); err != nil {
 			return helmrelease.Rendered{}, fmt.Errorf("helm parameter %s: %v", p.Name, err)
 		}
 	}
@@ -103,6 +105,10 @@ func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, 
 	if h.KubeVersion != "" {
 		r.KubeVersion = h.KubeVersion
 	}
+	if len(h.APIVersions) > 0 {
+		r.APIVersions = h.APIVersions
+	}
+	r.SkipCRDs = h.SkipCrds
 	return r.Render(ch, release, ns, values)
 }
 
@@ -127,26 +133,46 @@ func escapeCommas(v string) string {
 	return b.String()
 }
 
-// valuesFile is the repo path of a values file: relative to the chart, or
-// $<ref>/<path> in the repo of the source whose ref is <ref> (returned).
-func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoURL string) (string, *v1alpha1.ApplicationSource, error) {
-	if !strings.HasPrefix(vf, "$") {
-		if strings.Contains(vf, "://") {
-			return "", nil, fmt.Errorf("values file %s is a URL: not rendered by adopt", vf)
+// valuesFile is the repo path of a values file as the repo-server resolves
+// it: $ARGOCD_APP_* substituted (env), then relative to the chart, or to
+// the repo's root when it starts with /, or $<ref>/<path> in the repo of
+// the source whose ref is <ref> (returned), substituted after the ref is
+// taken off. A path that leaves the repo is refused, as Argo CD refuses it.
+func valuesFile(vf, chartDir string, sources []v1alpha1.ApplicationSource, repoURL string, env v1alpha1.Env) (string, *v1alpha1.ApplicationSource, error) {
+	if ref, rest, _ := strings.Cut(vf, "/"); strings.HasPrefix(ref, "$") {
+		for i, s := range sources {
+			if s.Ref == "" || "$"+s.Ref != ref {
+				continue
+			}
+			if !inRepo(s, repoURL) {
+				return "", nil, fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
+			}
+			p, err := inRepoPath(vf, strings.TrimPrefix(env.Envsubst("/"+rest), "/"))
+			return p, &sources[i], err
 		}
-		return path.Join(chartDir, vf), nil, nil
 	}
-	ref, rest, _ := strings.Cut(vf[1:], "/")
-	for i, s := range sources {
-		if s.Ref != ref {
-			continue
-		}
-		if !inRepo(s, repoURL) {
-			return "", nil, fmt.Errorf("values file %s is in %s, not the plan's repo: not rendered by adopt", vf, s.RepoURL)
-		}
-		return path.Clean(rest), &sources[i], nil
+	// Not a ref source's: $… is a variable like any other.
+	p := env.Envsubst(vf)
+	if u, err := url.Parse(p); err == nil && u.Scheme != "" {
+		return "", nil, fmt.Errorf("values file %s is a URL: not rendered by adopt", vf)
 	}
-	return "", nil, fmt.Errorf("values file %s: no source has ref %q", vf, ref)
+	if path.IsAbs(p) {
+		p = strings.TrimPrefix(p, "/")
+	} else {
+		p = path.Join(chartDir, p)
+	}
+	p, err := inRepoPath(vf, p)
+	return p, nil, err
+}
+
+// inRepoPath is rel (a path from the repo's root, with no leading /)
+// cleaned, or an error when it leaves the repo.
+func inRepoPath(vf, rel string) (string, error) {
+	rel = path.Clean(rel)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("values file %s is outside the repository: Argo CD refuses it", vf)
+	}
+	return rel, nil
 }
 
 // mergeValues merges src into dst as Helm merges values files: maps merge

@@ -122,10 +122,10 @@ func gitChart(ix *gitindex.Index, dirs []string, r *helmrelease.Release, hr *pla
 	}
 }
 
-// chartRenderer renders charts for the planned cluster's version, as Argo
-// CD passes the destination's version to helm template.
+// chartRenderer renders charts for the planned cluster's version and API
+// versions, as Argo CD passes the destination's to helm template.
 func chartRenderer(o Options) helmrelease.Renderer {
-	r := helmrelease.Renderer{}
+	r := helmrelease.Renderer{APIVersions: helmrelease.APIVersions(o.Kube.Discovery())}
 	if v, err := o.Kube.Discovery().ServerVersion(); err == nil {
 		r.KubeVersion = v.GitVersion
 	}

@@ -44,6 +44,9 @@ auth: {user: envs-user, password: envs-secret}
 service: {port: 9443}
 `,
 	}
+	for p, c := range oracleSourceFiles {
+		files[p] = c
+	}
 	chart := filepath.Join("..", "..", "cmd", "adopt", "testdata", "charts", "web")
 	err := filepath.WalkDir(chart, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -63,10 +66,75 @@ service: {port: 9443}
 	return files
 }
 
-// oracleHelmApp is one Application whose source is the chart, with the
-// identities Argo CD must render for it.
+// oracleSourceFiles are the repo-server's rules for one source (issue
+// 35): the caps chart reads the cluster's API versions, a values file
+// from the repo's root, one named by $ARGOCD_APP_NAME and parameters
+// with $ARGOCD_APP_* in them, has a CRD that skipCrds leaves out, and
+// parameter override files (.argocd-source.yaml for every Application
+// at its path, .argocd-source-<app>.yaml for one). The both directory is
+// a kustomization and a chart: the tool is chosen by precedence, or
+// named.
+var oracleSourceFiles = map[string]string{
+	"charts/caps/Chart.yaml": "apiVersion: v2\nname: caps\nversion: 0.1.0\n",
+	"charts/caps/values.yaml": `fromRoot: "no"
+byName: "no"
+env: none
+rev: none
+fromOverride: "no"
+`,
+	"charts/caps/crds/widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.oracle.adopt.dev}
+spec:
+  group: oracle.adopt.dev
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`,
+	"charts/caps/templates/caps.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-caps
+data:
+  applications: {{ .Capabilities.APIVersions.Has "argoproj.io/v1alpha1/Application" | quote }}
+  argoproj: {{ .Capabilities.APIVersions.Has "argoproj.io/v1alpha1" | quote }}
+  widgets: {{ .Capabilities.APIVersions.Has "oracle.adopt.dev/v1" | quote }}
+  fromRoot: {{ .Values.fromRoot | quote }}
+  byName: {{ .Values.byName | quote }}
+  env: {{ .Values.env | quote }}
+  rev: {{ .Values.rev | quote }}
+  fromOverride: {{ .Values.fromOverride | quote }}
+`,
+	"charts/caps/values-oracle-helm-caps.yaml": "byName: \"yes\"\n",
+	"envs/caps/root.yaml":                      "fromRoot: \"yes\"\n",
+	// Every Application at charts/caps: a merge patch of its source.
+	"charts/caps/.argocd-source.yaml": "helm:\n  valuesObject: {fromOverride: all}\n",
+	// oracle-helm-caps alone: its release is renamed.
+	"charts/caps/.argocd-source-oracle-helm-caps.yaml": "helm:\n  releaseName: caps-over\n",
+	"both/Chart.yaml": "apiVersion: v2\nname: both\nversion: 0.1.0\n",
+	"both/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: both-from-helm}
+data: {tool: helm}
+`,
+	"both/kustomization.yaml": "resources: [cm.yaml]\n",
+	"both/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: both-from-kustomize}
+data: {tool: kustomize}
+`,
+}
+
+// oracleHelmApp is one Application whose source plan.RenderSource
+// renders (a chart, or a path whose tool is chosen), with the identities
+// Argo CD must render for it.
 type oracleHelmApp struct {
 	app     string
+	path    string
 	sources func(repoURL string) string
 	want    []string
 }
@@ -110,6 +178,54 @@ var oracleHelmApps = []oracleHelmApp{
 		},
 		want: []string{"ConfigMap /oracle-helm-multi-cfg", "Secret /oracle-helm-multi-auth", "Service /oracle-helm-multi"},
 	},
+	{
+		// A values file from the repo's root, one named by the
+		// Application, parameters with $ARGOCD_APP_*, skipCrds; the
+		// override files rename the release and set a value.
+		app:  "oracle-helm-caps",
+		path: "charts/caps",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf(`source:
+    repoURL: %q
+    path: charts/caps
+    targetRevision: main
+    helm:
+      skipCrds: true
+      valueFiles: [/envs/caps/root.yaml, values-$ARGOCD_APP_NAME.yaml]
+      parameters:
+      - {name: env, value: "ns-$ARGOCD_APP_NAMESPACE"}
+      - {name: rev, value: "$ARGOCD_APP_REVISION_SHORT_8"}`, repoURL)
+		},
+		want: []string{"ConfigMap /caps-over-caps"},
+	},
+	{
+		// No helm settings: the CRD is rendered, and only
+		// .argocd-source.yaml applies.
+		app:  "oracle-helm-caps-crds",
+		path: "charts/caps",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf("source: {repoURL: %q, path: charts/caps, targetRevision: main}", repoURL)
+		},
+		want: []string{"ConfigMap /oracle-helm-caps-crds-caps", "CustomResourceDefinition apiextensions.k8s.io/widgets.oracle.adopt.dev"},
+	},
+	{
+		// A kustomization and a chart: kustomize wins.
+		app:  "oracle-both",
+		path: "both",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf("source: {repoURL: %q, path: both, targetRevision: main}", repoURL)
+		},
+		want: []string{"ConfigMap /both-from-kustomize"},
+	},
+	{
+		// Named: Helm.
+		app:  "oracle-both-helm",
+		path: "both",
+		sources: func(repoURL string) string {
+			return fmt.Sprintf("source: {repoURL: %q, path: both, targetRevision: main, helm: {releaseName: both}}", repoURL)
+		},
+		want: []string{"ConfigMap /both-from-helm"},
+	},
 }
 
 func (h oracleHelmApp) application(repoURL string) string {
@@ -133,7 +249,7 @@ func testHelmOracle(t *testing.T, ctx context.Context, version string, a *ArgoCD
 	if err != nil {
 		t.Fatal(err)
 	}
-	charts := helmrelease.Renderer{KubeVersion: sv.GitVersion}
+	charts := helmrelease.Renderer{KubeVersion: sv.GitVersion, APIVersions: helmrelease.APIVersions(cp.Clientset().Discovery())}
 	for _, h := range oracleHelmApps {
 		t.Run(h.app, func(t *testing.T) {
 			argo := oracleManifests(t, ctx, a, h.app)
@@ -166,7 +282,11 @@ func testHelmOracle(t *testing.T, ctx context.Context, version string, a *ArgoCD
 			if rendered != 1 {
 				t.Fatalf("%s: %d chart sources rendered, want 1", h.app, rendered)
 			}
-			compareRender(t, version, oracleSource{app: h.app, path: oracleChartDir, want: h.want}, argo, ours)
+			p := h.path
+			if p == "" {
+				p = oracleChartDir
+			}
+			compareRender(t, version, oracleSource{app: h.app, path: p, want: h.want}, argo, ours)
 		})
 	}
 }
