@@ -172,7 +172,7 @@ func unmarshal(data []byte, fast bool) (*Plan, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not a readable plan (truncated or not YAML/JSON): %s", strings.Join(strings.Fields(err.Error()), " "))
+		return nil, fmt.Errorf("not a readable plan (truncated or not YAML/JSON): %s; run adopt plan again", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	if p.Kind != Kind || p.APIVersion != APIVersion {
 		if p.Kind == Kind && strings.HasPrefix(p.APIVersion, "adopt.dev/") {
