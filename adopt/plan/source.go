@@ -6,8 +6,8 @@ import (
 	"path"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch"
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	jsonpatch "github.com/evanphx/json-patch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
