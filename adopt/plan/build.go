@@ -247,6 +247,17 @@ func Build(in Inputs) *Plan {
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications)
 	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
+	for _, c := range cands {
+		if c.existing == nil || c.manifest == nil {
+			continue
+		}
+		if g := c.obj.Git; g == nil || in.Index.At(c.obj.Group, c.obj.Kind, c.obj.Namespace, c.obj.Name, g.Path, g.Line) != c.manifest {
+			if p.synced == nil {
+				p.synced = map[string]*gitindex.Manifest{}
+			}
+			p.synced[c.obj.Ref.String()] = c.manifest
+		}
+	}
 	// Sorting moves p.Objects under the candidates: they are done with.
 	p.Sort()
 	p.summarize()

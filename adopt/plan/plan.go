@@ -46,7 +46,19 @@ type Plan struct {
 	Objects      []Object      `json:"objects" yaml:"objects"`
 	Skipped      []Skipped     `json:"skipped,omitempty" yaml:"skipped,omitempty"`
 	NotScanned   []NotScanned  `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
+
+	// synced are manifests Build matched objects with that the repo's
+	// index cannot find again by their Git match, by Object.Ref (see
+	// SyncManifest); never written to the file.
+	synced map[string]*gitindex.Manifest
 }
+
+// SyncManifest is the manifest Build matched the object ref with, when
+// the repo's index cannot find it again by the object's Git match: a
+// chart an existing Application renders, or a file at the revision an
+// existing Application is pinned to. nil otherwise, and for a plan read
+// from a file.
+func (p *Plan) SyncManifest(ref string) *gitindex.Manifest { return p.synced[ref] }
 
 // ArgoCDNamespace is the namespace of the Argo CD the plan was made
 // against: the one its tracking was read in, or argoapp.DefaultNamespace

@@ -40,7 +40,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 		if err != nil {
 			return explain(fmt.Errorf("%s: %w", ob.Ref.String(), err))
 		}
-		manifest, err := syncManifest(ob, live, ix, p.Tracking.InstanceLabelKey)
+		manifest, err := syncManifest(ob, p.SyncManifest(ob.Ref.String()), live, ix, p.Tracking.InstanceLabelKey)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ob.Ref.String(), err)
 		}
@@ -64,26 +64,31 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	return nil
 }
 
-// syncManifest is what the object's Application will sync.
-func syncManifest(ob plan.Object, live *unstructured.Unstructured, ix *gitindex.Index, instanceLabel string) (*unstructured.Unstructured, error) {
-	if ob.Git != nil {
+// syncManifest is what the object's Application will sync: claimed, when
+// Build matched it with a manifest the index cannot find again (an
+// existing Application's chart render, another revision), else its Git
+// match, else the clean export.
+func syncManifest(ob plan.Object, claimed *gitindex.Manifest, live *unstructured.Unstructured, ix *gitindex.Index, instanceLabel string) (*unstructured.Unstructured, error) {
+	m := claimed
+	if m == nil && ob.Git != nil {
 		if ix == nil {
 			return nil, fmt.Errorf("in Git at %s:%d but the repo was not read: pass --repo", ob.Git.Path, ob.Git.Line)
 		}
-		m := ix.At(ob.Group, ob.Kind, ob.Namespace, ob.Name, ob.Git.Path, ob.Git.Line)
-		if m == nil {
+		if m = ix.At(ob.Group, ob.Kind, ob.Namespace, ob.Name, ob.Git.Path, ob.Git.Line); m == nil {
 			return nil, fmt.Errorf("manifest %s:%d is no longer in the repo index", ob.Git.Path, ob.Git.Line)
 		}
-		u, err := jsonCopy(m.Object)
-		if err != nil {
-			return nil, fmt.Errorf("manifest %s:%d: %w", m.Path, m.Line, err)
-		}
-		if u.GetNamespace() == "" && ob.Namespace != "" {
-			u.SetNamespace(ob.Namespace)
-		}
-		return u, nil
 	}
-	return export.Clean(live, export.Options{InstanceLabelKey: instanceLabel})
+	if m == nil {
+		return export.Clean(live, export.Options{InstanceLabelKey: instanceLabel})
+	}
+	u, err := jsonCopy(m.Object)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s:%d: %w", m.Path, m.Line, err)
+	}
+	if u.GetNamespace() == "" && ob.Namespace != "" {
+		u.SetNamespace(ob.Namespace)
+	}
+	return u, nil
 }
 
 // jsonCopy copies a decoded YAML document into an Unstructured with JSON
