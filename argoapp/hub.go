@@ -158,6 +158,7 @@ func ListApplicationsTo(ctx context.Context, dyn dynamic.Interface, here Here) (
 	}
 	a := NewApplications(keys)
 	a.Specs = specs
+	a.here = here
 	if here == nil {
 		return a, nil
 	}

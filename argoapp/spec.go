@@ -21,6 +21,9 @@ type Spec struct {
 	Sync string
 	// Err says why the spec could not be read; Sources is then empty.
 	Err string
+	// Pending is where in Git the Application is defined when it is not in
+	// the cluster yet ("file:line"); "" for one read from the cluster.
+	Pending string
 	// Instance is the name Argo CD's repo-server knows the Application by
 	// ($ARGOCD_APP_NAME, .argocd-source-<instance>.yaml): "" for Name,
 	// which it is in Argo CD's own namespace (see InstanceName).

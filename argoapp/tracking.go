@@ -208,6 +208,8 @@ type Applications struct {
 	// elsewhere maps Applications that deploy to another cluster to their
 	// destination (hub and spoke, ListApplicationsTo).
 	elsewhere map[string]string
+	// here is the Here the Applications were listed with (nil: all).
+	here Here
 }
 
 // NewApplications builds the set from namespace/name keys.

@@ -167,7 +167,7 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
-	owned, ownedFindings := existingRenders(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Tracking.Namespace, in.Charts)
+	owned, ownedFindings := existingRenders(in.Apps, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Tracking.Namespace, in.Charts)
 	p.Findings = append(p.Findings, ownedFindings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {

@@ -34,6 +34,9 @@ type Existing struct {
 	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
 	// Sync is its sync status when the plan was made.
 	Sync string `json:"sync,omitempty" yaml:"sync,omitempty"`
+	// Pending is where in Git it is defined when it was not in the
+	// cluster yet ("file:line"); "" when it was.
+	Pending string `json:"pending,omitempty" yaml:"pending,omitempty"`
 }
 
 // directoryOf is the source's directory settings (none when unset).
@@ -64,7 +67,8 @@ type owner struct {
 // as argoapp.SameRepo compares them). A source adopt cannot render is a
 // finding naming the Application and why, and so are the sources that
 // read other repos (otherRepos).
-func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom, argoNS string, charts helmrelease.Renderer) (appRenders, []Finding) {
+func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, repoFrom, argoNS string, charts helmrelease.Renderer) (appRenders, []Finding) {
+	specs := apps.Specs
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
 	if ix == nil {
 		return r, nil
@@ -73,7 +77,10 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom
 	if repoURL == "" {
 		return r, fs
 	}
-	for i, s := range specs {
+	// Pending Applications a chart renders (a root built with Helm) are
+	// appended as they are found, and rendered in turn.
+	for i := 0; i < len(r.specs); i++ {
+		s := r.specs[i]
 		if s.Err != "" {
 			fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
 				Message: fmt.Sprintf("Application %s could not be read (%s): objects it syncs may be proposed again", s.Key(), s.Err)})
@@ -98,8 +105,17 @@ func existingRenders(specs []argoapp.Spec, ix *gitindex.Index, repoURL, repoFrom
 					Message: fmt.Sprintf("Application %s, source %s: %v; objects it syncs from there may be proposed again", s.Key(), src.Path, err)})
 				continue
 			}
+			var defs []argoapp.Defined
 			for _, m := range ms {
 				r.add(m, i, s.Destination, at)
+				if m.Group == "argoproj.io" && m.Kind == "Application" && at.IsChart(path.Clean(src.Path)) {
+					defs = append(defs, argoapp.Defined{Object: m.Object, Where: fmt.Sprintf("%s (rendered for Application %s)", m.Path, s.Key())})
+				}
+			}
+			if len(defs) > 0 {
+				apps.Specs = r.specs
+				apps.AddPending(defs, argoNS)
+				r.specs = apps.Specs
 			}
 		}
 	}
@@ -154,6 +170,8 @@ func (r *appRenders) claim(c *candidate, ix *gitindex.Index) {
 		}
 		msg := fmt.Sprintf("in Git under Application %s: adopted when %s syncs; no new Application", s.Key(), s.Name)
 		switch {
+		case s.Pending != "":
+			msg = fmt.Sprintf("in Git under Application %s, defined at %s but not in the cluster yet: adopted once it is created (by its root Application's sync, or kubectl apply -f) and syncs; no new Application", s.Key(), s.Pending)
 		case s.Sync == "OutOfSync" && !s.Automated:
 			msg += fmt.Sprintf(" (%s is OutOfSync and does not sync by itself: sync it)", s.Name)
 		case s.Sync == "OutOfSync":
@@ -202,6 +220,9 @@ func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string,
 		return nil
 	}
 	for _, s := range specs {
+		if s.Pending != "" {
+			continue // not running: it creates nothing yet
+		}
 		for _, src := range s.Sources {
 			// The new Applications' files are written at the plan's
 			// revision: a root pinned elsewhere never reads them.

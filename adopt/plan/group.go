@@ -57,7 +57,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		case c.existing != nil:
 			s := c.existing
 			b = get("existing\x00"+s.Namespace+"\x00"+s.Name, func() Application {
-				return Application{Source: "existing", Existing: &Existing{Namespace: s.Namespace, Automated: s.Automated, Sync: s.Sync}}
+				return Application{Source: "existing", Existing: &Existing{Namespace: s.Namespace, Automated: s.Automated, Sync: s.Sync, Pending: s.Pending}}
 			})
 		case o.HelmRelease != "":
 			b = get("helm\x00"+o.Namespace+"\x00"+o.HelmRelease, func() Application {

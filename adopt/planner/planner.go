@@ -132,6 +132,10 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		return nil, explain(err)
 	}
 	tracking, apps, mgmt := a.tracking, a.apps, a.mgmt
+	if ix != nil {
+		// Applications in Git not created yet render objects too.
+		apps.AddPending(definedApplications(ix), tracking.Namespace)
+	}
 	if mgmt != nil && mgmt.Cluster != "" && cfg.Destination == config.Default().Destination {
 		// The Applications go to the cluster as the hub registered it.
 		cfg.Destination = config.Destination{Name: mgmt.Cluster}
@@ -167,6 +171,18 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// definedApplications are the Application manifests in the repo (plain
+// files and kustomization renders).
+func definedApplications(ix *gitindex.Index) []argoapp.Defined {
+	var out []argoapp.Defined
+	for _, m := range ix.Manifests() {
+		if m.Group == "argoproj.io" && m.Kind == "Application" {
+			out = append(out, argoapp.Defined{Object: m.Object, Where: fmt.Sprintf("%s:%d", m.Path, m.Line)})
+		}
+	}
+	return out
 }
 
 // uncheckedNamespaces is the finding for namespaces of -n the
