@@ -36,6 +36,9 @@ type Config struct {
 	Kind       string `yaml:"kind"`
 	// Exclusions leave matching objects out of the plan.
 	Exclusions []Rule `yaml:"exclusions"`
+	// Sources choose where an object defined more than once in Git is
+	// synced from, when the plan cannot choose by content.
+	Sources []Source `yaml:"sources"`
 	// Destination of every proposed Application.
 	Destination Destination `yaml:"destination"`
 	// Project of every proposed Application.
@@ -75,6 +78,32 @@ type Rule struct {
 	Kinds      []string `yaml:"kinds"`
 	Namespaces []string `yaml:"namespaces"`
 	Names      []string `yaml:"names"`
+}
+
+// Source chooses Path (a file, or a kustomization's directory) for the
+// objects the rule selects (every object when it is empty) wherever Path
+// is one of the definitions of an object defined more than once in Git.
+type Source struct {
+	Path string `yaml:"path"`
+	Rule `yaml:",inline"`
+}
+
+// Source returns the path chosen for the object among paths (its
+// definitions: files and kustomization directories) and the entry that
+// chose it, as "sources[i]"; "" when no entry does.
+func (c *Config) Source(group, kind, namespace, name string, paths []string) (string, string) {
+	for i, s := range c.Sources {
+		r := s.Rule
+		if !(matchAny(r.APIGroups, group) && matchAny(r.Kinds, kind) && matchAny(r.Namespaces, namespace) && matchAny(r.Names, name)) {
+			continue
+		}
+		for _, p := range paths {
+			if p == path.Clean(s.Path) {
+				return p, fmt.Sprintf("sources[%d]", i)
+			}
+		}
+	}
+	return "", ""
 }
 
 // Default is the configuration when no file is given.
@@ -169,6 +198,18 @@ func (c *Config) Validate() error {
 			for _, g := range globs {
 				if _, err := path.Match(g, ""); err != nil {
 					return fmt.Errorf("exclusions[%d]: bad glob %q: %v", i, g, err)
+				}
+			}
+		}
+	}
+	for i, src := range c.Sources {
+		if src.Path == "" || path.IsAbs(src.Path) || strings.HasPrefix(path.Clean(src.Path), "..") {
+			return fmt.Errorf("sources[%d]: path %q must be a file or kustomization directory inside the repo, relative to its root", i, src.Path)
+		}
+		for _, globs := range [][]string{src.APIGroups, src.Kinds, src.Namespaces, src.Names} {
+			for _, g := range globs {
+				if _, err := path.Match(g, ""); err != nil {
+					return fmt.Errorf("sources[%d]: bad glob %q: %v", i, g, err)
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	intern "unique"
@@ -224,7 +225,7 @@ func Build(in Inputs) *Plan {
 				o.AppliedBytes = discover.AppliedBytes(body)
 			}
 		})
-		settleTies(cands, in.Index)
+		settleTies(cands, in.Index, cfg)
 	}
 
 	for _, c := range cands {
@@ -376,19 +377,33 @@ type tie struct {
 }
 
 // settleTies decides the objects choose left with several closest
-// candidates. First the kustomization from which other objects of the
+// candidates. First adopt.yaml's sources, where one names a candidate (any
+// of them, not only the closest: the user chose after looking). Then the
+// kustomization from which other objects of the
 // object's namespace come (objects it alone was chosen for); when that
 // decides none, the one nothing else builds on (a plain file, or a
 // kustomization no other names); then the first again with what that
 // decided. Each pass reads only what was decided before it, so the
 // result does not depend on the objects' order. Still several: the
 // object stays ambiguous, and each candidate says how it compares.
-func settleTies(cands []*candidate, ix *gitindex.Index) {
+func settleTies(cands []*candidate, ix *gitindex.Index, cfg *config.Config) {
 	var ties []*candidate
 	for _, c := range cands {
-		if c.tie != nil {
-			ties = append(ties, c)
+		if c.tie == nil {
+			continue
 		}
+		paths := make([]string, len(c.tie.ms))
+		for i, m := range c.tie.ms {
+			paths[i] = m.Path
+			if m.Render != "" {
+				paths[i] = m.Render
+			}
+		}
+		if p, entry := cfg.Source(c.obj.Group, c.obj.Kind, c.obj.Namespace, c.obj.Name, paths); p != "" {
+			c.pick(slices.Index(paths, p), "chosen in adopt.yaml ("+entry+")", ix)
+			continue
+		}
+		ties = append(ties, c)
 	}
 	for len(ties) > 0 {
 		decided := map[string]bool{} // namespace and kustomization
@@ -456,8 +471,10 @@ func (c *candidate) pick(k int, rule string, ix *gitindex.Index) {
 	var why []string
 	if t.ds[k].Identical() {
 		why = append(why, "equals live")
-	} else {
+	} else if slices.Contains(t.best, k) {
 		why = append(why, fmt.Sprintf("closest to live (differs: %s): none of the %d manifests and renders that define it equals live", gitindex.FieldList(t.ds[k].Fields, 3), len(t.ms)))
+	} else {
+		why = append(why, fmt.Sprintf("differs from live: %s", gitindex.FieldList(t.ds[k].Fields, 3)))
 	}
 	for i, m := range t.ms {
 		if i != k {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -55,7 +56,9 @@ func (e *estate) apply(t *testing.T, ms []*gitindex.Manifest, ns string, edit fu
 	}
 }
 
-func (e *estate) plan(ix *gitindex.Index) *Plan {
+func (e *estate) plan(ix *gitindex.Index) *Plan { return e.planWith(ix, nil) }
+
+func (e *estate) planWith(ix *gitindex.Index, cfg *config.Config) *Plan {
 	bodies := func(objs []discover.Object, want func(*discover.Object) bool, fn func(*discover.Object, map[string]any, error)) {
 		for i := range objs {
 			if o := &objs[i]; want(o) {
@@ -64,7 +67,7 @@ func (e *estate) plan(ix *gitindex.Index) *Plan {
 		}
 	}
 	return Build(Inputs{Result: &discover.Result{Objects: e.objs}, Tracking: argoapp.TrackingFromConfig(nil, "argocd", ""),
-		Cluster: Cluster{Server: "https://127.0.0.1:6443"}, Index: ix, Bodies: bodies})
+		Cluster: Cluster{Server: "https://127.0.0.1:6443"}, Index: ix, Bodies: bodies, Config: cfg})
 }
 
 // loadRepo indexes a copy of a testdata repo (outside any Git work tree,
@@ -206,6 +209,36 @@ func TestTieStaysAmbiguous(t *testing.T) {
 	}
 	if len(p.Applications) != 0 {
 		t.Errorf("Applications %+v, want none", p.Applications)
+	}
+}
+
+// TestAdoptYAMLChoosesAmongTies (issue 35, ambiguity): the tie of
+// TestTieStaysAmbiguous, with adopt.yaml's sources naming b for objects
+// in twins: b is synced, the plan says which entry chose it, and b's
+// Application is proposed. An entry for another namespace, or naming a
+// path that is not among the object's definitions, chooses nothing.
+func TestAdoptYAMLChoosesAmongTies(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twin}\ndata: {k: v}\n"
+	ix := loadRepo(t, "", map[string]string{
+		"a/kustomization.yaml": "resources: [cm.yaml]\n", "a/cm.yaml": cm,
+		"b/kustomization.yaml": "resources: [cm.yaml]\n", "b/cm.yaml": cm,
+	})
+	e := &estate{bodies: map[string]map[string]any{}}
+	e.applyK(t, ix, "a", "twins", nil)
+	cfg, err := config.Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nsources:\n- {path: a, namespaces: [elsewhere]}\n- {path: c}\n- {path: b/, namespaces: [twins]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.planWith(ix, cfg)
+	o := p.objectNamed("twins", "ConfigMap", "twin")
+	if o == nil || o.Git == nil || o.Git.Kustomization != "b" || len(o.Ambiguous) != 0 || !strings.Contains(o.Git.Reason, "chosen in adopt.yaml (sources[2])") {
+		t.Fatalf("twin: %+v (git %+v)", o, o.Git)
+	}
+	if a := p.appOf(o); a == nil || a.SourcePath != "b" || !a.Kustomize {
+		t.Errorf("twin's Application: %+v, want one at the kustomization b", a)
+	}
+	if _, err := config.Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nsources:\n- {path: ../up}\n")); err == nil || !strings.Contains(err.Error(), "sources[0]") {
+		t.Errorf("a path outside the repo: %v", err)
 	}
 }
 

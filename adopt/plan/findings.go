@@ -80,7 +80,7 @@ func findings(o *Object, haveRepo bool) []Finding {
 	}
 	switch {
 	case len(o.Ambiguous) > 0:
-		fs = append(fs, Finding{CodeAmbiguous, Warning, fmt.Sprintf("defined %d times in Git (%s) and none can be chosen by content: no Application is proposed and nothing is exported. Keep one definition, or write an Application for the one you applied by hand, then plan again", len(o.Ambiguous), matchList(o.Ambiguous))})
+		fs = append(fs, Finding{CodeAmbiguous, Warning, fmt.Sprintf("defined %d times in Git (%s) and none can be chosen by content: no Application is proposed and nothing is exported. Choose the one to sync in adopt.yaml (sources: [{path: <file or kustomization directory>, namespaces: [%s]}]), or keep one definition, then plan again", len(o.Ambiguous), matchList(o.Ambiguous), o.Namespace)})
 	case o.Git != nil && o.Drift != nil && !o.Drift.Identical():
 		fs = append(fs, Finding{CodeStaleVsGit, Warning, fmt.Sprintf("live is %d B behind Git at %s:%d (%s); the first sync will change it", o.Drift.BytesBehind, o.Git.Path, o.Git.Line, gitindex.FieldList(o.Drift.Fields, 5))})
 	case o.Git == nil && haveRepo && o.HelmRelease == "":
