@@ -99,7 +99,7 @@ func Build(in Inputs) *Plan {
 	}
 	p.Settings = Settings{GroupBy: groupBy, AppsDir: cfg.AppsDir, ExportDir: cfg.ExportDir, Project: cfg.Project, Destination: destination(cfg)}
 	p.Findings = append(p.Findings, in.Findings...)
-	p.Findings = append(p.Findings, repoURL(p, cfg, in.Index)...)
+	p.Findings = append(p.Findings, repoURL(p, cfg, in.Index, in.Apps.Specs)...)
 	if !in.Apps.Installed {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDMissing, Severity: Info, Message: in.Apps.Note + "; carrying on"})
 	} else if !in.Apps.Verified {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,13 +32,19 @@ const (
 const (
 	RepoURLFromConfig = "adopt.yaml"
 	RepoURLFromFlag   = "--repo"
+	// RepoURLFromApplications: the existing Applications read the same
+	// repo in another form (https, ssh or scp-like), which Argo CD has
+	// credentials for; new Applications use it too.
+	RepoURLFromApplications = "existing Applications"
 )
 
 // repoURL sets the plan's repo URL (Settings.RepoURL and RepoURLFrom):
 // adopt.yaml's repoURL, else --repo when it is a URL, else the remote of
-// the checkout --repo names. The findings say what the user should know
-// of the choice.
-func repoURL(p *Plan, cfg *config.Config, ix *gitindex.Index) []Finding {
+// the checkout --repo names; then, unless adopt.yaml set it, the form the
+// existing Applications (specs) read that repo by, when most of them use
+// another (see RepoURLFromApplications). The findings say what the user
+// should know of the choice.
+func repoURL(p *Plan, cfg *config.Config, ix *gitindex.Index, specs []argoapp.Spec) []Finding {
 	var fs []Finding
 	s := &p.Settings
 	switch {
@@ -53,6 +60,11 @@ func repoURL(p *Plan, cfg *config.Config, ix *gitindex.Index) []Finding {
 	if ix == nil {
 		return nil
 	}
+	if form := appsForm(specs, s.RepoURL); s.RepoURLFrom != RepoURLFromConfig && form != "" {
+		fs = append(fs, Finding{Code: CodeRepoURL, Severity: Info, Message: fmt.Sprintf(
+			"the repo is %s (from %s); existing Applications read it as %s, so new Applications do too, with the credentials Argo CD has for that form. Set repoURL in adopt.yaml to choose another", s.RepoURL, s.RepoURLFrom, form)})
+		s.RepoURL, s.RepoURLFrom = form, RepoURLFromApplications
+	}
 	if ix.RemoteErr != "" {
 		fs = append(fs, Finding{Code: CodeRepoURL, Severity: Warning, Message: fmt.Sprintf(
 			"the repo URL cannot be read from %s: %s. Set repoURL in adopt.yaml to the URL Argo CD reads the repo from, or give --repo as that URL", ix.Source, gitops.Redact(ix.RemoteErr))})
@@ -62,6 +74,34 @@ func repoURL(p *Plan, cfg *config.Config, ix *gitindex.Index) []Finding {
 			"adopt.yaml's repoURL %s is used; the checkout's %s is %s", cfg.RepoURL, ix.Remote.From(), ix.Remote.URL)})
 	}
 	return fs
+}
+
+// appsForm is the form of url (another string for the same repo, as
+// argoapp.SameRepo compares them) that most existing Application sources
+// use, when more of them use it than url itself; "" otherwise. A tie
+// goes to the form first in sort order.
+func appsForm(specs []argoapp.Spec, url string) string {
+	if url == "" {
+		return ""
+	}
+	count := map[string]int{}
+	for _, s := range specs {
+		for _, src := range s.Sources {
+			if src.RepoURL != "" && !notGit(src) && argoapp.SameRepo(src.RepoURL, url) {
+				count[src.RepoURL]++
+			}
+		}
+	}
+	best := ""
+	for _, f := range slices.Sorted(maps.Keys(count)) {
+		if count[f] > count[best] {
+			best = f
+		}
+	}
+	if best == url || count[best] <= count[url] {
+		return ""
+	}
+	return best
 }
 
 // inRepo says whether the source reads the plan's repo (argoapp.SameRepo).

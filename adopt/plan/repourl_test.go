@@ -17,25 +17,39 @@ import (
 func TestRepoURLChoice(t *testing.T) {
 	const remote = "https://git.example.invalid/org/gitops.git"
 	checkout := &gitindex.Index{Source: "./gitops", Remote: gitops.Remote{Name: "origin", URL: remote, Branch: "main"}}
+	const ssh = "git@git.example.invalid:org/gitops"
+	reads := func(urls ...string) []argoapp.Spec {
+		var out []argoapp.Spec
+		for i, u := range urls {
+			out = append(out, argoapp.Spec{Namespace: "argocd", Name: string(rune('a' + i)), Sources: []v1alpha1.ApplicationSource{{RepoURL: u, Path: "x"}}})
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name      string
 		cfg       string
 		ix        *gitindex.Index
+		specs     []argoapp.Spec
 		url, from string
 		finding   string
 	}{
-		{"a checkout", "", checkout, remote, "remote origin (the upstream of branch main)", ""},
-		{"a URL", "", &gitindex.Index{Source: remote}, remote, "--repo", ""},
-		{"adopt.yaml wins", "https://git.example.invalid/org/other.git", checkout, "https://git.example.invalid/org/other.git", "adopt.yaml",
+		{"a checkout", "", checkout, nil, remote, "remote origin (the upstream of branch main)", ""},
+		{"a URL", "", &gitindex.Index{Source: remote}, nil, remote, "--repo", ""},
+		// The Applications read the repo over ssh: new ones do too.
+		{"the Applications' form", "", checkout, reads(ssh, ssh, remote, "https://git.example.invalid/org/other.git"), ssh, "existing Applications",
+			"the repo is " + remote + " (from remote origin (the upstream of branch main)); existing Applications read it as " + ssh},
+		{"most read the checkout's form", "", checkout, reads(ssh, remote, remote), remote, "remote origin (the upstream of branch main)", ""},
+		{"adopt.yaml wins over the Applications", remote, checkout, reads(ssh), remote, "adopt.yaml", ""},
+		{"adopt.yaml wins", "https://git.example.invalid/org/other.git", checkout, nil, "https://git.example.invalid/org/other.git", "adopt.yaml",
 			"adopt.yaml's repoURL https://git.example.invalid/org/other.git is used; the checkout's remote origin (the upstream of branch main) is " + remote},
-		{"adopt.yaml, the same repo", "git@git.example.invalid:org/gitops", checkout, "git@git.example.invalid:org/gitops", "adopt.yaml", ""},
-		{"no remote", "", &gitindex.Index{Source: "./gitops"}, "", "", ""},
-		{"an unreadable remote", "", &gitindex.Index{Source: "./gitops", RemoteErr: "remote origin: scheme \"ext\" is not supported"}, "", "",
+		{"adopt.yaml, the same repo", "git@git.example.invalid:org/gitops", checkout, nil, "git@git.example.invalid:org/gitops", "adopt.yaml", ""},
+		{"no remote", "", &gitindex.Index{Source: "./gitops"}, reads(ssh), "", "", ""},
+		{"an unreadable remote", "", &gitindex.Index{Source: "./gitops", RemoteErr: "remote origin: scheme \"ext\" is not supported"}, nil, "", "",
 			"the repo URL cannot be read from ./gitops: remote origin: scheme \"ext\" is not supported. Set repoURL in adopt.yaml"},
-		{"no repo", "", nil, "", "", ""},
+		{"no repo", "", nil, nil, "", "", ""},
 	} {
 		p := &Plan{}
-		fs := repoURL(p, &config.Config{RepoURL: tc.cfg}, tc.ix)
+		fs := repoURL(p, &config.Config{RepoURL: tc.cfg}, tc.ix, tc.specs)
 		if p.Settings.RepoURL != tc.url || p.Settings.RepoURLFrom != tc.from {
 			t.Errorf("%s: %q from %q, want %q from %q", tc.name, p.Settings.RepoURL, p.Settings.RepoURLFrom, tc.url, tc.from)
 		}
