@@ -7,6 +7,10 @@ import (
 	argogit "github.com/argoproj/argo-cd/v2/util/git"
 )
 
+// SameArgoRepo reports whether Argo CD itself takes two repository URLs
+// for one repository (git.SameURL), with one set of credentials.
+func SameArgoRepo(a, b string) bool { return argogit.SameURL(a, b) }
+
 // SameRepo reports whether two repository URLs name the same Git
 // repository, for tying an Application's source to the plan's repo. It is
 // Argo CD's own comparison (git.SameURL: case, a .git suffix and the

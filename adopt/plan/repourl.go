@@ -76,10 +76,12 @@ func repoURL(p *Plan, cfg *config.Config, ix *gitindex.Index, specs []argoapp.Sp
 	return fs
 }
 
-// appsForm is the form of url (another string for the same repo, as
-// argoapp.SameRepo compares them) that most existing Application sources
-// use, when more of them use it than url itself; "" otherwise. A tie
-// goes to the form first in sort order.
+// appsForm is the form of url (the same repo over another transport:
+// https against ssh or scp-like, which Argo CD takes for another
+// repository with other credentials) that most existing Application
+// sources use, when more of them use it than url itself (in any spelling
+// Argo CD takes for it: case, .git); "" otherwise. A tie goes to the form
+// first in sort order.
 func appsForm(specs []argoapp.Spec, url string) string {
 	if url == "" {
 		return ""
@@ -88,7 +90,12 @@ func appsForm(specs []argoapp.Spec, url string) string {
 	for _, s := range specs {
 		for _, src := range s.Sources {
 			if src.RepoURL != "" && !notGit(src) && argoapp.SameRepo(src.RepoURL, url) {
-				count[src.RepoURL]++
+				// A spelling Argo CD takes for url itself counts for url.
+				f := src.RepoURL
+				if argoapp.SameArgoRepo(f, url) {
+					f = url
+				}
+				count[f]++
 			}
 		}
 	}
