@@ -30,6 +30,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/reads"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/runbook"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -341,6 +342,21 @@ func (a *Applier) clean(e *exported, live *unstructured.Unstructured) error {
 		clean = export.SecretPlaceholder(live, eo)
 	} else if clean, err = export.Clean(live, eo); err != nil {
 		return fmt.Errorf("%s: %w", e.obj.Ref.String(), err)
+	}
+	if e.secret == "" {
+		// Judged again as it is now: nothing that looks like a secret is
+		// written to Git unless adopt.yaml's allowValues (recorded in the
+		// plan) passes it.
+		j, err := redact.DefaultJudge()
+		if err != nil {
+			return err
+		}
+		for _, h := range j.Scan(clean.Object) {
+			o := e.obj
+			if f := plan.SecretValueFinding(o.Group, o.Kind, o.Namespace, o.Name, h, a.o.Plan.Settings.AllowValues); f.Severity == plan.Critical {
+				return fmt.Errorf("%s: not exported: %s", o.Ref.String(), f.Message)
+			}
+		}
 	}
 	if e.data, err = export.Marshal(clean.Object); err != nil {
 		return fmt.Errorf("%s: %w", e.obj.Ref.String(), err)

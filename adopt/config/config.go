@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,9 @@ type Config struct {
 	// Sources choose where an object defined more than once in Git is
 	// synced from, when the plan cannot choose by content.
 	Sources []Source `yaml:"sources"`
+	// AllowValues let values that look like secrets be exported, after a
+	// reviewer has looked: the objects the rule selects, at Paths.
+	AllowValues []AllowValue `yaml:"allowValues" json:"allowValues,omitempty"`
 	// Destination of every proposed Application.
 	Destination Destination `yaml:"destination"`
 	// Project of every proposed Application.
@@ -74,10 +78,10 @@ type Destination struct {
 // Rule excludes objects. Each list holds globs (path.Match syntax); an empty
 // list matches everything. The core group is "".
 type Rule struct {
-	APIGroups  []string `yaml:"apiGroups"`
-	Kinds      []string `yaml:"kinds"`
-	Namespaces []string `yaml:"namespaces"`
-	Names      []string `yaml:"names"`
+	APIGroups  []string `yaml:"apiGroups" json:"apiGroups,omitempty"`
+	Kinds      []string `yaml:"kinds" json:"kinds,omitempty"`
+	Namespaces []string `yaml:"namespaces" json:"namespaces,omitempty"`
+	Names      []string `yaml:"names" json:"names,omitempty"`
 }
 
 // Source chooses Path (a file, or a kustomization's directory) for the
@@ -104,6 +108,46 @@ func (c *Config) Source(group, kind, namespace, name string, paths []string) (st
 		}
 	}
 	return "", ""
+}
+
+// AllowValue passes the values at Paths (key paths such as data.DB_URL
+// or spec.template.spec.containers[0].env[1].value, where * stands for
+// any text and brackets are literal) of the objects the rule selects.
+type AllowValue struct {
+	Rule  `yaml:",inline"`
+	Paths []string `yaml:"paths" json:"paths"`
+}
+
+// Allowed returns which allowValues entry passes the value at path p of
+// the object, as "allowValues[i]", or "".
+func Allowed(entries []AllowValue, group, kind, namespace, name, p string) string {
+	for i, a := range entries {
+		r := a.Rule
+		if matchAny(r.APIGroups, group) && matchAny(r.Kinds, kind) && matchAny(r.Namespaces, namespace) && matchAny(r.Names, name) && slices.ContainsFunc(a.Paths, func(g string) bool { return matchPath(g, p) }) {
+			return fmt.Sprintf("allowValues[%d]", i)
+		}
+	}
+	return ""
+}
+
+// matchPath matches a key path against g, where * stands for any text.
+func matchPath(g, p string) bool {
+	parts := strings.Split(g, "*")
+	if len(parts) == 1 {
+		return g == p
+	}
+	if !strings.HasPrefix(p, parts[0]) {
+		return false
+	}
+	p = p[len(parts[0]):]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(p, part)
+		if i < 0 {
+			return false
+		}
+		p = p[i+len(part):]
+	}
+	return strings.HasSuffix(p, parts[len(parts)-1])
 }
 
 // Default is the configuration when no file is given.
@@ -210,6 +254,18 @@ func (c *Config) Validate() error {
 			for _, g := range globs {
 				if _, err := path.Match(g, ""); err != nil {
 					return fmt.Errorf("sources[%d]: bad glob %q: %v", i, g, err)
+				}
+			}
+		}
+	}
+	for i, a := range c.AllowValues {
+		if len(a.Paths) == 0 {
+			return fmt.Errorf("allowValues[%d]: name the paths allowed (paths: [data.KEY]); an entry without paths would allow nothing", i)
+		}
+		for _, globs := range [][]string{a.APIGroups, a.Kinds, a.Namespaces, a.Names} {
+			for _, g := range globs {
+				if _, err := path.Match(g, ""); err != nil {
+					return fmt.Errorf("allowValues[%d]: bad glob %q: %v", i, g, err)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestRedact(t *testing.T) {
 		"apiKey":   "k",
 		"tls":      map[string]any{"enabled": true},
 	}
-	out, paths, _ := Redact(in, manifest)
+	out, paths, _ := Redact(nil, in, manifest)
 	want := []string{"apiKey", "auth.password", "db.dsn", "tokens[0].apiToken"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
@@ -68,6 +69,44 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// TestRedactByValue (issue 36): values a key name does not flag are
+// judged by what they hold. An env-style list ({name, value}) with a
+// secret-like name, keys such as pass, creds and connectionString, a URL
+// with a password or a token query under an ordinary key, and a GitHub
+// token under an ordinary key all become placeholders; ordinary values,
+// image references and digests stay. Without a Judge (the old rule) the
+// ones found by value stay, which is what leaked.
+func TestRedactByValue(t *testing.T) {
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{
+		"extraEnv": []any{
+			map[string]any{"name": "DB_PASSWORD", "value": "plain-words-here"},
+			map[string]any{"name": "LOG_LEVEL", "value": "debug-verbose"},
+		},
+		"extraVars": []any{map[string]any{"key": "API_TOKEN", "value": "any-text-at-all"}},
+		"db":        map[string]any{"pass": "short-pass-1", "creds": "user:pw-value", "connectionString": "Server=db;User=a;Password=b"},
+		"upstream":  "postgres://app:S3cr3tPassw0rd@db.example.invalid:5432/app",
+		"webhook":   "https://hooks.example.invalid/notify?token=abcdef0123456789",
+		"github":    "ghp_0123456789abcdefABCDEF0123456789abcd",
+		"image":     "registry.invalid/web@sha256:3f786850e387550fdab836ed7e6dc881de23001b3f786850e387550fdab836ed",
+		"greeting":  "hello there, friend",
+	}
+	_, paths, _ := Redact(j, in)
+	want := []string{"db.connectionString", "db.creds", "db.pass", "extraEnv[0].value", "extraVars[0].value", "github", "upstream", "webhook"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("paths %v, want %v", paths, want)
+	}
+	_, old, _ := Redact(nil, in)
+	for _, p := range []string{"github", "upstream", "webhook"} {
+		if slices.Contains(old, p) {
+			t.Errorf("%s is found without a Judge: the by-value case is not shown", p)
+		}
+	}
+}
+
 // TestRedactEveryType: under a secret key, numbers (as helm --set stores
 // them, int64, and as a release record reads them back, float64), booleans,
 // nested maps and list items become placeholders; a value only a hook's
@@ -82,7 +121,7 @@ func TestRedactEveryType(t *testing.T) {
 		"init":    map[string]any{"seed": "hook-only-seed-value"},
 		"empty":   map[string]any{"password": "", "token": nil},
 	}
-	out, paths, hide := Redact(in, manifest, hook)
+	out, paths, hide := Redact(nil, in, manifest, hook)
 	want := []string{"auth.apiKey", "cache.password", "db.password", "init.seed", "secrets.list[0]", "secrets.list[1]", "secrets.nested.deep"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
@@ -220,6 +259,16 @@ func TestFind(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "bot") {
 		t.Errorf("the refusal leaks the credentials: %v", err)
+	}
+
+	// A token in the query (issue 36) is refused too.
+	f.Update(&repo.Entry{Name: "stable", URL: "https://charts.example.invalid/stable?token=" + token})
+	if err := f.WriteFile(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Find("web", "1.2.3")
+	if !errors.Is(err, ErrCredentialsInURL) || got.RepoURL != "" || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "query") {
+		t.Errorf("a token in the query: %+v %v", got, err)
 	}
 }
 

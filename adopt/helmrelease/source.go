@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/helmpath"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Source is where a chart is fetched from: the Application's
@@ -75,13 +77,20 @@ func (s Sources) Find(chart, version string) (Source, error) {
 			continue
 		}
 		if _, err := idx.Get(chart, version); err == nil {
-			if u, err := url.Parse(e.URL); err != nil {
+			u, err := url.Parse(e.URL)
+			if err != nil {
 				return Source{}, fmt.Errorf("%w: the URL of Helm repository %q in %s does not parse, so adopt cannot tell whether it holds credentials and will not write it into the plan: fix it, or name the chart's repository in adopt.yaml helmRepositories",
 					ErrCredentialsInURL, e.Name, s.RepositoryConfig)
 			} else if u.User != nil {
 				u.User = nil
 				return Source{}, fmt.Errorf("%w: Helm repository %q in %s has credentials (user:password@) in its URL, and adopt writes a chart's repository URL into the plan and the Application: "+
 					"remove them from the URL (helm repo add --username/--password keeps them apart; Argo CD reads them from a repository Secret), or name %s in adopt.yaml helmRepositories",
+					ErrCredentialsInURL, e.Name, s.RepositoryConfig, u.String())
+			}
+			if redact.URLSecret(e.URL) != "" {
+				u.RawQuery = ""
+				return Source{}, fmt.Errorf("%w: Helm repository %q in %s has a credential in its URL's query (token, key, signature…), and adopt writes a chart's repository URL into the plan and the Application: "+
+					"register the repository without it (Argo CD reads credentials from a repository Secret), or name %s in adopt.yaml helmRepositories",
 					ErrCredentialsInURL, e.Name, s.RepositoryConfig, u.String())
 			}
 			return Source{RepoURL: e.URL, Chart: chart, From: fmt.Sprintf("Helm repository %q (%s)", e.Name, s.RepositoryConfig)}, nil

@@ -14,11 +14,11 @@ import (
 
 // Redact returns a copy of values in which every secret value is a
 // redact.Placeholder, the key paths it replaced, and every secret value (for
-// a preview to hide): redact.Values's rule, where the values known to be
-// secret are those the release puts into a Secret's data or stringData, in
-// its manifest or in a hook's (manifests).
-func Redact(values map[string]any, manifests ...string) (map[string]any, []string, *redact.Set) {
-	return redact.Values(values, SecretValues(manifests...))
+// a preview to hide): redact.Values's rule with j judging by value, where
+// the values known to be secret are those the release puts into a
+// Secret's data or stringData, in its manifest or in a hook's (manifests).
+func Redact(j *redact.Judge, values map[string]any, manifests ...string) (map[string]any, []string, *redact.Set) {
+	return redact.Values(values, SecretValues(manifests...), j)
 }
 
 // SecretValues is every data (decoded) and stringData value of the Secrets

@@ -9,6 +9,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/adopt-dev/adopt/adopt/config"
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -144,10 +145,13 @@ type Settings struct {
 	// "--repo", or the checkout's remote (Repo.Remote).
 	RepoURL     string `json:"repoURL,omitempty" yaml:"repoURL,omitempty"`
 	RepoURLFrom string `json:"repoURLFrom,omitempty" yaml:"repoURLFrom,omitempty"`
-	AppsDir     string `json:"appsDir" yaml:"appsDir"`
-	ExportDir   string `json:"exportDir" yaml:"exportDir"`
-	Project     string `json:"project" yaml:"project"`
-	Destination string `json:"destination" yaml:"destination"`
+	// AllowValues are adopt.yaml's allowValues: values that look like
+	// secrets that a reviewer let be exported (apply follows them).
+	AllowValues []config.AllowValue `json:"allowValues,omitempty" yaml:"allowValues,omitempty"`
+	AppsDir     string              `json:"appsDir" yaml:"appsDir"`
+	ExportDir   string              `json:"exportDir" yaml:"exportDir"`
+	Project     string              `json:"project" yaml:"project"`
+	Destination string              `json:"destination" yaml:"destination"`
 }
 
 // Summary counts the plan's findings.

@@ -54,7 +54,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 			Revision: r.Revision, Storage: r.Storage, Records: r.Records,
 			KeepSecrets: helmrelease.Secrets(r.Manifest, r.Namespace),
 		}
-		hs.Values, hs.Placeholders, _ = helmrelease.Redact(r.Config, r.Manifest, r.HookManifest)
+		hs.Values, hs.Placeholders, _ = helmrelease.Redact(o.judge, r.Config, r.Manifest, r.HookManifest)
 		if len(hs.Values) == 0 {
 			hs.Values = nil
 		}
@@ -172,7 +172,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 		if rel == nil {
 			continue
 		}
-		_, _, hide := helmrelease.Redact(rel.Config, rel.Manifest, rel.HookManifest)
+		_, _, hide := helmrelease.Redact(o.judge, rel.Config, rel.Manifest, rel.HookManifest)
 		proof := &plan.HelmProof{}
 		hs.Proof = proof
 		out, err := renderRelease(ctx, r, ix, *app)

@@ -26,6 +26,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -64,6 +65,9 @@ type Options struct {
 	// Unsealed returns the plan without its ID, for a caller that writes
 	// it with plan.WriteFile, which seals it as it writes.
 	Unsealed bool
+
+	// judge decides secrets by value (redact.DefaultJudge), set by Plan.
+	judge *redact.Judge
 }
 
 // Plan runs the pipeline and returns the plan, sealed (its ID is the
@@ -72,6 +76,10 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	explain := o.Explain
 	if explain == nil {
 		explain = func(err error) error { return err }
+	}
+	var err error
+	if o.judge, err = redact.DefaultJudge(); err != nil {
+		return nil, err
 	}
 	scope := o.Cluster.Namespaces()
 	unchecked, err := discover.CheckNamespaces(ctx, o.Kube, scope)
@@ -152,7 +160,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
-		Findings: uncheckedNamespaces(unchecked),
+		Findings: uncheckedNamespaces(unchecked), Judge: o.judge,
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {

@@ -1,6 +1,8 @@
 // Package redact owns adopt's one rule for secret values: which keys hold
-// secrets, the placeholder that takes a secret's place in a plan and in
-// Git, and which values a preview or a message may never show. Helm values
+// secrets, which values are secrets by what they hold (Judge: gitleaks'
+// rules, URL credentials, entropy), the placeholder that takes a secret's
+// place in a plan and in Git, and which values a preview or a message may
+// never show. Helm values
 // (package helmrelease) and the first-sync preview (package preview) both
 // decide through it; errors that may carry a URL's credentials or a token go
 // through gitops.Redact.
@@ -35,8 +37,8 @@ func Placeholder(p string) string { return PlaceholderPrefix + p }
 // key (dbPassword, mysqlpassword, client_secret, authToken); keyWords only
 // as a whole word (apiKey, private-key, sshKeys, but not keycloak or monkey).
 var (
-	secretWords = []string{"password", "passwd", "passphrase", "token", "secret", "credential", "apikey", "privatekey", "accesskey"}
-	keyWords    = map[string]bool{"key": true, "keys": true, "pwd": true}
+	secretWords = []string{"password", "passwd", "passphrase", "token", "secret", "credential", "creds", "apikey", "privatekey", "accesskey", "connectionstring"}
+	keyWords    = map[string]bool{"key": true, "keys": true, "pwd": true, "pass": true, "dsn": true}
 	// lastReference end a key that names or switches a secret rather than
 	// holding it (secretName, tokenRef, apiKeyEnabled); firstReference
 	// start one (existingSecret, createSecret, useSecret).
@@ -45,8 +47,9 @@ var (
 )
 
 // SecretKey reports whether a key name holds a secret: it contains
-// password, passwd, passphrase, token, secret, credential, apikey,
-// privatekey or accesskey, or has the word key, keys or pwd (split at
+// password, passwd, passphrase, token, secret, credential, creds, apikey,
+// privatekey, accesskey or connectionstring, or has the word key, keys,
+// pwd, pass or dsn (split at
 // case changes, digits, '-', '_' and '.'), and is not a reference
 // (Reference).
 func SecretKey(k string) bool {
@@ -131,10 +134,12 @@ func Scalar(v any) (string, bool) {
 // Placeholder, the key paths it replaced (sorted, as a.b[0].c), and the
 // values it replaced with known's added (for a preview to hide). A
 // scalar (string, number or boolean; lists included) is a secret when a key
-// on its path is a SecretKey and its own key is not a Reference, or when
-// known holds it (a value the release puts into a Secret). Empty strings
-// and nulls hold nothing and stay.
-func Values(values map[string]any, known *Set) (map[string]any, []string, *Set) {
+// on its path is a SecretKey and its own key is not a Reference, when it
+// is the value of an env-style entry ({name: X, value: Y}, or key: X)
+// whose name is a SecretKey, when known holds it (a value the release puts
+// into a Secret), or when j judges it one by value (a nil j judges
+// nothing). Empty strings and nulls hold nothing and stay.
+func Values(values map[string]any, known *Set, j *Judge) (map[string]any, []string, *Set) {
 	var paths []string
 	hide := &Set{}
 	if known != nil {
@@ -145,7 +150,17 @@ func Values(values map[string]any, known *Set) (map[string]any, []string, *Set) 
 		switch x := v.(type) {
 		case map[string]any:
 			out := make(map[string]any, len(x))
+			name := envName(x)
 			for k, e := range x {
+				if name != "" && (k == "value" || e == name) {
+					// An env-style entry: its name names, its value holds.
+					if k == "value" {
+						out[k] = walk(e, join(path, k), name, under || SecretKey(name))
+					} else {
+						out[k] = walk(e, join(path, k), k, under)
+					}
+					continue
+				}
 				out[k] = walk(e, join(path, k), k, under || SecretKey(k))
 			}
 			return out
@@ -160,7 +175,7 @@ func Values(values map[string]any, known *Set) (map[string]any, []string, *Set) 
 		if !ok || s == "" {
 			return v
 		}
-		if under && !Reference(last) || known.Holds(s) {
+		if under && !Reference(last) || known.Holds(s) || j.Secret(last, s) != "" {
 			paths = append(paths, path)
 			hide.Add(s)
 			return Placeholder(path)

@@ -46,7 +46,7 @@ func TestValues(t *testing.T) {
 		"credentials": map[string]any{"user": "u", "list": []any{map[string]any{"x": float64(12345)}}, "secretName": "keep"},
 		"plain":       map[string]any{"dsn": "rendered-into-a-secret", "n": float64(12345)},
 	}
-	out, paths, hide := Values(in, known)
+	out, paths, hide := Values(in, known, nil)
 	want := []string{"credentials.list[0].x", "credentials.user", "plain.dsn"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
@@ -61,7 +61,7 @@ func TestValues(t *testing.T) {
 	if !hide.Holds("rendered-into-a-secret") || !hide.Holds("12345") || hide.Holds("keep") {
 		t.Errorf("the hidden set %v", hide.values)
 	}
-	if _, p, _ := Values(map[string]any{"a": "b"}, nil); p != nil {
+	if _, p, _ := Values(map[string]any{"a": "b"}, nil, nil); p != nil {
 		t.Errorf("nil set: %v", p)
 	}
 }
@@ -89,5 +89,44 @@ func TestSetHides(t *testing.T) {
 	}
 	if got := s.Mask("was hunter2-and-more, now abc"); got != "was <redacted>, now abc" {
 		t.Errorf("Mask %q", got)
+	}
+}
+
+// TestJudgeScan (issue 36): every string of an object is judged. A URL
+// with a password or a token query, a GitHub token, a long opaque string,
+// and an env-style entry whose name is secret-like are hits, each with its
+// key path and rule; the entry's name, ordinary values, digests, UUIDs and
+// metadata other than labels and annotations are not.
+func TestJudgeScan(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{
+		"metadata": map[string]any{"name": "aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF", "annotations": map[string]any{"note": "https://x.invalid/?access_token=abc123def456"}},
+		"data": map[string]any{
+			"DATABASE_URL": "postgres://app:S3cr3tPassw0rd@db.invalid:5432/app",
+			"GITHUB":       "ghp_0123456789abcdefABCDEF0123456789abcd",
+			"opaque":       "aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF",
+			"digest":       "3f786850e387550fdab836ed7e6dc881de23001b",
+			"uid":          "0f8fad5b-d9cb-469f-a165-70867728950e",
+			"image":        "registry.invalid/web@sha256:3f786850e387550fdab836ed7e6dc881de23001b3f786850e387550fdab836ed",
+			"greeting":     "hello there, friend",
+		},
+		"env": []any{
+			map[string]any{"name": "SMTP_PASSWORD", "value": "plain words here"},
+			map[string]any{"name": "QUEUE", "value": "jobs-default"},
+		},
+	}
+	want := []Hit{
+		{"data.DATABASE_URL", RuleURLPassword}, {"data.GITHUB", "gitleaks:github-pat"}, {"data.opaque", RuleEntropy},
+		{"env[0].value", RuleKeyName}, {"metadata.annotations.note", RuleURLQuery},
+	}
+	if got := j.Scan(obj); !reflect.DeepEqual(got, want) {
+		t.Errorf("hits %v, want %v", got, want)
+	}
+	var none *Judge
+	if got := none.Scan(map[string]any{"data": map[string]any{"x": "postgres://a:b@c/d", "apiToken": "key-name-only"}}); len(got) != 1 || got[0] != (Hit{"data.apiToken", RuleKeyName}) {
+		t.Errorf("a nil Judge judges key names alone: %v", got)
 	}
 }
