@@ -3,7 +3,6 @@ package gitindex
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,15 +31,11 @@ func TestAtRevision(t *testing.T) {
 	dir := t.TempDir()
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-		out, err := cmd.CombinedOutput()
+		out, err := testenv.Git(dir, args...)
 		if err != nil {
-			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(out))
+		return out
 	}
 	// Upstream: v1 tagged (annotated), a release branch at v1, then main
 	// moves on.

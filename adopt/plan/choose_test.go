@@ -181,13 +181,7 @@ func TestChooseByContent(t *testing.T) {
 // the object stays ambiguous, each candidate says how it compares, and it
 // gets no Application, so nothing is exported.
 func TestTieStaysAmbiguous(t *testing.T) {
-	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twin}\ndata: {k: v}\n"
-	ix := loadRepo(t, "", map[string]string{
-		"a/kustomization.yaml": "resources: [cm.yaml]\n", "a/cm.yaml": cm,
-		"b/kustomization.yaml": "resources: [cm.yaml]\n", "b/cm.yaml": cm,
-	})
-	e := &estate{bodies: map[string]map[string]any{}}
-	e.applyK(t, ix, "a", "twins", nil)
+	ix, e := twins(t)
 	p := e.plan(ix)
 	o := p.objectNamed("twins", "ConfigMap", "twin")
 	if o == nil || o.Git != nil || len(o.Ambiguous) != 2 || o.App != "" {
@@ -218,13 +212,7 @@ func TestTieStaysAmbiguous(t *testing.T) {
 // Application is proposed. An entry for another namespace, or naming a
 // path that is not among the object's definitions, chooses nothing.
 func TestAdoptYAMLChoosesAmongTies(t *testing.T) {
-	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twin}\ndata: {k: v}\n"
-	ix := loadRepo(t, "", map[string]string{
-		"a/kustomization.yaml": "resources: [cm.yaml]\n", "a/cm.yaml": cm,
-		"b/kustomization.yaml": "resources: [cm.yaml]\n", "b/cm.yaml": cm,
-	})
-	e := &estate{bodies: map[string]map[string]any{}}
-	e.applyK(t, ix, "a", "twins", nil)
+	ix, e := twins(t)
 	cfg, err := config.Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nsources:\n- {path: a, namespaces: [elsewhere]}\n- {path: c}\n- {path: b/, namespaces: [twins]}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -240,6 +228,19 @@ func TestAdoptYAMLChoosesAmongTies(t *testing.T) {
 	if _, err := config.Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nsources:\n- {path: ../up}\n")); err == nil || !strings.Contains(err.Error(), "sources[0]") {
 		t.Errorf("a path outside the repo: %v", err)
 	}
+}
+
+// twins is a repo where the kustomizations a and b render the same
+// ConfigMap, applied from a into namespace twins.
+func twins(t *testing.T) (*gitindex.Index, *estate) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twin}\ndata: {k: v}\n"
+	ix := loadRepo(t, "", map[string]string{
+		"a/kustomization.yaml": "resources: [cm.yaml]\n", "a/cm.yaml": cm,
+		"b/kustomization.yaml": "resources: [cm.yaml]\n", "b/cm.yaml": cm,
+	})
+	e := &estate{bodies: map[string]map[string]any{}}
+	e.applyK(t, ix, "a", "twins", nil)
+	return ix, e
 }
 
 func (p *Plan) objectNamed(ns, kind, name string) *Object {

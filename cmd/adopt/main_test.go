@@ -83,3 +83,14 @@ func helmRun(ctx context.Context, t *testing.T, h *testenv.Helm, args ...string)
 	}
 	return out
 }
+
+// gitIn runs git in dir (testenv.Git) and returns its output, failing t
+// on an error.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := testenv.Git(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,16 +31,7 @@ func TestPlanPreviewOfClaimedObjects(t *testing.T) {
 		"apps/pinned/README.md":           "kubectl apply -f apps/pinned/\n",
 	})
 	dir := t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return gitIn(t, dir, args...) }
 	up := filepath.Join(dir, "up")
 	git(dir, "clone", "-q", url, up)
 	git(up, "tag", "v1")

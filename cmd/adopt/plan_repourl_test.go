@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,15 +42,7 @@ func TestPlanCheckoutRepoURL(t *testing.T) {
 	mirrorURL := "http://localhost:" + port + "/mirror.git"
 	dir := t.TempDir()
 	clone := filepath.Join(dir, "clone")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return gitIn(t, dir, args...) }
 	git(dir, "clone", "-q", url, clone)
 	// The remote's url as some users keep it, with a token: never printed.
 	const token = "t0ken-in-the-remote-url"
