@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/gitops"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,7 @@ func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceStat
 func PodProblem(p *corev1.Pod, probe string) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return "Pending: " + orUnknown(gitops.OneLine(c.Message))
+			return "Pending: " + orUnknown(shown(c.Message))
 		}
 	}
 	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -79,19 +80,19 @@ func PodProblem(p *corev1.Pod, probe string) string {
 						line += " (" + t.Reason + ")"
 					}
 					if commandMissing(t.Message, t.ExitCode) {
-						line += ": the container command does not exist: " + gitops.OneLine(t.Message)
+						line += ": the container command does not exist: " + shown(t.Message)
 					}
 				}
 				return line
 			}
 			if commandMissing(w.Message, 0) {
-				return "container " + cs.Name + ": the container command does not exist: " + gitops.OneLine(w.Message)
+				return "container " + cs.Name + ": the container command does not exist: " + shown(w.Message)
 			}
-			return "container " + cs.Name + ": " + w.Reason + ": " + gitops.OneLine(w.Message)
+			return "container " + cs.Name + ": " + w.Reason + ": " + shown(w.Message)
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 			if commandMissing(t.Message, t.ExitCode) {
-				return "container " + cs.Name + ": the container command does not exist: " + gitops.OneLine(t.Message)
+				return "container " + cs.Name + ": the container command does not exist: " + shown(t.Message)
 			}
 			return fmt.Sprintf("container %s: exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
 		}
@@ -101,7 +102,7 @@ func PodProblem(p *corev1.Pod, probe string) string {
 			line := "container " + cs.Name + ": Running but not Ready"
 			switch {
 			case probe != "":
-				line += ": " + gitops.OneLine(probe)
+				line += ": " + shown(probe)
 			case readinessProbe(p, cs.Name) != "":
 				line += ": readiness probe " + readinessProbe(p, cs.Name) + " failing"
 			}
@@ -109,9 +110,17 @@ func PodProblem(p *corev1.Pod, probe string) string {
 		}
 	}
 	if p.Status.Phase == corev1.PodPending {
-		return "Pending: " + orUnknown(gitops.OneLine(p.Status.Reason+" "+p.Status.Message))
+		return "Pending: " + orUnknown(shown(p.Status.Reason+" "+p.Status.Message))
 	}
 	return ""
+}
+
+// shown is text from the cluster (a status or event message, which may
+// quote a log tail or a command line) as a diagnosis prints it: one line,
+// with what looks like a secret masked (redact.Judge.Mask).
+func shown(s string) string {
+	j, _ := redact.DefaultJudge()
+	return j.Mask(gitops.OneLine(s))
 }
 
 // commandMissing recognises the runtime's answer to a command that does not

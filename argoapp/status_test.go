@@ -44,6 +44,18 @@ func TestPodProblem(t *testing.T) {
 		{"pending unschedulable", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory.",
 		}}}}, "", "Pending: 0/3 nodes are available: 3 Insufficient memory."},
+		// Issue 36: a termination message (a log tail, with
+		// FallbackToLogsOnError) and a probe event can quote secrets.
+		{"command missing, its message quotes a secret", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "app",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 127, Reason: "Error",
+				Message: `exec: "migrate --dsn postgres://app:S3cr3tPassw0rd@db:5432/app": no such file or directory`}},
+		}}}}, "", `container app: the container command does not exist: exec: "migrate --dsn postgres://app:<redacted>@db:5432/app": no such file or directory`},
+		{"probe event quoting a token", corev1.Pod{
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", ReadinessProbe: &probe}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: running}}},
+		}, `Readiness probe failed: Get "http://10.0.0.7:4000/ready?token=abc123def456": 401`,
+			`container app: Running but not Ready: Readiness probe failed: Get "http://10.0.0.7:4000/ready?token=<redacted>": 401`},
 		{"healthy", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "litellm", State: running, Ready: true}}}}, "", ""},
 	}
 	for _, tc := range cases {

@@ -146,7 +146,7 @@ func (f *Finalizer) ObjectFrom(ctx context.Context, t Target, read *unstructured
 			return nil
 		}
 		if f.DryRun {
-			res.Status, res.Patch = StatusWould, s.redacted()
+			res.Status, res.Patch = StatusWould, s.redacted(t.IsSecret())
 			return nil
 		}
 		body, err := s.body()

@@ -42,7 +42,8 @@ type Entry struct {
 	AnnotationBytes int    `json:"annotationBytes,omitempty"`
 	AnnotationHash  string `json:"annotationSHA256,omitempty"`
 	// Annotation is the removed value, kept so --undo can restore it. It is
-	// not kept for Secrets, whose last-applied copy holds the secret data.
+	// not kept for Secrets, whose last-applied copy holds the secret data,
+	// and neither are AnnotationBytes and AnnotationHash.
 	Annotation *string   `json:"annotation,omitempty"`
 	Managers   Ownership `json:"managers"`
 	// Release is set on the entries of a Helm release record that
@@ -65,14 +66,15 @@ type Entry struct {
 // NewEntry builds a journal entry.
 func NewEntry(t Target, rv, annotation string, has bool, result string, own Ownership) Entry {
 	e := Entry{Time: time.Now().UTC(), Target: t, ResourceVersion: rv, HadAnnotation: has, Managers: own, Result: result}
-	if has {
+	if has && !t.IsSecret() {
+		// A Secret's last-applied copy holds its data: nothing of it is
+		// kept, not even a digest or a length, which would let weak values
+		// be guessed offline (and undo never restores it).
 		sum := sha256.Sum256([]byte(annotation))
 		e.AnnotationHash = hex.EncodeToString(sum[:])
 		e.AnnotationBytes = len(annotation)
-		if !t.IsSecret() {
-			v := annotation
-			e.Annotation = &v
-		}
+		v := annotation
+		e.Annotation = &v
 	}
 	return e
 }

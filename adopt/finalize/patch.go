@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // Op is one JSON-patch (RFC 6902) operation.
@@ -46,8 +47,13 @@ func (s step) body() ([]byte, error) {
 }
 
 // redacted is the patch with the annotation's value replaced by its size and
-// digest: it can carry a whole Secret.
-func (s step) redacted() []Op {
+// digest, or, for a Secret (whose last-applied copy holds its data), by
+// redact.Shown alone: an unsalted digest or a length lets weak values be
+// guessed offline.
+func (s step) redacted(secret bool) []Op {
+	if secret {
+		return s.ops(redact.Shown)
+	}
 	return s.ops(Digest(s.annotation))
 }
 

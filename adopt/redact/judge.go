@@ -241,3 +241,58 @@ func sortedMapKeys(m map[string]any) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// tokenLike finds the runs of characters a token is made of.
+var tokenLike = regexp.MustCompile(`[A-Za-z0-9+/=_.-]{24,}`)
+
+// Mask returns text with what looks like a secret replaced by Shown: the
+// password of a URL and the value of a credential query parameter, what
+// gitleaks' rules match, and long opaque tokens. It is for text adopt
+// prints that it did not write itself (a pod's termination message, an
+// event, an API server's message). A nil Judge masks the URLs and tokens
+// alone.
+func (j *Judge) Mask(text string) string {
+	text = urlLike.ReplaceAllStringFunc(text, maskURL)
+	if j != nil {
+		for _, f := range j.d.DetectString(text) {
+			if f.Secret != "" && f.Secret != Shown {
+				text = strings.ReplaceAll(text, f.Secret, Shown)
+			}
+		}
+	}
+	return tokenLike.ReplaceAllStringFunc(text, func(t string) string {
+		if opaque(t) {
+			return Shown
+		}
+		return t
+	})
+}
+
+// maskURL hides a URL's password and its credential query values, as
+// written (the rest stays, to say where).
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	out := raw
+	if p, ok := u.User.Password(); ok && p != "" {
+		if i := strings.Index(out, "@"); i > 0 {
+			head := out[:i]
+			if c := strings.LastIndex(head, ":"); c > strings.Index(head, "://")+2 {
+				out = head[:c+1] + Shown + out[i:]
+			}
+		}
+	}
+	for k, vs := range u.Query() {
+		if credentialParams[strings.ToLower(k)] {
+			for _, v := range vs {
+				if v != "" {
+					out = strings.ReplaceAll(out, k+"="+url.QueryEscape(v), k+"="+Shown)
+					out = strings.ReplaceAll(out, k+"="+v, k+"="+Shown)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -128,5 +129,27 @@ func TestJudgeScan(t *testing.T) {
 	var none *Judge
 	if got := none.Scan(map[string]any{"data": map[string]any{"x": "postgres://a:b@c/d", "apiToken": "key-name-only"}}); len(got) != 1 || got[0] != (Hit{"data.apiToken", RuleKeyName}) {
 		t.Errorf("a nil Judge judges key names alone: %v", got)
+	}
+}
+
+// TestJudgeMask (issue 36): text adopt prints but did not write (a
+// termination message, an event) has its secrets masked, and keeps the
+// rest to say where.
+func TestJudgeMask(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "panic: dial postgres://app:S3cr3tPassw0rd@db.invalid:5432/app failed; webhook https://h.invalid/n?token=abc123def456&x=1; GITHUB_TOKEN=ghp_0123456789abcdefABCDEF0123456789abcd; session aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF; exit 1"
+	got := j.Mask(in)
+	for _, secret := range []string{"S3cr3tPassw0rd", "abc123def456", "ghp_0123456789abcdefABCDEF0123456789abcd", "aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%q is still in %q", secret, got)
+		}
+	}
+	for _, kept := range []string{"panic: dial postgres://app:", "@db.invalid:5432/app failed", "x=1", "exit 1"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("%q is gone from %q", kept, got)
+		}
 	}
 }

@@ -125,6 +125,7 @@ func noNamespace(cmd *cobra.Command, verb string) error {
 func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericclioptions.ConfigFlags {
 	f := genericclioptions.NewConfigFlags(false)
 	f.KubeConfig, f.Timeout, f.Context = main.KubeConfig, main.Timeout, &context
+	f.WrapConfigFn = main.WrapConfigFn
 	return f
 }
 

@@ -40,7 +40,7 @@ func (h *hubFlags) connect(main *genericclioptions.ConfigFlags) (*cluster, error
 		kubeconfig = *main.KubeConfig
 	}
 	f.KubeConfig, f.Context = &kubeconfig, &ctx
-	f.Timeout = main.Timeout
+	f.Timeout, f.WrapConfigFn = main.Timeout, main.WrapConfigFn
 	c, err := connect(f)
 	if err != nil {
 		return nil, usageErrorf("management cluster (--argocd-kubeconfig/--argocd-context): %v", err)

@@ -80,6 +80,7 @@ func newRootCmdAs(streams genericiooptions.IOStreams, inv invocation) *cobra.Com
 	flags := genericclioptions.NewConfigFlags(true)
 	timeout := "30s"
 	flags.Timeout = &timeout
+	flags.WrapConfigFn = warnTo(streams.ErrOut)
 	root := &cobra.Command{
 		Use:   "adopt",
 		Short: "Move hand-applied Kubernetes objects under Argo CD management, safely",

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/adopt-dev/adopt/adopt/redact"
+)
+
+// apiWarnings prints the API server's warnings (deprecations, a CRD
+// version's deprecationWarning) on the command's stderr, each once, with
+// what looks like a secret masked: client-go's default sends them around
+// adopt's writers to the process's stderr.
+type apiWarnings struct {
+	mu   sync.Mutex
+	out  io.Writer
+	seen map[string]bool
+}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *apiWarnings) HandleWarningHeader(code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	j, _ := redact.DefaultJudge()
+	text = j.Mask(text)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[text] {
+		return
+	}
+	w.seen[text] = true
+	fmt.Fprintf(w.out, "Warning: %s\n", text)
+}
+
+// warnTo is a ConfigFlags WrapConfigFn that sends a config's warnings to
+// out through one apiWarnings.
+func warnTo(out io.Writer) func(*rest.Config) *rest.Config {
+	w := &apiWarnings{out: out, seen: map[string]bool{}}
+	return func(c *rest.Config) *rest.Config {
+		c.WarningHandler = w
+		return c
+	}
+}

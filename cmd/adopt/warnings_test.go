@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestAPIWarningsThroughAdoptsWriters (issue 36): the API server's
+// warnings reach the command's stderr, not the process's, once each, with
+// what looks like a secret masked. A CRD version deprecated with a warning
+// that quotes a URL with a password and a token is served by the real API
+// server; plan lists its hand-applied object and prints the warning.
+func TestAPIWarningsThroughAdoptsWriters(t *testing.T) {
+	ns := cp.Namespace(t)
+	const pass, token = "Wp0-S3cr3tPassw0rd-7f1c", "aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF"
+	kc(t, []byte(fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.warn.adopt.dev}
+spec:
+  group: warn.adopt.dev
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets, singular: gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    deprecated: true
+    deprecationWarning: "warn.adopt.dev/v1 Gadget is going away; migrate with https://robot:%s@tools.invalid/migrate?session=%s"
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, pass, token)), "apply", "-f", "-")
+	kc(t, nil, "wait", "--for", "condition=established", "crd/gadgets.warn.adopt.dev")
+	kc(t, []byte(fmt.Sprintf("apiVersion: warn.adopt.dev/v1\nkind: Gadget\nmetadata: {name: g1, namespace: %s}\nspec: {size: 3}\n", ns)), "apply", "-f", "-")
+
+	out, errOut, code := adopt(t, "plan", "-n", ns, "-o", "json")
+	if code != ExitOK && code != ExitFindings {
+		t.Fatalf("plan exited %d: %s", code, errOut)
+	}
+	for _, s := range []string{pass, token} {
+		if strings.Contains(out+errOut, s) {
+			t.Errorf("a secret in the API server's warning reached the output: %s", errOut)
+		}
+	}
+	want := "Warning: warn.adopt.dev/v1 Gadget is going away; migrate with https://robot:<redacted>@tools.invalid/migrate?<redacted>"
+	if strings.Count(errOut, want) != 1 {
+		t.Errorf("stderr %q, want the warning once, masked: %q", errOut, want)
+	}
+}
