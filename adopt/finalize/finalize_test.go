@@ -17,7 +17,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/objref"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -429,7 +428,7 @@ func TestDryRunChangesNothingAndRedactsSecrets(t *testing.T) {
 	}
 	b, _ := json.Marshal(res)
 	out := string(b)
-	if !strings.Contains(out, `"op":"remove"`) || !strings.Contains(out, `"op":"test"`) || !strings.Contains(out, redact.Shown) || strings.Contains(out, "sha256:") {
+	if !strings.Contains(out, `"op":"remove"`) || !strings.Contains(out, `"op":"test"`) || !strings.Contains(out, `\u003credacted\u003e`) || strings.Contains(out, "sha256:") {
 		t.Fatalf("dry-run does not show the guarded patch with the Secret's annotation hidden, digest and all: %s", out)
 	}
 	if strings.Contains(out, "canary-s3cr3t-value") || strings.Contains(out, "Y2FuYXJ5LXMzY3IzdC12YWx1ZQ") {

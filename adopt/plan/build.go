@@ -13,7 +13,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -48,9 +47,6 @@ type Inputs struct {
 	// Findings are plan-wide findings of the caller's own (for example the
 	// namespaces of the scope it could not check).
 	Findings []Finding
-	// Judge decides secrets by value in what would be exported; nil
-	// judges by key name alone.
-	Judge *redact.Judge
 }
 
 // HelmRelease is one Helm release as read from its records, for Build.
@@ -204,7 +200,7 @@ func Build(in Inputs) *Plan {
 	for k := range store {
 		c := &store[k]
 		cands[k] = c
-		if o := c.src; c.manifest != nil || len(c.ambiguous) > 0 || c.exported(in.Judge) || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+		if o := c.src; c.manifest != nil || len(c.ambiguous) > 0 || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
 			byObj[o] = c // its body is read (in.Bodies)
 		}
 	}
@@ -220,9 +216,6 @@ func Build(in Inputs) *Plan {
 			}
 			if len(c.ambiguous) > 0 {
 				c.choose(body, in.Index)
-			}
-			if c.exported(in.Judge) {
-				c.obj.Findings = append(c.obj.Findings, SecretValues(body, in.Judge, c.obj.Group, c.obj.Kind, c.obj.Namespace, c.obj.Name, cfg.AllowValues)...)
 			}
 			if c.manifest != nil && c.obj.Drift == nil { // choose sets the drift of the one it picks
 				d := gitindex.Compare(c.manifest.Object, body)

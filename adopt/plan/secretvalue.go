@@ -14,18 +14,27 @@ import (
 // a secret (by value, or by its key's name).
 const CodeSecretValue = "secret-value"
 
-// exported says whether the candidate would be exported from live (no
-// manifest in Git, no Application rendering it, not a Helm release's, not
-// a Secret), so that its body is judged for secrets (when there is a
-// judge).
-func (c *candidate) exported(j *redact.Judge) bool {
-	return j != nil && c.manifest == nil && len(c.ambiguous) == 0 && c.existing == nil && c.obj.HelmRelease == "" && !c.obj.IsSecret()
+// Exported says whether the object would be exported from live by apply
+// (no manifest in Git, no Application rendering it, not a Helm release's,
+// not a Secret), so that what it holds is judged for secrets.
+func (o *Object) Exported() bool {
+	return o.Git == nil && len(o.Ambiguous) == 0 && o.HelmRelease == "" && !o.IsSecret() && !o.inExisting()
+}
+
+// inExisting says whether an existing Application renders the object.
+func (o *Object) inExisting() bool {
+	for _, f := range o.Findings {
+		if f.Code == CodeInApplication {
+			return true
+		}
+	}
+	return false
 }
 
 // SecretValues judges the export of a live body (export.Clean: what apply
 // would write) and returns a finding per value that looks like a secret
-// (SecretValueFinding). apply judges the live object again before it
-// writes it.
+// (SecretValueFinding): plan --preview, which reads every object, adds
+// them. apply judges the live object again before it writes it.
 func SecretValues(body map[string]any, j *redact.Judge, group, kind, namespace, name string, allow []config.AllowValue) []Finding {
 	clean, err := export.Clean(&unstructured.Unstructured{Object: body}, export.Options{})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/preview"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -54,7 +55,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 			Revision: r.Revision, Storage: r.Storage, Records: r.Records,
 			KeepSecrets: helmrelease.Secrets(r.Manifest, r.Namespace),
 		}
-		hs.Values, hs.Placeholders, _ = helmrelease.Redact(o.judge, r.Config, r.Manifest, r.HookManifest)
+		hs.Values, hs.Placeholders, _ = helmrelease.Redact(secretJudge(), r.Config, r.Manifest, r.HookManifest)
 		if len(hs.Values) == 0 {
 			hs.Values = nil
 		}
@@ -122,6 +123,14 @@ func gitChart(ix *gitindex.Index, dirs []string, r *helmrelease.Release, hr *pla
 	}
 }
 
+// secretJudge is the process's secret judge (redact.DefaultJudge), compiled on
+// first use; nil (key names alone) in the impossible case that gitleaks'
+// embedded rules do not load.
+func secretJudge() *redact.Judge {
+	j, _ := redact.DefaultJudge()
+	return j
+}
+
 // chartRenderer renders charts for the planned cluster's version and API
 // versions, as Argo CD passes the destination's to helm template.
 func chartRenderer(o Options) helmrelease.Renderer {
@@ -172,7 +181,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 		if rel == nil {
 			continue
 		}
-		_, _, hide := helmrelease.Redact(o.judge, rel.Config, rel.Manifest, rel.HookManifest)
+		_, _, hide := helmrelease.Redact(secretJudge(), rel.Config, rel.Manifest, rel.HookManifest)
 		proof := &plan.HelmProof{}
 		hs.Proof = proof
 		out, err := renderRelease(ctx, r, ix, *app)

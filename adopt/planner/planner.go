@@ -26,7 +26,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
-	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -65,9 +64,6 @@ type Options struct {
 	// Unsealed returns the plan without its ID, for a caller that writes
 	// it with plan.WriteFile, which seals it as it writes.
 	Unsealed bool
-
-	// judge decides secrets by value (redact.DefaultJudge), set by Plan.
-	judge *redact.Judge
 }
 
 // Plan runs the pipeline and returns the plan, sealed (its ID is the
@@ -76,10 +72,6 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	explain := o.Explain
 	if explain == nil {
 		explain = func(err error) error { return err }
-	}
-	var err error
-	if o.judge, err = redact.DefaultJudge(); err != nil {
-		return nil, err
 	}
 	scope := o.Cluster.Namespaces()
 	unchecked, err := discover.CheckNamespaces(ctx, o.Kube, scope)
@@ -160,7 +152,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
-		Findings: uncheckedNamespaces(unchecked), Judge: o.judge,
+		Findings: uncheckedNamespaces(unchecked),
 	})
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {

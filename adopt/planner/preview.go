@@ -48,6 +48,10 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 		if p.Tracking.Method != argoapp.TrackingLabel {
 			id = argoapp.TrackingID{AppName: ob.App, Ref: ob.Ref}.String()
 		}
+		if ob.Exported() {
+			// Read anyway: what apply would export is judged now.
+			p.Objects[i].Findings = append(p.Objects[i].Findings, plan.SecretValues(live.Object, secretJudge(), ob.Group, ob.Kind, ob.Namespace, ob.Name, p.Settings.AllowValues)...)
+		}
 		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
 		if err != nil {
 			return explain(fmt.Errorf("preview %s: %w", ob.Ref.String(), err))

@@ -16,8 +16,9 @@ import (
 // TestSecretValuesOutsideSecrets (issue 36): credentials in objects that
 // are not Secrets, hand-applied with kubectl apply: a ConfigMap holding a
 // database URL with a password, and a Deployment whose env has a literal
-// password under an ordinary-looking name's value. The plan names each key
-// path and rule in a critical secret-value finding and never the value;
+// password under an ordinary-looking name's value. plan --preview (which
+// reads every object) names each key path and rule in a critical
+// secret-value finding and never the value;
 // apply exports neither object, says why and what to do, and writes no
 // byte of either value to Git. After review, adopt.yaml's allowValues
 // passes both: the plan records the entries and says which passed each,
@@ -60,7 +61,7 @@ spec:
 	_, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
 	dir := t.TempDir()
 	planFile := filepath.Join(dir, "plan.json")
-	out, errOut, code := adopt(t, "plan", "-n", ns, "--repo", url, "-o", "json", "--out", planFile)
+	out, errOut, code := adopt(t, "plan", "-n", ns, "--repo", url, "--preview", "-o", "json", "--out", planFile)
 	if code != ExitOK && code != ExitFindings {
 		t.Fatalf("plan exited %d: %s", code, errOut)
 	}
@@ -117,7 +118,7 @@ spec:
 		t.Fatal(err)
 	}
 	planFile2 := filepath.Join(dir, "plan2.json")
-	if _, errOut, code := adopt(t, "plan", "-n", ns, "--repo", url, "--config", cfg, "-o", "json", "--out", planFile2); code != ExitOK && code != ExitFindings {
+	if _, errOut, code := adopt(t, "plan", "-n", ns, "--repo", url, "--config", cfg, "--preview", "-o", "json", "--out", planFile2); code != ExitOK && code != ExitFindings {
 		t.Fatalf("plan exited %d: %s", code, errOut)
 	}
 	p = readPlan(t, planFile2)
