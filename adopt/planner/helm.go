@@ -131,10 +131,15 @@ func secretJudge() *redact.Judge {
 	return j
 }
 
-// chartRenderer renders charts for the planned cluster's version and API
-// versions, as Argo CD passes the destination's to helm template.
-func chartRenderer(o Options) helmrelease.Renderer {
-	r := helmrelease.Renderer{APIVersions: helmrelease.APIVersions(o.Kube.Discovery())}
+// chartRenderer renders charts for the planned cluster's version and, with
+// apiVersions, its API versions, as Argo CD passes the destination's to
+// helm template. Reading the API versions is a discovery of every group:
+// it is left out when no chart will be rendered for an Application.
+func chartRenderer(o Options, apiVersions bool) helmrelease.Renderer {
+	r := helmrelease.Renderer{}
+	if apiVersions {
+		r.APIVersions = helmrelease.APIVersions(o.Kube.Discovery())
+	}
 	if v, err := o.Kube.Discovery().ServerVersion(); err == nil {
 		r.KubeVersion = v.GitVersion
 	}
@@ -165,7 +170,7 @@ func renderRelease(ctx context.Context, r helmrelease.Renderer, ix *gitindex.Ind
 // sync of each rendered object that is in the plan (Secrets aside: their
 // data is kept from live).
 func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
-	r := chartRenderer(o)
+	r := chartRenderer(o, true)
 	byKey := map[string]*plan.Object{}
 	for i := range p.Objects {
 		ob := &p.Objects[i]

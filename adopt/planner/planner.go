@@ -148,7 +148,8 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	o.Config = cfg
 	rels, helm, unread := helmReleases(ctx, o, res, ix)
-	charts := chartRenderer(o)
+	// Existing (or pending) Applications may render charts from the repo.
+	charts := chartRenderer(o, ix != nil && len(apps.Specs) > 0)
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
