@@ -2,10 +2,11 @@ package redact
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -180,7 +181,7 @@ func (j *Judge) Scan(obj map[string]any) []Hit {
 		switch x := v.(type) {
 		case map[string]any:
 			name := envName(x)
-			for _, k := range sortedMapKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if path == "" && k == "metadata" {
 					if m, ok := x[k].(map[string]any); ok {
 						for _, sub := range []string{"labels", "annotations"} {
@@ -231,15 +232,6 @@ func envName(m map[string]any) string {
 		}
 	}
 	return ""
-}
-
-func sortedMapKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // tokenLike finds the runs of characters a token is made of.
