@@ -10,9 +10,12 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -24,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,9 +123,18 @@ func canaryNeedles(c leakCanary) []leakNeedle {
 		_ = xml.EscapeText(&h, []byte(v))
 		add("XML-escaped", h.String())
 	}
+	// Go's %q (a binary value prints escaped), and hex both ways.
+	add("%q-quoted", strings.Trim(strconv.Quote(v), `"`))
+	add("hex", hex.EncodeToString([]byte(v)))
+	add("HEX", strings.ToUpper(hex.EncodeToString([]byte(v))))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		for _, n := range base64Shifts(enc, v) {
 			add("base64", n)
+			// v anywhere in a text that is base64-encoded again: each
+			// alignment of the inner encoding at each outer one.
+			for _, nn := range base64Shifts(base64.StdEncoding, n) {
+				add("base64 of base64", nn)
+			}
 		}
 		for _, n := range base64Shifts(base64.StdEncoding, enc.EncodeToString([]byte(v))) {
 			add("base64 of base64", n)
@@ -130,6 +143,13 @@ func canaryNeedles(c leakCanary) []leakNeedle {
 	shortened := func(form, text string) {
 		if c.Random && len(text) >= prefixLen+8 {
 			add(form+", shortened", text[:prefixLen])
+		}
+		// A secret of 16 bytes or more: its end and its middle too (a
+		// display may keep either).
+		if len(text) >= 2*prefixLen {
+			add(form+", its end", text[len(text)-prefixLen:])
+			mid := (len(text) - prefixLen) / 2
+			add(form+", its middle", text[mid:mid+prefixLen])
 		}
 	}
 	shortened("raw", v)
@@ -434,7 +454,12 @@ func scanLeaks(canaries []leakCanary, texts []leakText) []leakFinding {
 		}
 	}
 	var out []leakFinding
+	var all []leakText
 	for _, tx := range texts {
+		all = append(all, tx)
+		all = append(all, decodedVariants(tx)...)
+	}
+	for _, tx := range all {
 		seen := map[[2]string]bool{}
 		s := tx.text
 		for i := 0; i+minNeedle <= len(s); i++ {
@@ -454,6 +479,55 @@ func scanLeaks(canaries []leakCanary, texts []leakText) []leakFinding {
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
+
+// decodedVariants are the texts a leak may hide in inside tx: the text
+// with its line breaks removed (base64 wrapped at 64, 70 or 76 columns),
+// and what gzip or zlib data holds, raw or base64-encoded (Helm's
+// ConfigMap driver stores a release as base64 of gzip). Each keeps tx's
+// channel and says how it was found.
+func decodedVariants(tx leakText) []leakText {
+	var out []leakText
+	if strings.ContainsAny(tx.text, "\r\n") {
+		flat := strings.NewReplacer("\r", "", "\n", "").Replace(tx.text)
+		out = append(out, leakText{channel: tx.channel, where: tx.where + " (lines joined)", text: flat})
+	}
+	inflate := func(b []byte) (string, bool) {
+		var r io.Reader
+		var err error
+		switch {
+		case len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b:
+			r, err = gzip.NewReader(bytes.NewReader(b))
+		case len(b) > 2 && b[0] == 0x78 && (b[1] == 0x01 || b[1] == 0x5e || b[1] == 0x9c || b[1] == 0xda):
+			r, err = zlib.NewReader(bytes.NewReader(b))
+		default:
+			return "", false
+		}
+		if err != nil {
+			return "", false
+		}
+		d, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		return string(d), err == nil || len(d) > 0
+	}
+	if d, ok := inflate([]byte(tx.text)); ok {
+		out = append(out, leakText{channel: tx.channel, where: tx.where + " (decompressed)", text: d})
+	}
+	for _, run := range base64Run.FindAllString(strings.NewReplacer("\r", "", "\n", "").Replace(tx.text), -1) {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			b, err := enc.DecodeString(run)
+			if err != nil {
+				continue
+			}
+			if d, ok := inflate(b); ok {
+				out = append(out, leakText{channel: tx.channel, where: tx.where + " (base64 of compressed data)", text: d})
+			}
+			break
+		}
+	}
+	return out
+}
+
+// base64Run finds base64 text long enough to hold compressed data.
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)
 
 // scan runs scanLeaks over everything collected.
 func (c *leakCollector) scan(canaries []leakCanary) []leakFinding {
@@ -675,7 +749,8 @@ func TestLeakScannerForms(t *testing.T) {
 	multi := leakCanary{Name: "multi", Value: randomWord(t, "", 40) + "\n" + randomWord(t, "", 40) + "\n", Random: true}
 	digits := randomDigits(t, 11)
 	number := leakCanary{Name: "number", Value: digits, Extra: numberForms(digits)}
-	canaries := []leakCanary{special, multi, number}
+	bin := leakCanary{Name: "binary", Value: string(randomBytes(t, 30)), Random: true}
+	canaries := []leakCanary{special, multi, number, bin}
 	pad := func(n int) string { return strings.Repeat("z", n) }
 	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
 	type probe struct{ canary, form, text string } // form: one of a|b
@@ -699,6 +774,18 @@ func TestLeakScannerForms(t *testing.T) {
 		{"multi", "line 2", "k: |\n  " + strings.ReplaceAll(multi.Value, "\n", "\n  ")},
 		{"number", "spelling 1", "n: " + numberForms(digits)[0]},
 		{"number", "raw", "port: " + digits},
+		// Issue 36: hex, Go's %q of a binary value, a secret's end and
+		// middle, compressed data raw and as base64 (Helm's ConfigMap
+		// driver: base64 of gzip).
+		{"special", "hex", "sum " + hex.EncodeToString([]byte(v))},
+		{"special", "HEX", "SUM " + strings.ToUpper(hex.EncodeToString([]byte(v)))},
+		{"binary", "%q-quoted", fmt.Sprintf("value %q", bin.Value)},
+		{"binary", "hex", "0x" + hex.EncodeToString([]byte(bin.Value))},
+		{"special", "raw, its end", "…" + v[len(v)-prefixLen:]},
+		{"special", "raw, its middle", "…" + v[(len(v)-prefixLen)/2:(len(v)-prefixLen)/2+prefixLen] + "…"},
+		{"special", "raw", compressed(t, "gzip", "release: "+v)},
+		{"special", "raw", compressed(t, "zlib", "release: "+v)},
+		{"special", "raw", "release: " + b64(base64.StdEncoding, compressed(t, "gzip", `{"config":{"password":"`+v+`"}}`))},
 	}
 	for shift := 0; shift < 3; shift++ {
 		probes = append(probes,
@@ -706,12 +793,20 @@ func TestLeakScannerForms(t *testing.T) {
 			probe{"special", "base64", b64(base64.RawURLEncoding, pad(shift)+v)},
 			probe{"special", "base64 of base64", b64(base64.StdEncoding, pad(shift)+b64(base64.StdEncoding, v)+"tail")},
 			probe{"number", "base64", "Authorization: Basic " + b64(base64.StdEncoding, pad(shift)+"user:"+digits)},
+			// base64 wrapped at 70 and 76 columns
+			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(shift)+v+strings.Repeat("t", 90)), 70)},
+			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(shift)+v+strings.Repeat("t", 90)), 76)},
 		)
+		for outer := 0; outer < 3; outer++ {
+			// base64 of base64, the canary at any offset of the inner text
+			probes = append(probes, probe{"special", "base64 of base64", b64(base64.StdEncoding, pad(outer)+b64(base64.StdEncoding, pad(shift)+v+"tail")+"tail")})
+		}
 	}
 	for i, p := range probes {
 		found := false
 		for _, f := range scanLeaks(canaries, []leakText{{channel: chStdout, where: fmt.Sprint("probe ", i), text: p.text}}) {
-			if f.canary == p.canary && strings.Contains("|"+p.form+"|", "|"+f.form+"|") && f.channel == chStdout && f.where == fmt.Sprint("probe ", i) {
+			w := fmt.Sprint("probe ", i)
+			if f.canary == p.canary && strings.Contains("|"+p.form+"|", "|"+f.form+"|") && f.channel == chStdout && (f.where == w || strings.HasPrefix(f.where, w+" (")) {
 				found = true
 			}
 		}
@@ -725,6 +820,32 @@ func TestLeakScannerForms(t *testing.T) {
 			t.Errorf("found in text without the canary: %v", f)
 		}
 	}
+}
+
+// compressed is s compressed with gzip or zlib.
+func compressed(t *testing.T, how, s string) string {
+	var b bytes.Buffer
+	var w io.WriteCloser = gzip.NewWriter(&b)
+	if how == "zlib" {
+		w = zlib.NewWriter(&b)
+	}
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// wrapAt breaks s into lines of n characters, as base64 tools wrap.
+func wrapAt(s string, n int) string {
+	var b strings.Builder
+	for len(s) > n {
+		b.WriteString(s[:n] + "\n")
+		s = s[n:]
+	}
+	return b.String() + s
 }
 
 // TestLeakSuiteCatchesEachChannel plants one canary in each channel, the
