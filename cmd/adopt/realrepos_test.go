@@ -56,9 +56,10 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 	repos := []realRepo{
 		{
 			name:       "example-apps",
-			namespaces: []string{"NS_GUESTBOOK", "NS_KUSTOMIZE", "NS_HELM"},
+			namespaces: []string{"NS_GUESTBOOK", "NS_GUESTBOOK2", "NS_KUSTOMIZE", "NS_HELM"},
 			byHand: func(t *testing.T, r *repoRun) {
 				kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK"], "-f", filepath.Join(r.checkout, "guestbook"))
+				kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK2"], "-f", filepath.Join(r.checkout, "guestbook"))
 				kc(t, nil, "apply", "-n", r.ns["NS_KUSTOMIZE"], "-k", filepath.Join(r.checkout, "kustomize-guestbook"))
 				chart := filepath.Join(r.checkout, "helm-guestbook")
 				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "helm-guestbook", chart, "-n", r.ns["NS_HELM"], "-f", filepath.Join(chart, "values-production.yaml"))
@@ -112,15 +113,20 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 			kc(t, []byte(strings.Join(created, "---\n")), "apply", "-f", "-")
 			p := planJSON(t, args...)
 			compareGolden(t, r, rr.name+".apps.golden", p)
-			synced := map[string]bool{}
+			// A path an existing Application syncs may get a new one only
+			// for another destination namespace (the same directory applied
+			// by hand into a namespace no Application deploys it to).
+			synced := map[string][]string{}
 			for _, a := range p.Applications {
 				if a.Source == "existing" {
-					synced[path.Clean(a.SourcePath)] = true
+					synced[path.Clean(a.SourcePath)] = append(synced[path.Clean(a.SourcePath)], a.Namespace)
 				}
 			}
 			for _, a := range p.Applications {
-				if a.Source != "existing" && synced[path.Clean(a.SourcePath)] {
-					t.Errorf("a new Application over a path the repo's Applications sync: %s (%s at %s)", a.Name, a.Source, a.SourcePath)
+				for _, ns := range synced[path.Clean(a.SourcePath)] {
+					if a.Source != "existing" && (ns == a.Namespace || ns == "" || a.Namespace == "") {
+						t.Errorf("a new Application over a path and namespace the repo's Applications sync: %s (%s at %s, namespace %q)", a.Name, a.Source, a.SourcePath, a.Namespace)
+					}
 				}
 			}
 		})
