@@ -76,7 +76,7 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 		},
 		{
 			name:       "cert-examples",
-			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM"},
+			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM", "NS_CHART"},
 			byHand: func(t *testing.T, r *repoRun) {
 				kc(t, nil, "apply", "-n", r.ns["NS_DEMO1"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
 				kc(t, nil, "apply", "-n", r.ns["NS_DEMO2"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
@@ -85,6 +85,9 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 				chart := filepath.Join(r.checkout, "helm-apps/many-envs-chart")
 				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "demo-prod", chart, "-n", r.ns["NS_HELM"],
 					"-f", filepath.Join(chart, "common-values.yaml"), "-f", filepath.Join(chart, "prod-values.yaml"))
+				// The repo's other chart has the same name and version: only
+				// its render tells them apart.
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "simple", filepath.Join(r.checkout, "helm-apps/simple-chart"), "-n", r.ns["NS_CHART"])
 			},
 			apps: []string{"declarative/parent-app/my-parent-app.yml", "helm-apps/app-with-many-values.yaml"},
 		},
@@ -229,7 +232,7 @@ func planSummary(p *plan.Plan) string {
 			fmt.Fprintf(&b, ", include %v", a.Include)
 		}
 		if h := a.Helm; h != nil {
-			fmt.Fprintf(&b, ", helm release %s chart %s %s path %q valueFiles %v values %v", h.ReleaseName, h.Chart, h.Version, h.Path, h.ValueFiles, h.Values)
+			fmt.Fprintf(&b, ", helm release %s chart %s %s path %q valueFiles %v values %v from %q", h.ReleaseName, h.Chart, h.Version, h.Path, h.ValueFiles, h.Values, h.SourceFrom)
 		}
 		if e := a.Existing; e != nil {
 			fmt.Fprintf(&b, ", existing in %s", e.Namespace)
