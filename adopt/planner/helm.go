@@ -188,6 +188,16 @@ func gitChart(ix *gitindex.Index, dirs []string, why string, r *helmrelease.Rele
 	}
 }
 
+// chartInGit says whether a release's chart is in the GitOps repo.
+func chartInGit(in map[string]plan.HelmRelease) bool {
+	for _, r := range in {
+		if r.Source.Path != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // secretJudge is the process's secret judge (redact.DefaultJudge), compiled on
 // first use; nil (key names alone) in the impossible case that gitleaks'
 // embedded rules do not load.
