@@ -32,12 +32,22 @@ type realRepo struct {
 	apps []string
 }
 
-// repoRun is one fixture in a repo on the test git server, cloned.
+// repoRun is one fixture in a repo on the test git server, cloned, for
+// control plane c.
 type repoRun struct {
+	c                     *testenv.ControlPlane
 	checkout, url, argoNS string
 	ns                    map[string]string // token -> namespace
 	files                 map[string]string
 	helm                  *testenv.Helm
+}
+
+// kc runs kubectl against the run's control plane.
+func (r *repoRun) kc(t *testing.T, stdin []byte, args ...string) {
+	t.Helper()
+	if out, err := r.c.Kubectl(context.Background(), stdin, args...); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 }
 
 // TestPlanOnRealRepoLayouts (issue 34): three layouts that Argo CD users
@@ -53,67 +63,15 @@ type repoRun struct {
 // Application is proposed over a path they sync.
 func TestPlanOnRealRepoLayouts(t *testing.T) {
 	installApplicationCRD(t)
-	repos := []realRepo{
-		{
-			name:       "example-apps",
-			namespaces: []string{"NS_GUESTBOOK", "NS_GUESTBOOK2", "NS_KUSTOMIZE", "NS_HELM"},
-			byHand: func(t *testing.T, r *repoRun) {
-				kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK"], "-f", filepath.Join(r.checkout, "guestbook"))
-				kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK2"], "-f", filepath.Join(r.checkout, "guestbook"))
-				kc(t, nil, "apply", "-n", r.ns["NS_KUSTOMIZE"], "-k", filepath.Join(r.checkout, "kustomize-guestbook"))
-				chart := filepath.Join(r.checkout, "helm-guestbook")
-				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "helm-guestbook", chart, "-n", r.ns["NS_HELM"], "-f", filepath.Join(chart, "values-production.yaml"))
-			},
-		},
-		{
-			name:       "env-promotion",
-			namespaces: []string{"NS_PROD", "NS_QA"},
-			byHand: func(t *testing.T, r *repoRun) {
-				for _, env := range []string{"prod-us", "prod-eu", "qa"} {
-					kc(t, nil, "apply", "-k", filepath.Join(r.checkout, "envs", env))
-				}
-			},
-		},
-		{
-			name:       "cert-examples",
-			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM", "NS_CHART"},
-			byHand: func(t *testing.T, r *repoRun) {
-				kc(t, nil, "apply", "-n", r.ns["NS_DEMO1"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
-				kc(t, nil, "apply", "-n", r.ns["NS_DEMO2"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
-				kc(t, nil, "apply", "-n", r.ns["NS_KUST"], "-k", filepath.Join(r.checkout, "kustomize-apps/overlays/production"))
-				kc(t, nil, "apply", "-n", r.ns["NS_SIMPLE"], "-f", filepath.Join(r.checkout, "simple-app"))
-				chart := filepath.Join(r.checkout, "helm-apps/many-envs-chart")
-				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "demo-prod", chart, "-n", r.ns["NS_HELM"],
-					"-f", filepath.Join(chart, "common-values.yaml"), "-f", filepath.Join(chart, "prod-values.yaml"))
-				// The repo's other chart has the same name and version: only
-				// its render tells them apart.
-				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "simple", filepath.Join(r.checkout, "helm-apps/simple-chart"), "-n", r.ns["NS_CHART"])
-			},
-			apps: []string{"declarative/parent-app/my-parent-app.yml", "helm-apps/app-with-many-values.yaml"},
-		},
-	}
-	for _, rr := range repos {
+	for _, rr := range realRepos() {
 		t.Run(rr.name, func(t *testing.T) {
-			r := setUpRealRepo(t, rr)
+			r := setUpRealRepo(t, cp, cp.Namespace(t), rr)
 			rr.byHand(t, r)
 			args := []string{"--argocd-namespace", r.argoNS, "--repo", r.checkout, "-n", strings.Join(sortedValues(r.ns), ",")}
 			compareGolden(t, r, rr.name+".golden", planJSON(t, args...))
 
-			// The repo's own Applications: the root its README creates, or
-			// one per environment for a repo that has none.
-			var created []string
-			switch {
-			case rr.name == "example-apps":
-				created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: example-apps, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: apps, targetRevision: main}\n", r.argoNS, r.argoNS, r.url))
-			case len(rr.apps) == 0:
-				for _, env := range []string{"prod-us", "prod-eu", "qa"} {
-					created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: %s, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc}\n  source: {repoURL: %q, path: envs/%s, targetRevision: main}\n", env, r.argoNS, r.url, env))
-				}
-			}
-			for _, p := range rr.apps {
-				created = append(created, r.files[p])
-			}
-			kc(t, []byte(strings.Join(created, "---\n")), "apply", "-f", "-")
+			created := r.ownApplications(rr)
+			r.kc(t, []byte(strings.Join(created, "---\n")), "apply", "-f", "-")
 			p := planJSON(t, args...)
 			compareGolden(t, r, rr.name+".apps.golden", p)
 			// A path an existing Application syncs may get a new one only
@@ -136,11 +94,77 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 	}
 }
 
-func setUpRealRepo(t *testing.T, rr realRepo) *repoRun {
+// ownApplications are the repo's own Applications: the root its README
+// creates (automated, as the upstream README's `argocd app create` with
+// sync), the Application manifests the repo holds, or one per environment
+// for a repo that has none.
+func (r *repoRun) ownApplications(rr realRepo) []string {
+	var created []string
+	switch {
+	case rr.name == "example-apps":
+		created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: example-apps, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: apps, targetRevision: main}\n  syncPolicy: {automated: {}}\n", r.argoNS, r.argoNS, r.url))
+	case len(rr.apps) == 0:
+		for _, env := range []string{"prod-us", "prod-eu", "qa"} {
+			created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: %s, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc}\n  source: {repoURL: %q, path: envs/%s, targetRevision: main}\n", env, r.argoNS, r.url, env))
+		}
+	}
+	for _, p := range rr.apps {
+		created = append(created, r.files[p])
+	}
+	return created
+}
+
+// realRepos are the fixtures, each with how its README applies it by hand.
+func realRepos() []realRepo {
+	return []realRepo{
+		{
+			name:       "example-apps",
+			namespaces: []string{"NS_GUESTBOOK", "NS_GUESTBOOK2", "NS_KUSTOMIZE", "NS_HELM"},
+			byHand: func(t *testing.T, r *repoRun) {
+				r.kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK"], "-f", filepath.Join(r.checkout, "guestbook"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK2"], "-f", filepath.Join(r.checkout, "guestbook"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_KUSTOMIZE"], "-k", filepath.Join(r.checkout, "kustomize-guestbook"))
+				chart := filepath.Join(r.checkout, "helm-guestbook")
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "helm-guestbook", chart, "-n", r.ns["NS_HELM"], "-f", filepath.Join(chart, "values-production.yaml"))
+			},
+		},
+		{
+			name:       "env-promotion",
+			namespaces: []string{"NS_PROD", "NS_QA"},
+			byHand: func(t *testing.T, r *repoRun) {
+				for _, env := range []string{"prod-us", "prod-eu", "qa"} {
+					r.kc(t, nil, "apply", "-k", filepath.Join(r.checkout, "envs", env))
+				}
+			},
+		},
+		{
+			name:       "cert-examples",
+			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM", "NS_CHART"},
+			byHand: func(t *testing.T, r *repoRun) {
+				r.kc(t, nil, "apply", "-n", r.ns["NS_DEMO1"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_DEMO2"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_KUST"], "-k", filepath.Join(r.checkout, "kustomize-apps/overlays/production"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_SIMPLE"], "-f", filepath.Join(r.checkout, "simple-app"))
+				chart := filepath.Join(r.checkout, "helm-apps/many-envs-chart")
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "demo-prod", chart, "-n", r.ns["NS_HELM"],
+					"-f", filepath.Join(chart, "common-values.yaml"), "-f", filepath.Join(chart, "prod-values.yaml"))
+				// The repo's other chart has the same name and version: only
+				// its render tells them apart.
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "simple", filepath.Join(r.checkout, "helm-apps/simple-chart"), "-n", r.ns["NS_CHART"])
+			},
+			apps: []string{"declarative/parent-app/my-parent-app.yml", "helm-apps/app-with-many-values.yaml"},
+		},
+	}
+}
+
+// setUpRealRepo puts fixture rr in a repo on a new test git server, with
+// a namespace of c for each of its tokens and argoNS as Argo CD's, and
+// clones it.
+func setUpRealRepo(t *testing.T, c *testenv.ControlPlane, argoNS string, rr realRepo) *repoRun {
 	t.Helper()
-	r := &repoRun{argoNS: cp.Namespace(t), ns: map[string]string{}, files: map[string]string{}}
+	r := &repoRun{c: c, argoNS: argoNS, ns: map[string]string{}, files: map[string]string{}}
 	for _, tok := range rr.namespaces {
-		r.ns[tok] = cp.Namespace(t)
+		r.ns[tok] = c.Namespace(t)
 	}
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {
@@ -173,7 +197,7 @@ func setUpRealRepo(t *testing.T, rr realRepo) *repoRun {
 	if out, err := exec.Command("git", "clone", "-q", r.url, r.checkout).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v: %s", err, out)
 	}
-	if r.helm, err = testenv.NewHelm(cp, t.TempDir()); err != nil {
+	if r.helm, err = testenv.NewHelm(c, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	return r
