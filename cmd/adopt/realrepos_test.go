@@ -40,6 +40,8 @@ type repoRun struct {
 	ns                    map[string]string // token -> namespace
 	files                 map[string]string
 	helm                  *testenv.Helm
+	git                   *testenv.GitServer
+	name                  string // the repo's on git
 }
 
 // kc runs kubectl against the run's control plane.
@@ -171,6 +173,7 @@ func setUpRealRepo(t *testing.T, c *testenv.ControlPlane, argoNS string, rr real
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
+	r.git, r.name = g, rr.name
 	r.url = g.URL + "/" + rr.name + ".git"
 	src := filepath.Join("testdata", "realrepos", rr.name)
 	raw, err := testenv.ReadFiles(src)
