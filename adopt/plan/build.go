@@ -195,6 +195,9 @@ func Build(in Inputs) *Plan {
 		}
 		return b, nil
 	}, func([]struct{}) error { return nil })
+	if in.Index != nil && len(in.Helm) > 0 {
+		p.Findings = append(p.Findings, matchReleaseCharts(store, in)...)
+	}
 	cands := make([]*candidate, n)
 	byObj := map[*discover.Object]*candidate{}
 	for k := range store {

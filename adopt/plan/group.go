@@ -48,6 +48,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		}
 		return b
 	}
+	dest := gitDestinations(cands, by)
 	for _, c := range cands {
 		o := c.obj
 		var b *bucket
@@ -69,7 +70,8 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 			continue
 		case (by == GroupAuto || by == GroupGitDir) && c.manifest != nil:
 			dir := c.manifest.Dir()
-			b = get("git\x00"+dir, func() Application { return Application{Source: "git", SourcePath: dir} })
+			ns := dest(c)
+			b = get("git\x00"+dir+"\x00"+ns, func() Application { return Application{Source: "git", SourcePath: dir, Namespace: ns} })
 			b.dir = dir
 		case by == GroupNamespace:
 			b = get("ns\x00"+o.Namespace, func() Application { return Application{Source: "export"} })
@@ -93,7 +95,9 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		a.Project = cfg.Project
 		a.RepoURL = repoURL
 		a.DestinationServer, a.DestinationName = cfg.Destination.Server, cfg.Destination.Name
-		a.Namespace = commonNamespace(b.ns)
+		if a.Namespace == "" {
+			a.Namespace = commonNamespace(b.ns)
+		}
 		parts := strings.Split(k, "\x00")
 		switch a.Source {
 		case "existing":
@@ -134,6 +138,35 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		apps = append(apps, a)
 	}
 	return apps
+}
+
+// gitDestinations returns, for a candidate matched in Git, the destination
+// namespace of the Application that syncs its directory, "" when the
+// directory's Application needs none. A manifest without a namespace
+// lands in the Application's destination namespace, so the same directory
+// applied by hand into several namespaces (kubectl apply -n a -f dir;
+// kubectl apply -n b -f dir) is one Application per namespace, as Argo CD
+// users write it: one over every namespace would have no destination for
+// those manifests. Objects whose manifests name their namespace go with the
+// directory's first such namespace, as its render holds them too.
+func gitDestinations(cands []*candidate, by GroupBy) func(*candidate) string {
+	if by != GroupAuto && by != GroupGitDir {
+		return func(*candidate) string { return "" }
+	}
+	first := map[string]string{} // directory -> its first namespace-less destination
+	for _, c := range cands {
+		if m := c.manifest; m != nil && m.Namespace == "" && c.obj.Namespace != "" {
+			if f, ok := first[m.Dir()]; !ok || c.obj.Namespace < f {
+				first[m.Dir()] = c.obj.Namespace
+			}
+		}
+	}
+	return func(c *candidate) string {
+		if m := c.manifest; m.Namespace == "" && c.obj.Namespace != "" {
+			return c.obj.Namespace
+		}
+		return first[c.manifest.Dir()]
+	}
 }
 
 // refs names cands' objects (Object.Ref) for an Application's list and

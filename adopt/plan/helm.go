@@ -2,7 +2,9 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -215,14 +217,100 @@ func labelTrackedName(p *Plan, a Application, byRef map[string]*candidate, done 
 // a.Helm.ReleaseName, namespace a.Namespace, a.Helm.ValueFiles, then
 // a.Helm.Values; the same rendering as an existing Application's chart.
 func RenderGitChart(ix *gitindex.Index, r helmrelease.Renderer, a Application) (helmrelease.Rendered, error) {
-	h := a.Helm
+	src, err := gitChartSource(*a.Helm)
+	if err != nil {
+		return helmrelease.Rendered{}, err
+	}
+	return renderGitChart(ix, r, argoapp.Spec{Name: a.Name, Destination: a.Namespace}, src, "")
+}
+
+// gitChartSource is the Application source apply writes for h, a chart in
+// the GitOps repo.
+func gitChartSource(h HelmSource) (v1alpha1.ApplicationSource, error) {
 	src := v1alpha1.ApplicationSource{Path: h.Path, Helm: &v1alpha1.ApplicationSourceHelm{ReleaseName: h.ReleaseName, ValueFiles: h.ValueFiles}}
 	if len(h.Values) > 0 {
 		b, err := json.Marshal(h.Values)
 		if err != nil {
-			return helmrelease.Rendered{}, fmt.Errorf("helm values: %w", err)
+			return src, fmt.Errorf("helm values: %w", err)
 		}
 		src.Helm.ValuesObject = &runtime.RawExtension{Raw: b}
 	}
-	return renderGitChart(ix, r, argoapp.Spec{Name: a.Name, Destination: a.Namespace}, src, "")
+	return src, nil
+}
+
+// matchReleaseCharts gives the objects of each hand-installed Helm release
+// whose chart is in the GitOps repo (HelmSource.Path) their Git match: the
+// chart rendered as the Application proposed for it will render it
+// (<chart>/Chart.yaml, line 0), so their drift is measured against what
+// its first sync applies, as for an existing Application's chart. The data
+// of the release's Secrets is left out of the match: the Application keeps
+// it from live (KeepSecrets), and the values hold placeholders for it. A
+// chart that does not render is a warning (its dependencies not vendored
+// are already one); its objects stay without a match.
+func matchReleaseCharts(cands []candidate, in Inputs) []Finding {
+	var fs []Finding
+	charts := map[string]map[gitindex.Key]*gitindex.Manifest{} // by release key
+	for i := range cands {
+		c := &cands[i]
+		o := c.obj
+		if o.HelmRelease == "" || o.Namespace == "" || c.existing != nil || c.manifest != nil || len(c.ambiguous) > 0 {
+			continue
+		}
+		key := helmrelease.Key(o.Namespace, o.HelmRelease)
+		byKey, done := charts[key]
+		if !done {
+			byKey = releaseChart(in, key, &fs)
+			charts[key] = byKey
+		}
+		if m := byKey[gitindex.Key{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}]; m != nil {
+			c.match(m, in.Index)
+		}
+	}
+	return fs
+}
+
+// releaseChart renders the chart in Git of Helm release key (namespace/name)
+// as its proposed Application will, by object; nil when the release has no
+// chart in Git or it does not render (a finding in fs).
+func releaseChart(in Inputs, key string, fs *[]Finding) map[gitindex.Key]*gitindex.Manifest {
+	rel, ok := in.Helm[key]
+	h := rel.Source
+	if !ok || rel.Blocked != "" || h.Path == "" {
+		return nil
+	}
+	ns, _, _ := strings.Cut(key, "/")
+	src, err := gitChartSource(h)
+	var ms []*gitindex.Manifest
+	if err == nil {
+		ms, err = renderChart(in.Index, in.Charts, argoapp.Spec{Name: h.ReleaseName, Destination: ns}, src, "")
+	}
+	var de *gitindex.DependencyError
+	switch {
+	case errors.As(err, &de):
+		return nil
+	case err != nil:
+		*fs = append(*fs, Finding{CodeSourceNotRendered, Warning, fmt.Sprintf(
+			"Helm release %s: its chart in Git at %s does not render as its Application would (%v): its objects carry no Git match and no drift; plan --preview says what the first sync would do", key, h.Path, err)})
+		return nil
+	}
+	keep := map[string]bool{}
+	for _, s := range h.KeepSecrets {
+		keep[s] = true
+	}
+	byKey := map[gitindex.Key]*gitindex.Manifest{}
+	for _, m := range ms {
+		k := m.Key
+		if k.Namespace == "" {
+			k.Namespace = ns
+		}
+		if k.Group == "" && k.Kind == "Secret" && keep[k.Namespace+"/"+k.Name] {
+			kept := *m
+			kept.Object = maps.Clone(m.Object)
+			delete(kept.Object, "data")
+			delete(kept.Object, "stringData")
+			m = &kept
+		}
+		byKey[k] = m
+	}
+	return byKey
 }

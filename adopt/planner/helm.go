@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -49,6 +50,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 		srcs = *o.HelmSources
 	}
 	in = map[string]plan.HelmRelease{}
+	var render *helmrelease.Renderer // made when two charts in Git must be told apart
 	for k, r := range rels {
 		hs := plan.HelmSource{
 			ReleaseName: r.Name, Chart: r.Chart, Version: r.Version, AppVersion: r.AppVersion,
@@ -70,7 +72,15 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 		}
 		switch {
 		case len(dirs) > 0:
-			gitChart(ix, dirs, r, &hr, src, err)
+			var why string
+			if len(dirs) > 1 {
+				if render == nil {
+					cr := chartRenderer(o, true)
+					render = &cr
+				}
+				dirs, why = chartsByRender(ix, *render, dirs, r)
+			}
+			gitChart(ix, dirs, why, r, &hr, src, err)
 		case err != nil:
 			hr.Blocked = err.Error()
 		default:
@@ -84,22 +94,77 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 	return rels, in, ""
 }
 
+// chartsByRender orders dirs, chart directories in Git with the release's
+// chart name and version, by how the chart renders with the release's
+// values (in memory only): first those whose render equals the manifest
+// the release recorded (Secret data aside, as Argo CD keeps it from
+// live), then by fewest objects that differ, then by path. why says how
+// they compared, for the plan's SourceFrom.
+func chartsByRender(ix *gitindex.Index, rd helmrelease.Renderer, dirs []string, r *helmrelease.Release) ([]string, string) {
+	type cmp struct {
+		dir, text string
+		differ    int
+	}
+	var cs []cmp
+	for _, dir := range dirs {
+		c := cmp{dir: dir, differ: -1}
+		ch, err := ix.Chart(dir)
+		var out helmrelease.Rendered
+		if err == nil {
+			out, err = rd.Render(ch, r.Name, r.Namespace, r.Config)
+		}
+		var res helmrelease.Comparison
+		if err == nil {
+			res, err = helmrelease.Compare(r.Manifest, out.Manifest, r.Namespace)
+		}
+		switch {
+		case err != nil:
+			c.text = fmt.Sprintf("%s does not render (%v)", dir, err)
+		default:
+			c.differ = 0
+			for _, d := range res.Diffs {
+				if !d.Kept {
+					c.differ++
+				}
+			}
+			c.text = fmt.Sprintf("%s renders %d of the release's %d objects differently", dir, c.differ, res.Objects)
+			if c.differ == 0 {
+				c.text = dir + " renders what the release recorded"
+			}
+		}
+		cs = append(cs, c)
+	}
+	rank := func(c cmp) int {
+		if c.differ < 0 {
+			return int(^uint(0) >> 1)
+		}
+		return c.differ
+	}
+	slices.SortStableFunc(cs, func(a, b cmp) int { return rank(a) - rank(b) })
+	out, texts := make([]string, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		out[i], texts[i] = c.dir, c.text
+	}
+	return out, "chosen by rendering each with the release's values: " + strings.Join(texts, "; ")
+}
+
 // gitChart makes hr's source the chart directory in the GitOps repo that
-// has the release's chart name and version (dirs; the first by path when
-// several do): Git wins over a chart repository (repo, or repoErr when
-// none has it), and SourceFrom and a finding say so. The release's
+// has the release's chart name and version (dirs, the best first; why
+// says how they were told apart when several do): Git wins over a chart
+// repository (repo, or repoErr when none has it), and SourceFrom and a
+// finding say so. The release's
 // user-supplied values become a values file of the chart when one equals
 // them (none at all for values.yaml, which Helm reads anyway); otherwise
 // they stay inline, redacted. Dependencies the chart does not vendor are a
 // finding: Argo CD builds them, adopt cannot render the chart.
-func gitChart(ix *gitindex.Index, dirs []string, r *helmrelease.Release, hr *plan.HelmRelease, repo helmrelease.Source, repoErr error) {
+func gitChart(ix *gitindex.Index, dirs []string, why string, r *helmrelease.Release, hr *plan.HelmRelease, repo helmrelease.Source, repoErr error) {
 	dir := dirs[0]
 	hs := &hr.Source
 	hs.Path = dir
 	hs.SourceFrom = fmt.Sprintf("Git: chart directory %s of the GitOps repo (its Chart.yaml is %s %s)", dir, r.Chart, r.Version)
 	var also []string
 	if len(dirs) > 1 {
-		also = append(also, fmt.Sprintf("also in Git at %s: the first by path is chosen", strings.Join(dirs[1:], ", ")))
+		also = append(also, fmt.Sprintf("also in Git at %s: %s", strings.Join(dirs[1:], ", "), why))
 	}
 	if repoErr == nil {
 		also = append(also, fmt.Sprintf("also in %s at %s: the chart in Git wins, as it is what the repo holds for Argo CD to sync", repo.From, repo.RepoURL))
@@ -121,6 +186,16 @@ func gitChart(ix *gitindex.Index, dirs []string, r *helmrelease.Release, hr *pla
 		hr.Findings = append(hr.Findings, plan.Finding{Code: plan.CodeHelmDependencies, Severity: plan.Warning, Message: de.Error() +
 			". Argo CD's repo-server runs `helm dependency build` itself before it renders the chart, so the Application is proposed, but adopt has not proven it renders what the release runs, and the sync fails if Argo CD cannot reach the dependency's repository (register it in Argo CD when it needs credentials). Vendor the dependencies as said, then plan again to have the render proven"})
 	}
+}
+
+// chartInGit says whether a release's chart is in the GitOps repo.
+func chartInGit(in map[string]plan.HelmRelease) bool {
+	for _, r := range in {
+		if r.Source.Path != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // secretJudge is the process's secret judge (redact.DefaultJudge), compiled on

@@ -148,8 +148,9 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	o.Config = cfg
 	rels, helm, unread := helmReleases(ctx, o, res, ix)
-	// Existing (or pending) Applications may render charts from the repo.
-	charts := chartRenderer(o, ix != nil && len(apps.Specs) > 0)
+	// Existing (or pending) Applications may render charts from the repo,
+	// and so do hand-installed releases whose chart is in it.
+	charts := chartRenderer(o, ix != nil && (len(apps.Specs) > 0 || chartInGit(helm)))
 	p := plan.Build(plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,

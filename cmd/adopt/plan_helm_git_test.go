@@ -153,6 +153,21 @@ func TestPlanHelmChartInGit(t *testing.T) {
 		if got, _ := json.Marshal(hs.Values); tc.values != nil && string(got) != string(mustJSON(t, tc.values)) || tc.values == nil && hs.Values != nil {
 			t.Errorf("%s: values %s, want %v", tc.rel, got, tc.values)
 		}
+		// Each object is matched with the chart in Git, rendered as the
+		// Application will render it, and equals it (a Secret's data
+		// aside: placeholders in the values, kept from live); a chart whose
+		// dependencies are not vendored does not render: no match.
+		for _, ref := range a.Objects {
+			ob := p.Object(ref)
+			switch {
+			case ob == nil:
+				t.Errorf("%s: %s not in the plan", tc.rel, ref)
+			case tc.rel == "deps" && ob.Git != nil:
+				t.Errorf("deps: %s matched %+v, though the chart cannot render", ref, ob.Git)
+			case tc.rel != "deps" && (ob.Git == nil || ob.Git.Path != tc.path+"/Chart.yaml" || ob.Git.Line != 0 || ob.Drift == nil || !ob.Drift.Identical()):
+				t.Errorf("%s: %s matched %+v, drift %+v; want %s/Chart.yaml, identical", tc.rel, ref, ob.Git, ob.Drift, tc.path)
+			}
+		}
 		if tc.rel == "deps" {
 			if hs.Proof == nil || !strings.Contains(hs.Proof.Error, "not vendored") {
 				t.Errorf("deps: proof %+v, want the dependency named", hs.Proof)

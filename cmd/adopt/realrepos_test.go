@@ -32,12 +32,24 @@ type realRepo struct {
 	apps []string
 }
 
-// repoRun is one fixture in a repo on the test git server, cloned.
+// repoRun is one fixture in a repo on the test git server, cloned, for
+// control plane c.
 type repoRun struct {
+	c                     *testenv.ControlPlane
 	checkout, url, argoNS string
 	ns                    map[string]string // token -> namespace
 	files                 map[string]string
 	helm                  *testenv.Helm
+	git                   *testenv.GitServer
+	name                  string // the repo's on git
+}
+
+// kc runs kubectl against the run's control plane.
+func (r *repoRun) kc(t *testing.T, stdin []byte, args ...string) {
+	t.Helper()
+	if out, err := r.c.Kubectl(context.Background(), stdin, args...); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 }
 
 // TestPlanOnRealRepoLayouts (issue 34): three layouts that Argo CD users
@@ -53,13 +65,67 @@ type repoRun struct {
 // Application is proposed over a path they sync.
 func TestPlanOnRealRepoLayouts(t *testing.T) {
 	installApplicationCRD(t)
-	repos := []realRepo{
+	for _, rr := range realRepos() {
+		t.Run(rr.name, func(t *testing.T) {
+			r := setUpRealRepo(t, cp, cp.Namespace(t), rr)
+			rr.byHand(t, r)
+			args := []string{"--argocd-namespace", r.argoNS, "--repo", r.checkout, "-n", strings.Join(sortedValues(r.ns), ",")}
+			compareGolden(t, r, rr.name+".golden", planJSON(t, args...))
+
+			created := r.ownApplications(rr)
+			r.kc(t, []byte(strings.Join(created, "---\n")), "apply", "-f", "-")
+			p := planJSON(t, args...)
+			compareGolden(t, r, rr.name+".apps.golden", p)
+			// A path an existing Application syncs may get a new one only
+			// for another destination namespace (the same directory applied
+			// by hand into a namespace no Application deploys it to).
+			synced := map[string][]string{}
+			for _, a := range p.Applications {
+				if a.Source == "existing" {
+					synced[path.Clean(a.SourcePath)] = append(synced[path.Clean(a.SourcePath)], a.Namespace)
+				}
+			}
+			for _, a := range p.Applications {
+				for _, ns := range synced[path.Clean(a.SourcePath)] {
+					if a.Source != "existing" && (ns == a.Namespace || ns == "" || a.Namespace == "") {
+						t.Errorf("a new Application over a path and namespace the repo's Applications sync: %s (%s at %s, namespace %q)", a.Name, a.Source, a.SourcePath, a.Namespace)
+					}
+				}
+			}
+		})
+	}
+}
+
+// ownApplications are the repo's own Applications: the root its README
+// creates (automated, as the upstream README's `argocd app create` with
+// sync), the Application manifests the repo holds, or one per environment
+// for a repo that has none.
+func (r *repoRun) ownApplications(rr realRepo) []string {
+	var created []string
+	switch {
+	case rr.name == "example-apps":
+		created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: example-apps, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: apps, targetRevision: main}\n  syncPolicy: {automated: {}}\n", r.argoNS, r.argoNS, r.url))
+	case len(rr.apps) == 0:
+		for _, env := range []string{"prod-us", "prod-eu", "qa"} {
+			created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: %s, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc}\n  source: {repoURL: %q, path: envs/%s, targetRevision: main}\n", env, r.argoNS, r.url, env))
+		}
+	}
+	for _, p := range rr.apps {
+		created = append(created, r.files[p])
+	}
+	return created
+}
+
+// realRepos are the fixtures, each with how its README applies it by hand.
+func realRepos() []realRepo {
+	return []realRepo{
 		{
 			name:       "example-apps",
-			namespaces: []string{"NS_GUESTBOOK", "NS_KUSTOMIZE", "NS_HELM"},
+			namespaces: []string{"NS_GUESTBOOK", "NS_GUESTBOOK2", "NS_KUSTOMIZE", "NS_HELM"},
 			byHand: func(t *testing.T, r *repoRun) {
-				kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK"], "-f", filepath.Join(r.checkout, "guestbook"))
-				kc(t, nil, "apply", "-n", r.ns["NS_KUSTOMIZE"], "-k", filepath.Join(r.checkout, "kustomize-guestbook"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK"], "-f", filepath.Join(r.checkout, "guestbook"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_GUESTBOOK2"], "-f", filepath.Join(r.checkout, "guestbook"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_KUSTOMIZE"], "-k", filepath.Join(r.checkout, "kustomize-guestbook"))
 				chart := filepath.Join(r.checkout, "helm-guestbook")
 				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "helm-guestbook", chart, "-n", r.ns["NS_HELM"], "-f", filepath.Join(chart, "values-production.yaml"))
 			},
@@ -69,75 +135,45 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 			namespaces: []string{"NS_PROD", "NS_QA"},
 			byHand: func(t *testing.T, r *repoRun) {
 				for _, env := range []string{"prod-us", "prod-eu", "qa"} {
-					kc(t, nil, "apply", "-k", filepath.Join(r.checkout, "envs", env))
+					r.kc(t, nil, "apply", "-k", filepath.Join(r.checkout, "envs", env))
 				}
 			},
 		},
 		{
 			name:       "cert-examples",
-			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM"},
+			namespaces: []string{"NS_DEMO1", "NS_DEMO2", "NS_KUST", "NS_SIMPLE", "NS_HELM", "NS_CHART"},
 			byHand: func(t *testing.T, r *repoRun) {
-				kc(t, nil, "apply", "-n", r.ns["NS_DEMO1"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
-				kc(t, nil, "apply", "-n", r.ns["NS_DEMO2"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
-				kc(t, nil, "apply", "-n", r.ns["NS_KUST"], "-k", filepath.Join(r.checkout, "kustomize-apps/overlays/production"))
-				kc(t, nil, "apply", "-n", r.ns["NS_SIMPLE"], "-f", filepath.Join(r.checkout, "simple-app"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_DEMO1"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_DEMO2"], "-f", filepath.Join(r.checkout, "declarative/manifests"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_KUST"], "-k", filepath.Join(r.checkout, "kustomize-apps/overlays/production"))
+				r.kc(t, nil, "apply", "-n", r.ns["NS_SIMPLE"], "-f", filepath.Join(r.checkout, "simple-app"))
 				chart := filepath.Join(r.checkout, "helm-apps/many-envs-chart")
 				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "demo-prod", chart, "-n", r.ns["NS_HELM"],
 					"-f", filepath.Join(chart, "common-values.yaml"), "-f", filepath.Join(chart, "prod-values.yaml"))
+				// The repo's other chart has the same name and version: only
+				// its render tells them apart.
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "simple", filepath.Join(r.checkout, "helm-apps/simple-chart"), "-n", r.ns["NS_CHART"])
 			},
 			apps: []string{"declarative/parent-app/my-parent-app.yml", "helm-apps/app-with-many-values.yaml"},
 		},
 	}
-	for _, rr := range repos {
-		t.Run(rr.name, func(t *testing.T) {
-			r := setUpRealRepo(t, rr)
-			rr.byHand(t, r)
-			args := []string{"--argocd-namespace", r.argoNS, "--repo", r.checkout, "-n", strings.Join(sortedValues(r.ns), ",")}
-			compareGolden(t, r, rr.name+".golden", planJSON(t, args...))
-
-			// The repo's own Applications: the root its README creates, or
-			// one per environment for a repo that has none.
-			var created []string
-			switch {
-			case rr.name == "example-apps":
-				created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: example-apps, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: apps, targetRevision: main}\n", r.argoNS, r.argoNS, r.url))
-			case len(rr.apps) == 0:
-				for _, env := range []string{"prod-us", "prod-eu", "qa"} {
-					created = append(created, fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: %s, namespace: %s}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc}\n  source: {repoURL: %q, path: envs/%s, targetRevision: main}\n", env, r.argoNS, r.url, env))
-				}
-			}
-			for _, p := range rr.apps {
-				created = append(created, r.files[p])
-			}
-			kc(t, []byte(strings.Join(created, "---\n")), "apply", "-f", "-")
-			p := planJSON(t, args...)
-			compareGolden(t, r, rr.name+".apps.golden", p)
-			synced := map[string]bool{}
-			for _, a := range p.Applications {
-				if a.Source == "existing" {
-					synced[path.Clean(a.SourcePath)] = true
-				}
-			}
-			for _, a := range p.Applications {
-				if a.Source != "existing" && synced[path.Clean(a.SourcePath)] {
-					t.Errorf("a new Application over a path the repo's Applications sync: %s (%s at %s)", a.Name, a.Source, a.SourcePath)
-				}
-			}
-		})
-	}
 }
 
-func setUpRealRepo(t *testing.T, rr realRepo) *repoRun {
+// setUpRealRepo puts fixture rr in a repo on a new test git server, with
+// a namespace of c for each of its tokens and argoNS as Argo CD's, and
+// clones it.
+func setUpRealRepo(t *testing.T, c *testenv.ControlPlane, argoNS string, rr realRepo) *repoRun {
 	t.Helper()
-	r := &repoRun{argoNS: cp.Namespace(t), ns: map[string]string{}, files: map[string]string{}}
+	r := &repoRun{c: c, argoNS: argoNS, ns: map[string]string{}, files: map[string]string{}}
 	for _, tok := range rr.namespaces {
-		r.ns[tok] = cp.Namespace(t)
+		r.ns[tok] = c.Namespace(t)
 	}
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
+	r.git, r.name = g, rr.name
 	r.url = g.URL + "/" + rr.name + ".git"
 	src := filepath.Join("testdata", "realrepos", rr.name)
 	raw, err := testenv.ReadFiles(src)
@@ -164,7 +200,7 @@ func setUpRealRepo(t *testing.T, rr realRepo) *repoRun {
 	if out, err := exec.Command("git", "clone", "-q", r.url, r.checkout).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v: %s", err, out)
 	}
-	if r.helm, err = testenv.NewHelm(cp, t.TempDir()); err != nil {
+	if r.helm, err = testenv.NewHelm(c, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -223,7 +259,7 @@ func planSummary(p *plan.Plan) string {
 			fmt.Fprintf(&b, ", include %v", a.Include)
 		}
 		if h := a.Helm; h != nil {
-			fmt.Fprintf(&b, ", helm release %s chart %s %s path %q valueFiles %v values %v", h.ReleaseName, h.Chart, h.Version, h.Path, h.ValueFiles, h.Values)
+			fmt.Fprintf(&b, ", helm release %s chart %s %s path %q valueFiles %v values %v from %q", h.ReleaseName, h.Chart, h.Version, h.Path, h.ValueFiles, h.Values, h.SourceFrom)
 		}
 		if e := a.Existing; e != nil {
 			fmt.Fprintf(&b, ", existing in %s", e.Namespace)
