@@ -207,7 +207,10 @@ func (j *Judge) Scan(obj map[string]any) []Hit {
 			if x == "" {
 				return
 			}
-			if SecretKey(key) && len(x) >= minJudged && strings.Trim(x, "0123456789") != "" && !strings.HasPrefix(x, PlaceholderPrefix) {
+			// A field named just "key" is a reference in Kubernetes objects
+			// (secretKeyRef.key, items[].key, tolerations[].key,
+			// matchExpressions[].key): only its value is judged.
+			if key != "key" && SecretKey(key) && len(x) >= minJudged && strings.Trim(x, "0123456789") != "" && !strings.HasPrefix(x, PlaceholderPrefix) {
 				hits = append(hits, Hit{Path: path, Rule: RuleKeyName})
 				return
 			}

@@ -97,7 +97,8 @@ func TestSetHides(t *testing.T) {
 // with a password or a token query, a GitHub token, a long opaque string,
 // and an env-style entry whose name is secret-like are hits, each with its
 // key path and rule; the entry's name, ordinary values, digests, UUIDs and
-// metadata other than labels and annotations are not.
+// metadata other than labels and annotations are not, nor a field named
+// just key (secretKeyRef.key, tolerations[].key: a reference).
 func TestJudgeScan(t *testing.T) {
 	j, err := DefaultJudge()
 	if err != nil {
@@ -117,7 +118,10 @@ func TestJudgeScan(t *testing.T) {
 		"env": []any{
 			map[string]any{"name": "SMTP_PASSWORD", "value": "plain words here"},
 			map[string]any{"name": "QUEUE", "value": "jobs-default"},
+			// References named key: a Secret's key, a toleration's.
+			map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "db", "key": "password"}}},
 		},
+		"tolerations": []any{map[string]any{"key": "dedicated-credentials", "operator": "Exists"}},
 	}
 	want := []Hit{
 		{"data.DATABASE_URL", RuleURLPassword}, {"data.GITHUB", "gitleaks:github-pat"}, {"data.opaque", RuleEntropy},
