@@ -393,11 +393,20 @@ func short(rev string) string {
 
 // Explain says why an Application is not Healthy: one line per resource
 // that is not, from status.resources, and for workloads one line per pod
-// that is stuck, read from the pods (scheduler reason, crash loop with the
+// that is stuck (for a workload whose health Argo CD did not record, as
+// Argo CD 3 does by default, a line per stuck pod, naming the workload), read from the pods (scheduler reason, crash loop with the
 // last exit, failing probe, missing command).
 func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []string {
 	var out []string
 	for _, r := range s.Resources {
+		if r.Health == "" && r.Group == "apps" && kube != nil {
+			// Argo CD 3 keeps no resource health in status.resources
+			// unless told to: the workload's pods say what is wrong.
+			for _, p := range workloadPods(ctx, kube, r) {
+				out = append(out, r.Ref.String()+": "+p)
+			}
+			continue
+		}
 		if r.Health == "" || r.Health == HealthHealthy {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"code.gitea.io/sdk/gitea"
@@ -36,6 +37,10 @@ type PRStatus struct {
 	Base  string `json:"base" yaml:"base"`
 	// MergedAt is when it was merged (zero unless merged).
 	MergedAt time.Time `json:"mergedAt,omitempty" yaml:"mergedAt,omitempty"`
+	// HeadSHA is the commit the head branch pointed at, Body the
+	// description (for reconcile's markers; never printed).
+	HeadSHA string `json:"-" yaml:"-"`
+	Body    string `json:"-" yaml:"-"`
 }
 
 // PRStateReader finds the newest pull request from o.Head (into o.Base,
@@ -43,6 +48,9 @@ type PRStatus struct {
 // Provider NewProvider returns is one.
 type PRStateReader interface {
 	PRState(ctx context.Context, o FindPROptions) (*PRStatus, error)
+	// ListPRs lists every pull request into base (any base when "") whose
+	// head branch starts with prefix, in any state, newest first.
+	ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error)
 }
 
 var (
@@ -51,28 +59,44 @@ var (
 	_ PRStateReader = (*giteaProvider)(nil)
 )
 
-// newest keeps the pull request with the highest number.
-func newest(all []PRStatus) *PRStatus {
-	if len(all) == 0 {
-		return nil
-	}
+// newestFirst sorts pull requests by number, highest first.
+func newestFirst(all []PRStatus) []PRStatus {
 	sort.Slice(all, func(i, j int) bool { return all[i].Number > all[j].Number })
-	return &all[0]
+	return all
+}
+
+// prState is the newest pull request of l from exactly o.Head.
+func prState(ctx context.Context, l PRStateReader, o FindPROptions) (*PRStatus, error) {
+	all, err := l.ListPRs(ctx, o.Repo, o.Base, o.Head)
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range all {
+		if pr.Head == o.Head {
+			return &pr, nil
+		}
+	}
+	return nil, nil
 }
 
 func (g *gitHub) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	opts := &github.PullRequestListOptions{State: "all", Head: o.Repo.Owner + ":" + o.Head, Base: o.Base, ListOptions: github.ListOptions{PerPage: 100}}
+	return prState(ctx, g, o)
+}
+
+func (g *gitHub) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	opts := &github.PullRequestListOptions{State: "all", Base: base, ListOptions: github.ListOptions{PerPage: 100}}
 	var found []PRStatus
 	for {
-		prs, resp, err := g.c.PullRequests.List(ctx, o.Repo.Owner, o.Repo.Name, opts)
+		prs, resp, err := g.c.PullRequests.List(ctx, r.Owner, r.Name, opts)
 		if err != nil {
-			return nil, g.err(o.Repo, "list pull requests", resp, err)
+			return nil, g.err(r, "list pull requests", resp, err)
 		}
 		for _, pr := range prs {
-			if pr.GetHead().GetRef() != o.Head || o.Base != "" && pr.GetBase().GetRef() != o.Base {
+			if !strings.HasPrefix(pr.GetHead().GetRef(), prefix) || base != "" && pr.GetBase().GetRef() != base {
 				continue
 			}
-			s := PRStatus{Number: int64(pr.GetNumber()), URL: pr.GetHTMLURL(), State: PROpen, Head: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef()}
+			s := PRStatus{Number: int64(pr.GetNumber()), URL: pr.GetHTMLURL(), State: PROpen, Head: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
+				HeadSHA: pr.GetHead().GetSHA(), Body: pr.GetBody()}
 			switch {
 			case pr.MergedAt != nil:
 				s.State, s.MergedAt = PRMerged, pr.GetMergedAt().Time
@@ -82,58 +106,71 @@ func (g *gitHub) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error
 			found = append(found, s)
 		}
 		if resp.NextPage == 0 {
-			return newest(found), nil
+			return newestFirst(found), nil
 		}
 		opts.Page = resp.NextPage
 	}
 }
 
 func (g *gitLab) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	opt := &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr("all"), SourceBranch: gitlab.Ptr(o.Head), ListOptions: gitlab.ListOptions{PerPage: 100}}
-	if o.Base != "" {
-		opt.TargetBranch = gitlab.Ptr(o.Base)
-	}
-	mrs, resp, err := g.c.MergeRequests.ListProjectMergeRequests(o.Repo.FullName(), opt, gitlab.WithContext(ctx))
-	if err != nil {
-		return nil, g.err(o.Repo, "list merge requests", resp, err)
+	return prState(ctx, g, o)
+}
+
+func (g *gitLab) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	opt := &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr("all"), ListOptions: gitlab.ListOptions{PerPage: 100, Page: 1}}
+	if base != "" {
+		opt.TargetBranch = gitlab.Ptr(base)
 	}
 	var found []PRStatus
-	for _, mr := range mrs {
-		if mr.SourceBranch != o.Head || o.Base != "" && mr.TargetBranch != o.Base {
-			continue
+	for {
+		mrs, resp, err := g.c.MergeRequests.ListProjectMergeRequests(r.FullName(), opt, gitlab.WithContext(ctx))
+		if err != nil {
+			return nil, g.err(r, "list merge requests", resp, err)
 		}
-		s := PRStatus{Number: mr.IID, URL: mr.WebURL, State: PROpen, Head: mr.SourceBranch, Base: mr.TargetBranch}
-		switch mr.State {
-		case "merged":
-			s.State = PRMerged
-			if mr.MergedAt != nil {
-				s.MergedAt = *mr.MergedAt
+		for _, mr := range mrs {
+			if !strings.HasPrefix(mr.SourceBranch, prefix) || base != "" && mr.TargetBranch != base {
+				continue
 			}
-		case "closed", "locked":
-			s.State = PRClosed
+			s := PRStatus{Number: mr.IID, URL: mr.WebURL, State: PROpen, Head: mr.SourceBranch, Base: mr.TargetBranch, HeadSHA: mr.SHA, Body: mr.Description}
+			switch mr.State {
+			case "merged":
+				s.State = PRMerged
+				if mr.MergedAt != nil {
+					s.MergedAt = *mr.MergedAt
+				}
+			case "closed", "locked":
+				s.State = PRClosed
+			}
+			found = append(found, s)
 		}
-		found = append(found, s)
+		if resp == nil || resp.NextPage == 0 {
+			return newestFirst(found), nil
+		}
+		opt.Page = resp.NextPage
 	}
-	return newest(found), nil
 }
 
 func (g *giteaProvider) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
+	return prState(ctx, g, o)
+}
+
+func (g *giteaProvider) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
 	c, err := g.client(ctx)
 	if err != nil {
-		return nil, transportError("gitea", o.Repo, "connect", err, g.o.Token)
+		return nil, transportError("gitea", r, "connect", err, g.o.Token)
 	}
 	opt := gitea.ListPullRequestsOptions{State: gitea.StateAll, ListOptions: gitea.ListOptions{Page: 1, PageSize: 50}}
 	var found []PRStatus
 	for {
-		prs, resp, err := c.ListRepoPullRequests(o.Repo.Owner, o.Repo.Name, opt)
+		prs, resp, err := c.ListRepoPullRequests(r.Owner, r.Name, opt)
 		if err != nil {
-			return nil, g.err(o.Repo, "list pull requests", resp, err)
+			return nil, g.err(r, "list pull requests", resp, err)
 		}
 		for _, pr := range prs {
-			if pr.Head == nil || pr.Head.Ref != o.Head || pr.Base == nil || o.Base != "" && pr.Base.Ref != o.Base {
+			if pr.Head == nil || !strings.HasPrefix(pr.Head.Ref, prefix) || pr.Base == nil || base != "" && pr.Base.Ref != base {
 				continue
 			}
-			s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref}
+			s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref, HeadSHA: pr.Head.Sha, Body: pr.Body}
 			switch {
 			case pr.HasMerged:
 				s.State = PRMerged
@@ -146,7 +183,7 @@ func (g *giteaProvider) PRState(ctx context.Context, o FindPROptions) (*PRStatus
 			found = append(found, s)
 		}
 		if len(prs) < opt.PageSize || resp == nil || resp.NextPage == 0 {
-			return newest(found), nil
+			return newestFirst(found), nil
 		}
 		opt.Page = resp.NextPage
 	}

@@ -20,6 +20,8 @@ type OpenPROptions struct {
 	Labels    []string
 	Reviewers []string
 	Draft     bool
+	// Trailer is appended to the rendered body (reconcile's markers).
+	Trailer string
 	// Token is the Git token apply already has and TokenFrom where it came
 	// from (--git-token or $ADOPT_GIT_TOKEN); without one the provider's
 	// own variable is read through Getenv (nil: os.Getenv).
@@ -54,6 +56,9 @@ func OpenPR(ctx context.Context, o OpenPROptions) (*OpenedPR, error) {
 	title, body, err := RenderPR(in, o.Title)
 	if err != nil {
 		return nil, &ContractError{msg: err.Error()}
+	}
+	if o.Trailer != "" {
+		body += "\n\n" + o.Trailer
 	}
 	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: o.HTTPClient, Attempts: o.Attempts, Backoff: o.Backoff})
 	if err != nil {

@@ -58,6 +58,12 @@ type ApplyOptions struct {
 }
 
 func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd, _ := applyCommand(flags, streams)
+	return cmd
+}
+
+// applyCommand is the apply command and the options its flags fill.
+func applyCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) (*cobra.Command, *ApplyOptions) {
 	o := &ApplyOptions{ConfigFlags: flags, IOStreams: streams, Secrets: string(export.SecretsSkip), CSAMigration: string(apply.CSAAuto)}
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -127,7 +133,7 @@ on top and pushed again (never forced unless --force).
 	f.StringVar(&o.CSAMigration, "csa-migration", o.CSAMigration, "ClientSideApplyMigration=false on the Applications: auto (where Argo CD 3.1.0-3.3.1's client-side-apply migration would pass the annotation cap; refuses when the version is unknown), keep (never), disable (always)")
 	_ = cmd.RegisterFlagCompletionFunc("csa-migration", cobra.FixedCompletions(apply.CSAModes, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("secrets", cobra.FixedCompletions([]string{string(export.SecretsSkip), string(export.SecretsPlaceholder)}, cobra.ShellCompDirectiveNoFileComp))
-	return cmd
+	return cmd, o
 }
 
 // Complete loads the plan (or adopt.yaml for computing one), the

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -24,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/plan"
@@ -224,7 +226,11 @@ func TestLeakSuite(t *testing.T) {
 	pw1 := plants.add("Helm value passwords[1] (in a list)", randomWord(t, "Hl", 24))
 	seed := plants.add("Helm value migration.seed (only in a hook Secret)", randomWord(t, "Hs", 24))
 	dsnPass := plants.add("the password in Helm value db.dsn (only in the chart's Secret)", randomWord(t, "Hd", 24))
+	smtpPass := plants.add("Helm value extraEnv[0].value (an env-style list whose name is SMTP_PASSWORD)", randomWord(t, "He", 24))
+	ordersPass := plants.add("Helm value databases[0].password (a list of maps)", randomWord(t, "Hm", 24))
 	helm(h, "install", release, "stable/leak", "--version", "0.4.2", "-n", nsHelm,
+		"--set", "extraEnv[0].name=SMTP_PASSWORD,extraEnv[0].value="+smtpPass,
+		"--set", "databases[0].name=orders,databases[0].password="+ordersPass,
 		"--set", "db.password="+dbPassword,
 		"--set", "auth.apiToken="+apiToken,
 		"--set", "auth.apiKeyBool=true",
@@ -245,7 +251,21 @@ func TestLeakSuite(t *testing.T) {
 	if v, _ := valueAt(stored, "auth.apiKeyBool"); v != true {
 		t.Fatalf("helm stored auth.apiKeyBool as %T %v, want the boolean true", v, v)
 	}
-	redactedPaths := []string{"db.password", "auth.apiToken", "auth.apiKeyBool", "nested.credentials.apiKey", "passwords[0]", "passwords[1]", "migration.seed", "db.dsn"}
+	redactedPaths := []string{"db.password", "auth.apiToken", "auth.apiKeyBool", "nested.credentials.apiKey", "passwords[0]", "passwords[1]", "migration.seed", "db.dsn", "extraEnv[0].value", "databases[0].password"}
+
+	// A release stored by Helm's ConfigMap driver (base64 of gzip in a
+	// ConfigMap, not a Secret).
+	nsCM := c.Namespace(t)
+	const cmRelease = "cmrel"
+	cmPass := plants.add("Helm value db.password of a release stored with HELM_DRIVER=configmap", randomWord(t, "Hc", 24))
+	install := exec.CommandContext(ctx, h.Bin, "--kubeconfig", c.Kubeconfig, "install", cmRelease, "stable/leak", "--version", "0.4.2", "-n", nsCM, "--set", "db.password="+cmPass)
+	install.Env = append(append(os.Environ(), h.Env()...), "HELM_DRIVER=configmap")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("helm install with HELM_DRIVER=configmap: %v: %s", err, out)
+	}
+	if cms, err := c.Clientset().CoreV1().ConfigMaps(nsCM).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"}); err != nil || len(cms.Items) != 1 {
+		t.Fatalf("the ConfigMap driver stored no release record in %s (%v)", nsCM, err)
+	}
 
 	// A chart repository in repositories.yaml whose URL carries a
 	// password, in a Helm home of its own: adopt must refuse it.
@@ -255,8 +275,15 @@ func TestLeakSuite(t *testing.T) {
 	helm(h2, "repo", "add", credsRepo, strings.Replace(repo2.URL, "http://", "http://robot:"+credsPass+"@", 1))
 	nsVault := c.Namespace(t)
 	helm(h2, "install", "vaultrel", credsRepo+"/vault", "-n", nsVault)
-	if rc, err := os.ReadFile(h2.RepositoryConfig); err != nil || !strings.Contains(string(rc), credsPass) {
-		t.Fatalf("repositories.yaml does not hold the URL's password (%v)", err)
+	// And one whose URL carries a token in its query.
+	queryToken := plants.add("the token in a repositories.yaml URL's query (?token=)", randomWord(t, "Qt", 30))
+	const tokenRepo = "token-repo"
+	_, repo3 := servedChart(ctx, t, c, "leak")
+	helm(h2, "repo", "add", tokenRepo, repo3.URL+"?token="+queryToken)
+	nsToken := c.Namespace(t)
+	helm(h2, "install", "tokenrel", tokenRepo+"/leak", "--version", "0.4.2", "-n", nsToken)
+	if rc, err := os.ReadFile(h2.RepositoryConfig); err != nil || !strings.Contains(string(rc), credsPass) || !strings.Contains(string(rc), queryToken) {
+		t.Fatalf("repositories.yaml does not hold the URL's password and token (%v)", err)
 	}
 
 	// Argo CD fetches the chart through a repository Secret with a
@@ -313,6 +340,11 @@ func TestLeakSuite(t *testing.T) {
 			t.Fatalf("plan -o %s: no Helm-sourced Application for release %s; findings %+v", format, release, pf.Findings)
 		}
 		checkPlaceholders(t, "plan file of plan -o "+format, app.Helm.Values, redactedPaths)
+		if app := helmApp(pf, cmRelease); app == nil {
+			t.Errorf("plan -o %s: no Helm-sourced Application for release %s (HELM_DRIVER=configmap)", format, cmRelease)
+		} else {
+			checkPlaceholders(t, "plan file of plan -o "+format+", release "+cmRelease, app.Helm.Values, []string{"db.password"})
+		}
 	}
 	// The preview of the Deployment whose env var is the password shows
 	// <redacted> and the byte counts, not the live value; the hook Secret,
@@ -353,26 +385,97 @@ func TestLeakSuite(t *testing.T) {
 		vaultEnv[k] = v
 	}
 	vaultPlan := filepath.Join(dir, "plan-creds-repo.yaml")
-	res = r.run(t, "plan with credentials in a repositories.yaml URL", kubeconfig, vaultEnv, "plan", "-n", nsVault, "--argocd-version", "v3.2.6", "--out", vaultPlan)
+	res = r.run(t, "plan with credentials in a repositories.yaml URL", kubeconfig, vaultEnv, "plan", "-n", nsVault+","+nsToken, "--argocd-version", "v3.2.6", "--out", vaultPlan)
 	said := res.out + res.errOut
-	refused := true
-	if b, err := os.ReadFile(vaultPlan); err == nil {
+	b, err := os.ReadFile(vaultPlan)
+	if err == nil {
 		said += string(b)
-		if app := helmApp(readPlan(t, vaultPlan), "vaultrel"); app != nil && app.Helm.RepoURL != "" {
-			refused = false
-			t.Errorf("a repository with credentials in its repositories.yaml URL was not refused: Application %s uses it", app.Name)
+	}
+	for rel, name := range map[string]string{"vaultrel": credsRepo, "tokenrel": tokenRepo} {
+		if err == nil {
+			if app := helmApp(readPlan(t, vaultPlan), rel); app != nil && app.Helm.RepoURL != "" {
+				t.Errorf("a repository with credentials in its repositories.yaml URL was not refused: Application %s uses %s", app.Name, name)
+				continue
+			}
 		}
-	}
-	if refused && (!strings.Contains(said, credsRepo) || !regexp.MustCompile(`(?i)credential`).MatchString(said)) {
-		t.Errorf("the refusal of repository %q (credentials in its URL) does not name it and say why: exit %d\n%s", credsRepo, res.code, res.out+res.errOut)
-	}
-	for _, line := range strings.Split(said, "\n") {
-		if strings.Contains(line, credsRepo) {
-			t.Logf("the refusal (exit %d): %s", res.code, strings.TrimSpace(line))
-			break
+		if !strings.Contains(said, name) || !regexp.MustCompile(`(?i)credential|token`).MatchString(said) {
+			t.Errorf("the refusal of repository %q (credentials in its URL) does not name it and say why: exit %d\n%s", name, res.code, res.out+res.errOut)
+		}
+		for _, line := range strings.Split(said, "\n") {
+			if strings.Contains(line, name) {
+				t.Logf("the refusal of %s (exit %d): %s", name, res.code, strings.TrimSpace(line))
+				break
+			}
 		}
 	}
 	phase("plans made")
+
+	// Credentials outside Secrets, judged by value, in a namespace of their
+	// own (apply refuses a plan that would export them): a ConfigMap URL
+	// with a password, a Deployment's env literal, a custom resource's
+	// field; and a Deployment whose Git form the API server refuses,
+	// quoting a label value that is a referenced Secret's value.
+	nsVal := c.Namespace(t)
+	urlPass := plants.add("the password in a ConfigMap's database URL", randomWord(t, "Cu9", 30))
+	envLiteral := plants.add("a Deployment's env literal (SIGNING_KEY)", randomWord(t, "Ev7", 40))
+	crdPass := plants.add("the password in a custom resource's endpoint URL", randomWord(t, "Cr5", 30))
+	refused := plants.add("a Secret's value quoted by the API server's refusal", "Rf"+randomWord(t, "", 24)+"!")
+	kubectlApply(c, map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets.leak.example.invalid"},
+		"spec": map[string]any{"group": "leak.example.invalid", "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}})
+	if out, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.leak.example.invalid"); err != nil {
+		t.Fatalf("the Widget CRD: %v: %s", err, out)
+	}
+	deploy := func(name string, env []any, labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": nsVal, "labels": labels},
+			"spec": map[string]any{"replicas": 0, "selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": name}},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.invalid/leak/" + name + ":1", "env": env}}}}}}
+	}
+	fromSecret := []any{map[string]any{"name": "DB_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "db", "key": "password"}}}}
+	for _, obj := range []map[string]any{
+		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": nsVal}, "stringData": map[string]any{"password": refused}},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "db-url", "namespace": nsVal},
+			"data": map[string]any{"DATABASE_URL": "postgres://app:" + urlPass + "@db.internal:5432/app", "mode": "leak-suite"}},
+		{"apiVersion": "leak.example.invalid/v1", "kind": "Widget", "metadata": map[string]any{"name": "billing", "namespace": nsVal},
+			"spec": map[string]any{"endpoint": "https://svc:" + crdPass + "@billing.internal/v1", "replicas": 2}},
+		deploy("worker", append([]any{map[string]any{"name": "SIGNING_KEY", "value": envLiteral}}, fromSecret...), nil),
+		deploy("api", fromSecret, nil),
+	} {
+		kubectlApply(c, obj)
+	}
+	apiInGit, _ := json.Marshal(deploy("api", fromSecret, map[string]any{"tier": refused}))
+	_, valuesURL := gitRepo(t, "values", map[string]string{"apps/" + nsVal + "/api.json": string(apiInGit)})
+	valPlan := filepath.Join(dir, "plan-values.yaml")
+	res = r.run(t, "plan --preview of credentials outside Secrets", kubeconfig, nil, "plan", "-n", nsVal, "--repo", valuesURL, "--argocd-version", "v3.2.6", "--preview", "--out", valPlan, "-o", "json")
+	if res.code != 0 && res.code != ExitFindings {
+		t.Fatalf("plan --preview of credentials outside Secrets: exit %d: %s", res.code, res.errOut)
+	}
+	vp := readPlan(t, valPlan)
+	hits := map[string]string{}
+	for _, ob := range vp.Objects {
+		for _, f := range ob.Findings {
+			if f.Code == plan.CodeSecretValue && f.Severity == plan.Critical {
+				hits[ob.Kind+"/"+ob.Name] += f.Message + " "
+			}
+		}
+		if ob.Kind == "Deployment" && ob.Name == "api" && (ob.Preview == nil || ob.Preview.Outcome != preview.WouldFail || !strings.Contains(ob.Preview.Verdict, redact.Shown)) {
+			t.Errorf("the preview of Deployment api is not a refusal with the Secret's value shown as %s: %+v", redact.Shown, ob.Preview)
+		}
+	}
+	for obj, path := range map[string]string{"ConfigMap/db-url": "data.DATABASE_URL", "Deployment/worker": "containers[0].env[0].value", "Widget/billing": "spec.endpoint"} {
+		if !strings.Contains(hits[obj], path) {
+			t.Errorf("%s: no critical %s finding naming %s: %q", obj, plan.CodeSecretValue, path, hits[obj])
+		}
+	}
+	res = r.run(t, "apply --dry-run of credentials outside Secrets", kubeconfig, nil, "apply", "--plan", valPlan, "--repo", valuesURL, "--author", "Leak Suite <leak@example.invalid>", "--dry-run")
+	if res.code == 0 || !strings.Contains(res.errOut, "not exported") {
+		t.Errorf("apply --dry-run of a plan exporting credentials outside Secrets: exit %d, want a refusal saying what is not exported: %s", res.code, res.errOut)
+	}
+	phase("credentials outside Secrets judged")
 
 	// apply: the diff, then the branch and the pull request on Gitea, the
 	// token only in the environment.
@@ -453,14 +556,74 @@ func TestLeakSuite(t *testing.T) {
 	}
 	phase("Helm records retired")
 
+	// A crash-looping pod of the release's Deployment whose last
+	// termination message (a log tail, as FallbackToLogsOnError leaves it)
+	// quotes a token: its status patched as the kubelet would, once Argo
+	// CD sees the Deployment progress, so status explains it.
+	termToken := plants.add("a token in a container's termination message", randomWord(t, "Tm3", 40))
+	deployName := release + "-app"
+	if out, err := c.Kubectl(ctx, nil, "scale", "deployment/"+deployName, "-n", nsHelm, "--replicas=1"); err != nil {
+		t.Fatalf("kubectl scale: %v: %s", err, out)
+	}
+	var pod *corev1.Pod
+	for pod == nil && ctx.Err() == nil {
+		w, err := c.Clientset().CoreV1().Pods(nsHelm).Watch(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil {
+				pod = p
+				break
+			}
+		}
+		w.Stop()
+	}
+	if pod == nil {
+		t.Fatalf("no pod of %s was created: %v", deployName, ctx.Err())
+	}
+	// Bound to a node, as the scheduler would, so that it stays scheduled.
+	if err := c.Clientset().CoreV1().Pods(nsHelm).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: nsHelm},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "leak-node"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind the pod: %v", err)
+	}
+	pods := c.Clientset().CoreV1().Pods(nsHelm)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Phase = corev1.PodRunning
+		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.invalid/leak/app:1.0.0", RestartCount: 3,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 127, Reason: "Error",
+				Message: `exec: "/app --token=` + termToken + `": executable file not found in $PATH`}}}}
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("the pod's status: %v", err)
+	}
+	if _, err := a.WaitApplication(ctx, helmA.Name, func(s testenv.AppStatus) bool { return s.Health != "" && s.Health != "Healthy" }); err != nil {
+		t.Fatalf("Argo CD does not see %s progress: %v", deployName, err)
+	}
+
 	// status, in every format, with --html and --record.
 	record := filepath.Join(dir, "status-history")
+	statusOut := ""
 	for _, format := range []string{"table", "json", "yaml", "markdown"} {
 		res := r.run(t, "status -o "+format, kubeconfig, tokenEnv, "status", "--plan", planFile, "--repo", cloneURL, "--git-user", g.User, "--provider", "gitea",
 			"-o", format, "--record", record, "--html", filepath.Join(dir, "status-"+format+".html"))
 		if res.code != 0 {
 			t.Errorf("status -o %s: exit %d: %s", format, res.code, res.errOut)
 		}
+		statusOut += res.out
+	}
+	if !strings.Contains(statusOut, "CrashLoopBackOff") || !strings.Contains(statusOut, "does not exist") {
+		t.Errorf("status does not explain the crash-looping pod of %s (its termination message):\n%s", deployName, statusOut)
+	}
+	if out, err := c.Kubectl(ctx, nil, "scale", "deployment/"+deployName, "-n", nsHelm, "--replicas=0"); err != nil {
+		t.Fatalf("kubectl scale: %v: %s", err, out)
 	}
 	phase("status reported")
 

@@ -102,6 +102,7 @@ field ownership.
 		newApplyCmd(flags, streams),
 		newFinalizeCmd(flags, streams),
 		newStatusCmd(flags, streams),
+		newReconcileCmd(flags, streams),
 		newVersionCmd(streams),
 	)
 	registerCompletions(root, flags)

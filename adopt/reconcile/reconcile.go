@@ -1,0 +1,315 @@
+// Package reconcile owns one run of continuous adoption (`adopt
+// reconcile`): given this run's plan, it keeps one pull request per
+// proposed Application on a branch of its own (adopt/<cluster>/<app>),
+// finds those pull requests through the provider's API only (never local
+// state), treats one closed without merging as a decline until the group's
+// content changes, leaves alone a branch someone else pushed to, and
+// limits how many pull requests are open and how big one grows. It
+// reports what it did, group by group.
+//
+// What a pull request remembers lives in its own body, as one HTML
+// comment: the digest of the group's content when it was proposed and the
+// commit reconcile last pushed. A decline is the closed pull request
+// itself: the team sees it where they closed it, and reopening it undoes
+// it.
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// Outcomes of one group in one run.
+const (
+	Opened     = "opened"      // a pull request was opened
+	Updated    = "updated"     // a new commit on the branch of the open pull request
+	Unchanged  = "unchanged"   // open, nothing new: nothing pushed or edited
+	Declined   = "declined"    // closed without merging, content unchanged since
+	Reproposed = "re-proposed" // declined before, its content changed since
+	HeldByUser = "held"        // someone else pushed to the branch: left alone
+	Waiting    = "waiting"     // --max-open-prs reached
+	TooBig     = "too-big"     // more objects than --max-objects-per-pr
+	Merged     = "merged"      // merged: its Applications take over from here
+	Failed     = "failed"      // writing or opening failed (Error says why)
+)
+
+// Group is one pull request's worth of the plan: one proposed Application.
+type Group struct {
+	App    string `json:"app" yaml:"app"`
+	Branch string `json:"branch" yaml:"branch"`
+	// Objects is how many objects the group adopts now.
+	Objects int    `json:"objects" yaml:"objects"`
+	Outcome string `json:"outcome" yaml:"outcome"`
+	// PR is the group's newest pull request, when it has one.
+	PR *gitops.PRStatus `json:"pullRequest,omitempty" yaml:"pullRequest,omitempty"`
+	// Why explains the outcome in one sentence.
+	Why string `json:"why,omitempty" yaml:"why,omitempty"`
+}
+
+// Report is what one run did.
+type Report struct {
+	Plan    string  `json:"plan" yaml:"plan"`
+	Cluster string  `json:"cluster" yaml:"cluster"`
+	Groups  []Group `json:"groups" yaml:"groups"`
+	// Untracked is how many objects the plan proposes to adopt.
+	Untracked int `json:"untracked" yaml:"untracked"`
+	// OpenPRs is how many of reconcile's pull requests are open after the
+	// run; MergedPRs how many branches of this cluster were merged.
+	OpenPRs   int `json:"openPullRequests" yaml:"openPullRequests"`
+	MergedPRs int `json:"mergedPullRequests" yaml:"mergedPullRequests"`
+}
+
+// Count is how many groups had the outcome.
+func (r *Report) Count(outcome string) int {
+	n := 0
+	for _, g := range r.Groups {
+		if g.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+// Written is what writing a group's plan to its branch did.
+type Written struct {
+	// Commit is the branch tip after the write; Changed says whether a
+	// new commit was pushed.
+	Commit  string
+	Changed bool
+}
+
+// Seams are the outside parts one run uses.
+type Seams struct {
+	// PRs lists the pull requests of reconcile's branches.
+	PRs gitops.PRStateReader
+	// Write commits sub (a plan of one Application) on branch and pushes.
+	Write func(ctx context.Context, sub *plan.Plan, branch string) (Written, error)
+	// Open opens or updates the pull request from branch, its body ending
+	// with trailer.
+	Open func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error)
+	// Digest is the digest of the group's live content (objects as apply
+	// would export them; a Secret by its keys only).
+	Digest func(ctx context.Context, sub *plan.Plan) (string, error)
+}
+
+// Options are one run's inputs.
+type Options struct {
+	Plan *plan.Plan
+	// Cluster names the cluster in branch names (BranchPrefix).
+	Cluster string
+	Repo    gitops.RepoRef
+	Base    string
+	// MaxOpenPRs caps open pull requests (0: no cap); MaxObjects the
+	// objects of one (0: no cap).
+	MaxOpenPRs, MaxObjects int
+}
+
+// BranchPrefix is where a cluster's groups live: adopt/<cluster>/.
+func BranchPrefix(cluster string) string { return "adopt/" + cluster + "/" }
+
+// nameOK are the characters kept in a branch name's cluster part.
+var nameOK = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// ClusterName turns a kube context name into a branch name part:
+// lower case, runs of other characters as one '-'.
+func ClusterName(context string) string {
+	n := strings.Trim(nameOK.ReplaceAllString(strings.ToLower(context), "-"), "-.")
+	if n == "" {
+		n = "cluster"
+	}
+	return n
+}
+
+// marker is the pull request body's record: digest and last pushed commit.
+var marker = regexp.MustCompile(`<!-- adopt-reconcile digest=(sha256:[0-9a-f]{64}) head=([0-9a-f]*) -->`)
+
+// Trailer is the marker for a group's digest and the commit pushed.
+func Trailer(digest, head string) string {
+	return fmt.Sprintf("<!-- adopt-reconcile digest=%s head=%s -->", digest, head)
+}
+
+// readMarker returns the digest and head a pull request body records.
+func readMarker(body string) (digest, head string, ok bool) {
+	m := marker.FindStringSubmatch(body)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// Sub is the plan of one Application of p: its objects only, sealed.
+func Sub(p *plan.Plan, app plan.Application) (*plan.Plan, error) {
+	sub := *p
+	sub.Applications = []plan.Application{app}
+	in := map[string]bool{}
+	for _, ref := range app.Objects {
+		in[ref] = true
+	}
+	sub.Objects = nil
+	for _, ob := range p.Objects {
+		if in[ob.Ref.String()] {
+			sub.Objects = append(sub.Objects, ob)
+		}
+	}
+	if err := sub.Seal(); err != nil {
+		return nil, err
+	}
+	return &sub, nil
+}
+
+// Run is one reconcile pass over o.Plan.
+func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
+	prefix := BranchPrefix(o.Cluster)
+	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster}
+	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]*gitops.PRStatus{}
+	for i := range prs {
+		if newest[prs[i].Head] == nil {
+			newest[prs[i].Head] = &prs[i]
+		}
+	}
+	open := 0
+	for _, pr := range newest {
+		if pr.State == gitops.PROpen {
+			open++
+		}
+	}
+	proposed := map[string]bool{}
+	apps := append([]plan.Application(nil), o.Plan.Applications...)
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
+	for _, app := range apps {
+		if app.Source == "existing" || app.Existing != nil {
+			continue
+		}
+		g := Group{App: app.Name, Branch: prefix + app.Name, Objects: len(app.Objects), PR: newest[prefix+app.Name]}
+		proposed[g.Branch] = true
+		rep.Untracked += g.Objects
+		opened, err := reconcileGroup(ctx, o, s, app, &g, open)
+		if err != nil {
+			g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
+		}
+		open += opened
+		rep.Groups = append(rep.Groups, g)
+	}
+	// Merged branches the plan no longer proposes: their Applications
+	// took the objects over.
+	var heads []string
+	for h := range newest {
+		heads = append(heads, h)
+	}
+	sort.Strings(heads)
+	for _, h := range heads {
+		if pr := newest[h]; pr.State == gitops.PRMerged {
+			rep.MergedPRs++
+			if !proposed[h] {
+				rep.Groups = append(rep.Groups, Group{App: strings.TrimPrefix(h, prefix), Branch: h, Outcome: Merged, PR: pr,
+					Why: "merged; its Applications now hold the objects"})
+			}
+		}
+	}
+	rep.OpenPRs = open
+	return rep, nil
+}
+
+// reconcileGroup decides and does one group's step. It returns 1 when it
+// opened a pull request.
+func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Application, g *Group, open int) (int, error) {
+	sub, err := Sub(o.Plan, app)
+	if err != nil {
+		return 0, err
+	}
+	if o.MaxObjects > 0 && g.Objects > o.MaxObjects {
+		g.Outcome = TooBig
+		g.Why = fmt.Sprintf("%d objects, more than --max-objects-per-pr %d: split the group (adopt.yaml groupBy) or raise the cap", g.Objects, o.MaxObjects)
+		return 0, nil
+	}
+	digest, err := s.Digest(ctx, sub)
+	if err != nil {
+		return 0, err
+	}
+	pr := g.PR
+	if pr != nil && pr.State == gitops.PROpen {
+		_, head, ok := readMarker(pr.Body)
+		if !ok || head != pr.HeadSHA {
+			g.Outcome = HeldByUser
+			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not the commit adopt pushed): left alone, review or close %s", g.Branch, pr.HeadSHA, pr.URL)
+			return 0, nil
+		}
+		w, err := s.Write(ctx, sub, g.Branch)
+		if err != nil {
+			return 0, err
+		}
+		if !w.Changed {
+			g.Outcome, g.Why = Unchanged, "nothing new since the last run"
+			return 0, nil
+		}
+		if _, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit)); err != nil {
+			return 0, err
+		}
+		g.Outcome, g.Why = Updated, fmt.Sprintf("new commit %.12s on %s", w.Commit, g.Branch)
+		return 0, nil
+	}
+	outcome := Opened
+	if pr != nil && pr.State == gitops.PRClosed {
+		if declined, _, _ := readMarker(pr.Body); declined == digest {
+			g.Outcome = Declined
+			g.Why = fmt.Sprintf("%s was closed without merging; not proposed again until one of its objects changes (reopen it to undo the decline)", pr.URL)
+			return 0, nil
+		}
+		outcome = Reproposed
+	}
+	if pr != nil && pr.State == gitops.PRMerged {
+		g.Outcome = Merged
+		g.Why = fmt.Sprintf("%s was merged; the plan still proposes %d object(s): they are adopted once Argo CD creates and syncs its Applications", pr.URL, g.Objects)
+		return 0, nil
+	}
+	if o.MaxOpenPRs > 0 && open >= o.MaxOpenPRs {
+		g.Outcome = Waiting
+		g.Why = fmt.Sprintf("%d pull requests open, --max-open-prs %d: waits for one to merge or close", open, o.MaxOpenPRs)
+		return 0, nil
+	}
+	w, err := s.Write(ctx, sub, g.Branch)
+	if err != nil {
+		return 0, err
+	}
+	opened, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit))
+	if err != nil {
+		return 0, err
+	}
+	g.Outcome = outcome
+	g.Why = "pull request " + opened.URL
+	return 1, nil
+}
+
+// Digest is a group's content digest from each object's body as apply
+// would export it (the caller's clean), in ref order.
+func Digest(refs []string, body func(ref string) (any, error)) (string, error) {
+	sorted := append([]string(nil), refs...)
+	sort.Strings(sorted)
+	h := sha256.New()
+	for _, ref := range sorted {
+		b, err := body(ref)
+		if err != nil {
+			return "", err
+		}
+		j, err := json.Marshal(b)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\n%d\n", ref, len(j))
+		h.Write(j)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/planner"
+	"github.com/adopt-dev/adopt/adopt/reconcile"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// ReconcileOptions are the inputs of `adopt reconcile`: apply's (the plan
+// computed now, the repository, the pull requests) and its own.
+type ReconcileOptions struct {
+	apply         *ApplyOptions
+	ClusterName   string
+	MaxOpenPRs    int
+	MaxObjects    int
+	MetricsFile   string
+	Output        string
+	LockNamespace string
+	LockDuration  time.Duration
+}
+
+// reconcileApplyFlags are the flags of apply that reconcile takes as they
+// are; the others (--plan, --branch, --dry-run, ...) make no sense for a
+// scheduled run.
+var reconcileApplyFlags = []string{"config", "all-namespaces", "repo", "base", "author", "templates", "argocd-namespace", "repo-url",
+	"apps-dir", "secrets", "auto-sync", "prune", "argocd-version", "csa-migration", "provider", "api-url", "pr-label", "pr-reviewer", "draft",
+	"git-token", "git-user", "ssh-key", "known-hosts", "insecure-skip-host-key-check", "quiet"}
+
+func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ReconcileOptions{Output: "table", LockDuration: 30 * time.Minute, MaxOpenPRs: 10}
+	applyCmd, ao := applyCommand(flags, streams)
+	o.apply = ao
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "One pass of continuous adoption: keep one pull request per proposed Application",
+		Long: `Run once, as a CronJob or a CI schedule calls it: plan the scope as
+adopt plan would, then keep one pull request per proposed Application on the
+branch adopt/<cluster>/<application>.
+
+- A group with no pull request gets one (up to --max-open-prs open at once).
+- A group whose pull request is open gets a new commit when its content
+  changed; with nothing new, nothing is pushed and nothing is edited.
+- A branch someone else pushed to is left alone and named in the report.
+- A pull request closed without merging is a decline: the group is not
+  proposed again until one of its objects changes (content digest).
+  Reopen the pull request to undo the decline.
+- A merged pull request is reported; its Applications take over.
+
+Pull requests are found through the provider's API (GitHub, GitLab, Gitea),
+never through local state, so two runners or a lost pod change nothing. A
+Lease (--lock-namespace) stops two runs from overlapping.
+
+` + exitCodesHelp,
+		Example: `  # One pass over the cluster, pull requests on Gitea
+  ADOPT_GIT_TOKEN=... adopt reconcile -A --repo https://git.example.com/org/gitops.git --provider gitea
+
+  # At most three open pull requests, Prometheus metrics for the textfile collector
+  adopt reconcile -n team-a,team-b --repo git@git.example.com:org/gitops.git --max-open-prs 3 --metrics-file /metrics/adopt.prom`,
+		Args: cobra.NoArgs,
+		RunE: runOptions(o),
+	}
+	f := cmd.Flags()
+	for _, name := range reconcileApplyFlags {
+		if fl := applyCmd.Flags().Lookup(name); fl != nil {
+			f.AddFlag(fl)
+		}
+	}
+	f.StringVar(&o.ClusterName, "cluster-name", "", "the cluster's name in branch names adopt/<cluster>/<app> (default: the kube context's name)")
+	f.IntVar(&o.MaxOpenPRs, "max-open-prs", o.MaxOpenPRs, "at most this many of reconcile's pull requests open at once (0: no cap); the other groups wait in the report")
+	f.IntVar(&o.MaxObjects, "max-objects-per-pr", 0, "a group with more objects is not proposed, and the report says so (0: no cap)")
+	f.StringVar(&o.MetricsFile, "metrics-file", "", "write the run's metrics in Prometheus text format to this file")
+	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table|json|yaml")
+	f.StringVar(&o.LockNamespace, "lock-namespace", "", "namespace of the Lease adopt-reconcile that stops two runs from overlapping (default: the Argo CD namespace)")
+	f.DurationVar(&o.LockDuration, "lock-duration", o.LockDuration, "how long a run that died holds the Lease")
+	return cmd
+}
+
+
+// Complete fills apply's options (adopt.yaml, credentials, author,
+// connection) and the cluster's name.
+func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
+	o.apply.pr.OpenPR = true
+	if err := o.apply.Complete(cmd); err != nil {
+		return err
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = o.apply.cluster.context
+	}
+	o.ClusterName = reconcile.ClusterName(o.ClusterName)
+	if o.LockNamespace == "" {
+		if o.LockNamespace = o.apply.Overrides.ArgoCDNamespace; o.LockNamespace == "" {
+			o.LockNamespace = argoapp.DefaultNamespace
+		}
+	}
+	return nil
+}
+
+// Validate rejects bad input with one sentence.
+func (o *ReconcileOptions) Validate() error {
+	switch {
+	case o.MaxOpenPRs < 0 || o.MaxObjects < 0:
+		return usageErrorf("--max-open-prs and --max-objects-per-pr must be 0 (no cap) or more")
+	case o.Output != "table" && o.Output != "json" && o.Output != "yaml":
+		return usageErrorf("unknown output format %q: use one of table, json, yaml", o.Output)
+	case o.LockDuration < time.Minute:
+		return usageErrorf("--lock-duration %s is shorter than a minute: a slow run would lose its lock", o.LockDuration)
+	}
+	if _, err := gitops.ParseRepoURL(o.apply.Repo); err != nil {
+		return usageErrorf("--repo: reconcile opens pull requests, so the repo must be a remote URL: %v", err)
+	}
+	return o.apply.Validate()
+}
+
+// Run takes the lock, plans, reconciles every group and reports.
+func (o *ReconcileOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	began := time.Now()
+	host, _ := os.Hostname()
+	lock := &reconcile.Lock{Kube: o.apply.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
+		Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
+	if err := lock.Acquire(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+
+	ao := o.apply
+	ro := ao.runOptions()
+	p, err := planner.Plan(ctx, ro.Scan)
+	if err != nil {
+		return err
+	}
+	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: ao.Repo, Provider: ao.pr.Provider, APIURL: ao.pr.APIURL, Token: ao.auth.Token, TokenFrom: ao.tokenFrom, Getenv: ao.pr.getenv})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	prov, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: ao.pr.httpClient, Attempts: ao.pr.attempts, Backoff: ao.pr.backoff})
+	if err != nil {
+		return err
+	}
+	base := ao.Base
+	written := map[string]*apply.Result{}
+	fetch, _, _ := apply.Live(ao.cluster.clients.Dynamic, ao.cluster.clients.Core)
+	seams := reconcile.Seams{
+		PRs: prov.(gitops.PRStateReader),
+		Write: func(ctx context.Context, sub *plan.Plan, branch string) (reconcile.Written, error) {
+			r := ro
+			r.Plan, r.Write.Branch = sub, branch
+			res, err := apply.Run(ctx, r)
+			if err != nil {
+				return reconcile.Written{}, err
+			}
+			written[branch] = res
+			return reconcile.Written{Commit: res.Commit.Commit, Changed: res.Commit.Changed}, nil
+		},
+		Open: func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error) {
+			res := written[branch]
+			r, err := apply.OpenPR(ctx, apply.OpenPROptions{Input: res.PRInput("", ao.Templates), Provider: ch.Name, APIURL: ch.APIURL,
+				Labels: ao.pr.Labels, Reviewers: ao.pr.Reviewers, Draft: ao.pr.Draft, Trailer: trailer,
+				Token: ch.Token, TokenFrom: ch.TokenFrom, HTTPClient: ao.pr.httpClient, Attempts: ao.pr.attempts, Backoff: ao.pr.backoff})
+			if err != nil {
+				return nil, err
+			}
+			return r.PR, nil
+		},
+		Digest: func(ctx context.Context, sub *plan.Plan) (string, error) {
+			byRef := map[string]plan.Object{}
+			for _, ob := range sub.Objects {
+				byRef[ob.Ref.String()] = ob
+			}
+			return reconcile.Digest(sub.Applications[0].Objects, func(ref string) (any, error) {
+				ob := byRef[ref]
+				live, err := fetch(ctx, ob.Ref.GVR(), ob.Namespace, ob.Name)
+				if err != nil {
+					return nil, err
+				}
+				if ob.IsSecret() {
+					return export.SecretKeys(live), nil
+				}
+				clean, err := export.Clean(live, export.Options{InstanceLabelKey: sub.Tracking.InstanceLabelKey})
+				if err != nil {
+					return nil, err
+				}
+				return clean.Object, nil
+			})
+		},
+	}
+	if base == "" {
+		base = o.defaultBase(ctx, ro)
+	}
+	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: ch.Repo, Base: base,
+		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects}, seams)
+	if err != nil {
+		return err
+	}
+	if err := o.print(rep); err != nil {
+		return err
+	}
+	if o.MetricsFile != "" {
+		if err := reconcile.WriteMetrics(o.MetricsFile, rep, time.Since(began)); err != nil {
+			return err
+		}
+	}
+	if n := rep.Count(reconcile.Failed); n > 0 {
+		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d groups failed; the report says why, and the next run tries again", n, len(rep.Groups))}
+	}
+	return nil
+}
+
+// defaultBase is the repository's default branch, read once.
+func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions) string {
+	co, err := apply.Clone(ctx, ro.Checkout)
+	if err != nil {
+		return ""
+	}
+	defer co.Remove()
+	return co.Base
+}
+
+// print writes the run's report in the chosen format.
+func (o *ReconcileOptions) print(rep *reconcile.Report) error {
+	switch o.Output {
+	case "json":
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.apply.Out, string(b))
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = o.apply.Out.Write(b)
+		return err
+	}
+	w := tabwriter.NewWriter(o.apply.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "reconcile of cluster %s: %d untracked object(s) in %d group(s), %d pull request(s) open\n", rep.Cluster, rep.Untracked, len(rep.Groups), rep.OpenPRs)
+	fmt.Fprintln(w, "GROUP\tBRANCH\tOBJECTS\tOUTCOME\tWHY")
+	for _, g := range rep.Groups {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", g.App, g.Branch, g.Objects, g.Outcome, strings.ReplaceAll(g.Why, "\t", " "))
+	}
+	return w.Flush()
+}
+
