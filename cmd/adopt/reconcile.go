@@ -93,7 +93,6 @@ Lease (--lock-namespace) stops two runs from overlapping.
 	return cmd
 }
 
-
 // Complete fills apply's options (adopt.yaml, credentials, author,
 // connection) and the cluster's name.
 func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
@@ -262,4 +261,3 @@ func (o *ReconcileOptions) print(rep *reconcile.Report) error {
 	}
 	return w.Flush()
 }
-
