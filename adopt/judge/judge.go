@@ -51,6 +51,7 @@ const (
 	SkipFlux      = "flux"
 	SkipArgoCD    = "argocd"
 	SkipHelm      = "helm-record"
+	SkipAdopt     = "adopt"
 	SkipWholeType = "type"
 )
 
@@ -90,6 +91,8 @@ func SkipObjectClass(o *discover.Object) (class, why string) {
 		return SkipSystem, "system RBAC object"
 	case o.Type.Group == "" && helmrelease.IsRecord(o.Type.Kind, o.Name, o.Labels):
 		return SkipHelm, "Helm's release record (owner=helm), not a workload: never adopted or changed"
+	case o.Labels["app.kubernetes.io/managed-by"] == "adopt":
+		return SkipAdopt, "adopt's own record (adopt reconcile's Lease or a group's plan), never adopted"
 	case o.Type.Group == "argoproj.io" && (o.Type.Kind == "Application" || o.Type.Kind == "AppProject" || o.Type.Kind == "ApplicationSet"):
 		return SkipArgoCD, "Argo CD's own configuration; manage it with an app-of-apps, not adopt"
 	}

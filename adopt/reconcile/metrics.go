@@ -46,6 +46,8 @@ func Metrics(w io.Writer, r *Report, took time.Duration) error {
 		{"adopt_held_groups", "Groups whose branch someone else pushed to, left alone.", "gauge", float64(r.Count(HeldByUser))},
 		{"adopt_waiting_groups", "Groups waiting for --max-open-prs or over --max-objects-per-pr.", "gauge", float64(r.Count(Waiting) + r.Count(TooBig))},
 		{"adopt_merged_pull_requests", "Branches of this cluster whose pull request was merged.", "gauge", float64(r.MergedPRs)},
+		{"adopt_not_scanned_types", "Resource types the plan could not read: while any is, adopt_untracked_objects is a lower bound.", "gauge", float64(len(r.NotScanned))},
+		{"adopt_finalized_objects", "Objects finalized by this run.", "gauge", float64(r.Finalized)},
 		{"adopt_failed_groups", "Groups whose step failed this run.", "gauge", float64(r.Count(Failed))},
 		{"adopt_reconcile_duration_seconds", "How long the run took.", "gauge", took.Seconds()},
 	}

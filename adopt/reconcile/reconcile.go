@@ -38,7 +38,9 @@ const (
 	HeldByUser = "held"        // someone else pushed to the branch: left alone
 	Waiting    = "waiting"     // --max-open-prs reached
 	TooBig     = "too-big"     // more objects than --max-objects-per-pr
-	Merged     = "merged"      // merged: its Applications take over from here
+	Merged     = "merged"      // merged; finalize waits for its Applications
+	Finalized  = "finalized"   // merged, and finalized this run
+	Done       = "done"        // merged and finalized by an earlier run
 	Failed     = "failed"      // writing or opening failed (Error says why)
 )
 
@@ -66,6 +68,11 @@ type Report struct {
 	// run; MergedPRs how many branches of this cluster were merged.
 	OpenPRs   int `json:"openPullRequests" yaml:"openPullRequests"`
 	MergedPRs int `json:"mergedPullRequests" yaml:"mergedPullRequests"`
+	// Finalized is how many objects this run finalized.
+	Finalized int `json:"finalized" yaml:"finalized"`
+	// NotScanned are the types the plan could not read ("type: reason"):
+	// while any is, Untracked is only a lower bound.
+	NotScanned []string `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
 }
 
 // Count is how many groups had the outcome.
@@ -99,6 +106,21 @@ type Seams struct {
 	// Digest is the digest of the group's live content (objects as apply
 	// would export them; a Secret by its keys only).
 	Digest func(ctx context.Context, sub *plan.Plan) (string, error)
+	// Save records sub as what branch proposes (Store.Save), before its
+	// pull request is opened or updated.
+	Save func(ctx context.Context, branch string, sub *plan.Plan) error
+	// Finalize runs finalize's guarded cleanup of what branch's merged
+	// pull request proposed, once its Applications are Synced and Healthy.
+	Finalize func(ctx context.Context, branch string) (FinalizeResult, error)
+}
+
+// FinalizeResult is what finalizing a merged group did: its outcome
+// (Finalized, Done or Merged while it waits), how many objects it
+// finalized, and why.
+type FinalizeResult struct {
+	Outcome   string
+	Finalized int
+	Why       string
 }
 
 // Options are one run's inputs.
@@ -170,6 +192,9 @@ func Sub(p *plan.Plan, app plan.Application) (*plan.Plan, error) {
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	prefix := BranchPrefix(o.Cluster)
 	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster}
+	for _, n := range o.Plan.NotScanned {
+		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
+	}
 	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
 	if err != nil {
 		return nil, err
@@ -203,20 +228,37 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		open += opened
 		rep.Groups = append(rep.Groups, g)
 	}
-	// Merged branches the plan no longer proposes: their Applications
-	// took the objects over.
+	// Merged branches: finalize what they proposed once their
+	// Applications are ready.
 	var heads []string
 	for h := range newest {
 		heads = append(heads, h)
 	}
 	sort.Strings(heads)
+	at := map[string]int{}
+	for i, g := range rep.Groups {
+		at[g.Branch] = i
+	}
 	for _, h := range heads {
-		if pr := newest[h]; pr.State == gitops.PRMerged {
-			rep.MergedPRs++
-			if !proposed[h] {
-				rep.Groups = append(rep.Groups, Group{App: strings.TrimPrefix(h, prefix), Branch: h, Outcome: Merged, PR: pr,
-					Why: "merged; its Applications now hold the objects"})
-			}
+		pr := newest[h]
+		if pr.State != gitops.PRMerged {
+			continue
+		}
+		rep.MergedPRs++
+		g := Group{App: strings.TrimPrefix(h, prefix), Branch: h, PR: pr}
+		if i, ok := at[h]; ok {
+			g = rep.Groups[i]
+		}
+		f, err := s.Finalize(ctx, h)
+		if err != nil {
+			f = FinalizeResult{Outcome: Failed, Why: gitops.OneLine(err.Error())}
+		}
+		g.Outcome, g.Why = f.Outcome, f.Why
+		rep.Finalized += f.Finalized
+		if i, ok := at[h]; ok {
+			rep.Groups[i] = g
+		} else {
+			rep.Groups = append(rep.Groups, g)
 		}
 	}
 	rep.OpenPRs = open
@@ -255,6 +297,9 @@ func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Applicatio
 			g.Outcome, g.Why = Unchanged, "nothing new since the last run"
 			return 0, nil
 		}
+		if err := s.Save(ctx, g.Branch, sub); err != nil {
+			return 0, err
+		}
 		if _, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit)); err != nil {
 			return 0, err
 		}
@@ -282,6 +327,9 @@ func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Applicatio
 	}
 	w, err := s.Write(ctx, sub, g.Branch)
 	if err != nil {
+		return 0, err
+	}
+	if err := s.Save(ctx, g.Branch, sub); err != nil {
 		return 0, err
 	}
 	opened, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/adopt/reconcile"
@@ -35,6 +38,14 @@ type ReconcileOptions struct {
 	Output        string
 	LockNamespace string
 	LockDuration  time.Duration
+	// Finalize's: where journals go, how long to wait for a merged
+	// group's Applications, the settle window, and whether to start the
+	// first sync.
+	JournalDir   string
+	FinalizeWait time.Duration
+	PollInterval time.Duration
+	Settle       time.Duration
+	Sync         bool
 }
 
 // reconcileApplyFlags are the flags of apply that reconcile takes as they
@@ -45,7 +56,8 @@ var reconcileApplyFlags = []string{"config", "all-namespaces", "repo", "base", "
 	"git-token", "git-user", "ssh-key", "known-hosts", "insecure-skip-host-key-check", "quiet"}
 
 func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ReconcileOptions{Output: "table", LockDuration: 30 * time.Minute, MaxOpenPRs: 10}
+	o := &ReconcileOptions{Output: "table", LockDuration: 30 * time.Minute, MaxOpenPRs: 10, JournalDir: ".", FinalizeWait: 30 * time.Second,
+		PollInterval: 5 * time.Second, Settle: finalize.DefaultSettle}
 	applyCmd, ao := applyCommand(flags, streams)
 	o.apply = ao
 	cmd := &cobra.Command{
@@ -90,6 +102,11 @@ Lease (--lock-namespace) stops two runs from overlapping.
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table|json|yaml")
 	f.StringVar(&o.LockNamespace, "lock-namespace", "", "namespace of the Lease adopt-reconcile that stops two runs from overlapping (default: the Argo CD namespace)")
 	f.DurationVar(&o.LockDuration, "lock-duration", o.LockDuration, "how long a run that died holds the Lease")
+	f.StringVar(&o.JournalDir, "journal-dir", o.JournalDir, "directory of finalize's journals, one per merged group (keep it on a volume: finalize --undo reads it)")
+	f.DurationVar(&o.FinalizeWait, "finalize-wait", o.FinalizeWait, "how long to wait for a merged group's Applications to be Synced and Healthy; the next run checks again")
+	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Applications while waiting")
+	f.DurationVar(&o.Settle, "settle", o.Settle, "after cleanup, how long each Application must stay Synced (0: do not watch)")
+	f.BoolVar(&o.Sync, "sync", false, "start a merged group's first sync when Argo CD has not (default: wait for Argo CD)")
 	return cmd
 }
 
@@ -119,6 +136,8 @@ func (o *ReconcileOptions) Validate() error {
 		return usageErrorf("--max-open-prs and --max-objects-per-pr must be 0 (no cap) or more")
 	case o.Output != "table" && o.Output != "json" && o.Output != "yaml":
 		return usageErrorf("unknown output format %q: use one of table, json, yaml", o.Output)
+	case o.FinalizeWait < 0 || o.PollInterval <= 0 || o.Settle < 0:
+		return usageErrorf("--finalize-wait and --settle must be 0 or more, and --poll-interval more than 0")
 	case o.LockDuration < time.Minute:
 		return usageErrorf("--lock-duration %s is shorter than a minute: a slow run would lose its lock", o.LockDuration)
 	}
@@ -157,6 +176,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		return err
 	}
 	base := ao.Base
+	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
 	written := map[string]*apply.Result{}
 	fetch, _, _ := apply.Live(ao.cluster.clients.Dynamic, ao.cluster.clients.Core)
 	seams := reconcile.Seams{
@@ -180,6 +200,10 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 				return nil, err
 			}
 			return r.PR, nil
+		},
+		Save: store.Save,
+		Finalize: func(ctx context.Context, branch string) (reconcile.FinalizeResult, error) {
+			return o.finalize(ctx, store, branch)
 		},
 		Digest: func(ctx context.Context, sub *plan.Plan) (string, error) {
 			byRef := map[string]plan.Object{}
@@ -218,6 +242,9 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		if err := reconcile.WriteMetrics(o.MetricsFile, rep, time.Since(began)); err != nil {
 			return err
 		}
+	}
+	if n := len(rep.NotScanned); n > 0 {
+		return &exitError{code: ExitPartial, err: fmt.Errorf("%d resource type(s) could not be read (first: %s), so the untracked count is only a lower bound: grant get, list and watch on them (deploy/helm/adopt), then run again", n, rep.NotScanned[0])}
 	}
 	if n := rep.Count(reconcile.Failed); n > 0 {
 		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d groups failed; the report says why, and the next run tries again", n, len(rep.Groups))}
@@ -260,4 +287,57 @@ func (o *ReconcileOptions) print(rep *reconcile.Report) error {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", g.App, g.Branch, g.Objects, g.Outcome, strings.ReplaceAll(g.Why, "\t", " "))
 	}
 	return w.Flush()
+}
+
+// finalize runs finalize's guarded cleanup, as `adopt finalize --plan`
+// would, for the plan branch's merged pull request proposed: its journal
+// in --journal-dir, waiting at most --finalize-wait for its Applications.
+func (o *ReconcileOptions) finalize(ctx context.Context, store reconcile.Store, branch string) (reconcile.FinalizeResult, error) {
+	st, err := store.Load(ctx, branch)
+	switch {
+	case err != nil:
+		return reconcile.FinalizeResult{}, err
+	case st == nil:
+		return reconcile.FinalizeResult{Outcome: reconcile.Merged, Why: "merged, but no plan of it was recorded in " + o.LockNamespace + ": finalize it by hand (adopt finalize --plan)"}, nil
+	case !st.Finalized.IsZero():
+		return reconcile.FinalizeResult{Outcome: reconcile.Done, Why: "finalized " + st.Finalized.UTC().Format(time.RFC3339)}, nil
+	}
+	sel, err := finalize.Select(st.Plan, nil)
+	if err != nil {
+		return reconcile.FinalizeResult{}, err
+	}
+	name := strings.NewReplacer("/", "_").Replace(branch)
+	fo := &FinalizeOptions{ConfigFlags: o.apply.ConfigFlags, IOStreams: genericiooptions.IOStreams{In: o.apply.In, Out: io.Discard, ErrOut: io.Discard},
+		plan: st.Plan, sel: sel, cluster: o.apply.cluster, JournalFile: filepath.Join(o.JournalDir, name+".journal"),
+		ArgoCDNamespace: st.Plan.ArgoCDNamespace(), Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle,
+		Parallel: finalize.DefaultParallel, Sync: o.Sync, Quiet: true, Output: "json", ArgoCDVersion: o.apply.ArgoCDVersion}
+	s, closeConn, err := fo.session(ctx)
+	if err != nil {
+		return reconcile.FinalizeResult{}, err
+	}
+	defer closeConn()
+	rep, err := s.Run(ctx)
+	if err != nil {
+		return reconcile.FinalizeResult{}, err
+	}
+	res := reconcile.FinalizeResult{Outcome: reconcile.Merged, Finalized: rep.Total.Finalized}
+	var waiting []string
+	for _, a := range rep.Apps {
+		switch {
+		case !a.Ready:
+			waiting = append(waiting, a.Name+": "+a.Waiting)
+		case a.Settle != nil && !a.Settle.Synced:
+			waiting = append(waiting, fmt.Sprintf("%s went %s within the settle window: put the field in Git or ignore its manager", a.Name, a.Settle.Sync))
+		}
+	}
+	if bad := rep.Incomplete(); len(bad) > 0 || len(waiting) > 0 {
+		res.Why = "merged; not finalized yet: " + strings.Join(append(waiting, bad...), "; ")
+		return res, nil
+	}
+	if err := store.MarkFinalized(ctx, branch, time.Now()); err != nil {
+		return res, err
+	}
+	res.Outcome = reconcile.Finalized
+	res.Why = fmt.Sprintf("finalized %d object(s), %d already clean; journal %s", rep.Total.Finalized, rep.Total.Already, fo.JournalFile)
+	return res, nil
 }

@@ -7,30 +7,47 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"code.gitea.io/sdk/gitea"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-// TestReconcileLoopOnGitea (issue 37): adopt reconcile, run again and
-// again as a schedule would, on the real kube-apiserver and a real Gitea.
+// TestReconcileOnRealArgoCDv3 (issue 37): adopt reconcile, run again and
+// again as a schedule would, on the real kube-apiserver, a real Gitea and
+// a real Argo CD v3.2.6.
 // A hand-applied object opens one pull request; a run with nothing new
 // pushes and edits nothing; a new object in the group is a new commit on
 // the same pull request; a branch someone else pushed to is left alone;
 // --max-open-prs makes a group wait; a pull request closed without merging
 // is a decline until an object of it changes, then it is proposed again; a
-// merged one is reported; a Lease another run holds stops the run. Every
-// answer comes from Gitea's API, never from local state.
-func TestReconcileLoopOnGitea(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// merged one is finalized once its Application is Synced and Healthy,
+// never syncing it without --sync; a Lease another run holds stops the
+// run. Every answer comes from Gitea's API and the cluster, never from
+// local state.
+func TestReconcileOnRealArgoCDv3(t *testing.T) { reconcileLoop(t, "v3.2.6", true) }
+
+// TestReconcileOnRealArgoCDv2: on Argo CD v2.14.21, run as the chart's
+// ServiceAccount (impersonated) with the chart's RBAC: a hand-applied
+// object opens one pull request, and once merged and synced it is
+// finalized; without any one of the grants the run fails at the step that
+// needs it, naming what is missing (sufficient and minimal).
+func TestReconcileOnRealArgoCDv2(t *testing.T) { reconcileLoop(t, "v2.14.21", false) }
+
+func reconcileLoop(t *testing.T, version string, full bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	g := giteaInBackground(ctx, t)()
+	giteaUp := giteaInBackground(ctx, t)
+	cp, a := argoCDPlane(ctx, t, version)
+	g := giteaUp()
 	repoURL, err := g.CreateRepo(ctx, "reconcile")
 	if err != nil {
 		t.Fatal(err)
@@ -48,15 +65,22 @@ func TestReconcileLoopOnGitea(t *testing.T) {
 			t.Fatalf("kubectl apply: %v: %s", err, out)
 		}
 	}
+	lockNS, as := ns1, []string(nil)
+	var grants *chartGrants
+	if !full {
+		grants = installChartRBAC(ctx, t, cp, a.Namespace)
+		lockNS, as = a.Namespace, []string{"--as", grants.user}
+	}
 	metrics := filepath.Join(t.TempDir(), "adopt.prom")
+	journals := t.TempDir()
 	run := func(extra ...string) (*reconcile.Report, string, int) {
 		t.Helper()
 		args := append([]string{"--kubeconfig", cp.Kubeconfig, "reconcile", "-n", ns1 + "," + ns2, "--repo", repoURL, "--provider", "gitea",
-			"--git-user", g.User, "--argocd-version", "v3.2.6", "--author", "adopt <adopt@example.invalid>", "-o", "json", "-q", "--metrics-file", metrics, "--lock-namespace", ns1}, extra...)
+			"--git-user", g.User, "--argocd-version", version, "--journal-dir", journals, "--poll-interval", "500ms", "--author", "adopt <adopt@example.invalid>", "-o", "json", "-q", "--metrics-file", metrics, "--lock-namespace", lockNS}, append(as, extra...)...)
 		var out, errb bytes.Buffer
 		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
 		rep := &reconcile.Report{}
-		if code == 0 {
+		if out.Len() > 0 {
 			if err := json.Unmarshal(out.Bytes(), rep); err != nil {
 				t.Fatalf("reconcile -o json: %v\n%s", err, out.String())
 			}
@@ -65,7 +89,7 @@ func TestReconcileLoopOnGitea(t *testing.T) {
 	}
 	outcome := func(rep *reconcile.Report, ns string) reconcile.Group {
 		for _, gr := range rep.Groups {
-			if strings.HasSuffix(gr.App, ns) {
+			if strings.HasSuffix(gr.App, ns) || gr.Branch == ns {
 				return gr
 			}
 		}
@@ -108,12 +132,51 @@ func TestReconcileLoopOnGitea(t *testing.T) {
 
 	// 1. A hand-applied object opens one pull request.
 	configMap(ns1, "a", "1")
+	if !full {
+		// Without the lock's grant, the group plan's, or the read-only
+		// view plan needs, the run fails, naming what is missing.
+		for _, d := range []struct{ kind, name, ns, resource string }{
+			{"Role", grants.state, a.Namespace, "leases"},
+			{"Role", grants.state, a.Namespace, "configmaps"},
+			{"ClusterRole", grants.read, "", "*"},
+		} {
+			restore := grants.drop(ctx, t, cp, d.kind, d.name, d.ns, d.resource)
+			rep, errOut, code := run()
+			said := errOut
+			for _, gr := range rep.Groups {
+				said += " " + gr.Why
+			}
+			if code == 0 || !strings.Contains(said, "forbidden") && !strings.Contains(said, "Forbidden") {
+				t.Errorf("without %s on %s: exit %d, %s; want a failure that says forbidden", d.kind, d.resource, code, said)
+			}
+			restore()
+		}
+	}
 	gr1 := step(ns1, reconcile.Opened)
 	if prs := prsOf(gr1.Branch); len(prs) != 1 {
 		t.Fatalf("%d pull requests from %s, want 1", len(prs), gr1.Branch)
 	}
 	if !strings.HasPrefix(gr1.Branch, "adopt/") || strings.Count(gr1.Branch, "/") != 2 {
 		t.Errorf("branch %q is not adopt/<cluster>/<app>", gr1.Branch)
+	}
+	if !full {
+		finalizeMerged(ctx, t, g, a, cp, gr1, ns1, step, func() {
+			// finalize's patch of the adopted type, and the sync's patch
+			// of Applications: each missing one stops finalize before any
+			// change, naming it.
+			for _, d := range []struct{ kind, name, ns, resource string }{
+				{"ClusterRole", grants.finalize, "", "configmaps"},
+				{"Role", grants.state, a.Namespace, "applications"},
+			} {
+				restore := grants.drop(ctx, t, cp, d.kind, d.name, d.ns, d.resource)
+				rep, errOut, code := run("--sync", "--finalize-wait", "3m", "--settle", "2s")
+				if g := outcome(rep, gr1.Branch); code != ExitPartial || g.Outcome != reconcile.Failed || !strings.Contains(g.Why, d.resource) {
+					t.Errorf("without patch on %s: exit %d, %s %q; want the group failed naming %s (%s)", d.resource, code, g.Outcome, g.Why, d.resource, errOut)
+				}
+				restore()
+			}
+		})
+		return
 	}
 	tip := head(gr1.Branch)
 	body := prsOf(gr1.Branch)[0].Body
@@ -176,9 +239,8 @@ func TestReconcileLoopOnGitea(t *testing.T) {
 		t.Errorf("a changed declined group was not proposed again in a new pull request: %+v", prs)
 	}
 
-	// 7. Merged: reported.
-	mergePR(ctx, t, g, "reconcile", gr1.Branch)
-	step(ns1, reconcile.Merged)
+	// 7. Merged: finalized once synced.
+	finalizeMerged(ctx, t, g, a, cp, gr1, ns1, step, nil)
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -206,4 +268,138 @@ func TestReconcileLoopOnGitea(t *testing.T) {
 	if _, errOut, code := run(); code == 0 || !strings.Contains(errOut, "other-runner") {
 		t.Errorf("a run with the Lease held by another: exit %d, %s", code, errOut)
 	}
+}
+
+// finalizeMerged merges gr's pull request, then: reconcile does not sync
+// its Application (no --sync) and reports it waiting; with --sync it
+// starts the first sync and finalizes (the hand-apply annotation gone from
+// the objects, a journal written); the next run says it is done.
+func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
+	step func(ns, want string, extra ...string) reconcile.Group, beforeSync func()) {
+	t.Helper()
+	mergePR(ctx, t, g, "reconcile", gr.Branch)
+	step(gr.Branch, reconcile.Merged, "--finalize-wait", "1s")
+	tip := tipOf(t, giteaRepoDir(g, "reconcile"), "main")
+	if err := a.CreateApplication(ctx, []byte(fileText(t, tip, "argocd/apps/"+gr.App+".yaml"))); err != nil {
+		t.Fatal(err)
+	}
+	waiting := step(gr.Branch, reconcile.Merged, "--finalize-wait", "2s")
+	if st, err := a.ApplicationStatus(ctx, gr.App); err != nil || st.OperationPhase != "" {
+		t.Fatalf("reconcile without --sync started a sync of %s (%v): %s", gr.App, err, st)
+	}
+	t.Logf("without --sync: %s", waiting.Why)
+	if beforeSync != nil {
+		beforeSync()
+	}
+	done := step(gr.Branch, reconcile.Finalized, "--sync", "--finalize-wait", "3m", "--settle", "2s")
+	t.Logf("with --sync: %s", done.Why)
+	cm, err := c.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+		t.Errorf("ConfigMap %s/a still carries last-applied-configuration after reconcile finalized it", ns)
+	}
+	step(gr.Branch, reconcile.Done)
+}
+
+// chartGrants are the chart's RBAC objects installed for a test, and the
+// ServiceAccount's user name to impersonate.
+type chartGrants struct {
+	user, read, finalize, state string
+	rendered                    string
+}
+
+// installChartRBAC applies the ServiceAccount and RBAC of the chart's
+// render (sync on, ConfigMaps as the adopted type), with Argo CD in argoNS.
+func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane, argoNS string) *chartGrants {
+	t.Helper()
+	h, err := testenv.NewHelm(c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	rendered := renderDeploy(ctx, t, h, ns, "--set", "argocdNamespace="+argoNS, "--set", "sync=true",
+		"--set-json", `finalize.types=[{"apiGroup":"","resources":["configmaps"]}]`)
+	var keep []string
+	for _, doc := range strings.Split(rendered, "\n---") {
+		if !strings.Contains(doc, "kind: CronJob") {
+			keep = append(keep, doc)
+		}
+	}
+	gr := &chartGrants{user: "system:serviceaccount:" + ns + ":adopt-reconcile", read: "adopt-reconcile-read", finalize: "adopt-reconcile-finalize",
+		state: "adopt-reconcile-state", rendered: strings.Join(keep, "\n---")}
+	gr.apply(ctx, t, c)
+	return gr
+}
+
+func (gr *chartGrants) apply(ctx context.Context, t *testing.T, c *testenv.ControlPlane) {
+	t.Helper()
+	if out, err := c.Kubectl(ctx, []byte(gr.rendered), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply of the chart's RBAC: %v: %s", err, out)
+	}
+}
+
+// drop removes the rules naming resource from the (Cluster)Role, waits
+// until the API server's authorizer denies it, and returns what puts the
+// grants back (and waits until they are allowed again).
+func (gr *chartGrants) drop(ctx context.Context, t *testing.T, c *testenv.ControlPlane, kind, name, ns, resource string) func() {
+	t.Helper()
+	rbac := c.Clientset().RbacV1()
+	var verb, group string
+	keep := func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, r := range rules {
+			if slices.Contains(r.Resources, resource) {
+				verb, group = r.Verbs[len(r.Verbs)-1], r.APIGroups[0] // the last verb: get is the read-only view's too
+				continue
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	var err error
+	if kind == "Role" {
+		var r *rbacv1.Role
+		if r, err = rbac.Roles(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.Rules = keep(r.Rules)
+			_, err = rbac.Roles(ns).Update(ctx, r, metav1.UpdateOptions{})
+		}
+	} else {
+		var r *rbacv1.ClusterRole
+		if r, err = rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.Rules = keep(r.Rules)
+			_, err = rbac.ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil || verb == "" {
+		t.Fatalf("drop %s from %s %s: %v (rule found: %v)", resource, kind, name, err, verb != "")
+	}
+	gr.waitCan(ctx, t, c, verb, group, resource, ns, false)
+	return func() {
+		gr.apply(ctx, t, c)
+		gr.waitCan(ctx, t, c, verb, group, resource, ns, true)
+	}
+}
+
+// waitCan waits until the authorizer answers want for the user: a barrier
+// on the RBAC cache, read through SubjectAccessReviews.
+func (gr *chartGrants) waitCan(ctx context.Context, t *testing.T, c *testenv.ControlPlane, verb, group, resource, ns string, want bool) {
+	t.Helper()
+	if resource == "*" {
+		resource, group = "pods", ""
+	}
+	for ctx.Err() == nil {
+		r, err := c.Clientset().AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: gr.user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed == want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the authorizer never answered %v for %s %s %s: %v", want, verb, resource, ns, ctx.Err())
 }

@@ -1,0 +1,121 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
+)
+
+// Store keeps the plan each group's pull request proposed, in a ConfigMap
+// of its own, so that a later run (on any runner) finalizes exactly what
+// was merged. A plan holds no secret value (plan files never do). Every
+// write is guarded by the ConfigMap's resourceVersion.
+type Store struct {
+	Kube      kubernetes.Interface
+	Namespace string
+}
+
+// Annotations and the data key of a stored plan.
+const (
+	branchAnnotation    = "adopt.dev/branch"
+	finalizedAnnotation = "adopt.dev/finalized-at"
+	planKey             = "plan.yaml"
+	// maxStored leaves room under the API server's 1 MiB object cap.
+	maxStored = 900 << 10
+)
+
+// storeName is the ConfigMap of a branch: adopt-reconcile-<digest>.
+func storeName(branch string) string {
+	h := sha256.Sum256([]byte(branch))
+	return "adopt-reconcile-" + hex.EncodeToString(h[:8])
+}
+
+// Save records p as what branch proposes, clearing any finalized mark.
+func (s Store) Save(ctx context.Context, branch string, p *plan.Plan) error {
+	b, err := plan.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxStored {
+		return fmt.Errorf("the plan of %s is %d KiB, more than a ConfigMap holds: lower --max-objects-per-pr", branch, len(b)>>10)
+	}
+	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
+	name := storeName(branch)
+	cur, err := cms.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "adopt"},
+			Annotations: map[string]string{branchAnnotation: branch}}, Data: map[string]string{planKey: string(b)}}, metav1.CreateOptions{})
+		return s.explain("create", name, err)
+	}
+	if err != nil {
+		return s.explain("read", name, err)
+	}
+	cur.Data = map[string]string{planKey: string(b)}
+	delete(cur.Annotations, finalizedAnnotation)
+	_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+	return s.explain("update", name, err)
+}
+
+// Stored is a group's recorded plan and when it was finalized (zero: not
+// yet).
+type Stored struct {
+	Plan      *plan.Plan
+	Finalized time.Time
+}
+
+// Load reads what branch proposed; nil when nothing was recorded.
+func (s Store) Load(ctx context.Context, branch string) (*Stored, error) {
+	name := storeName(branch)
+	cm, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.explain("read", name, err)
+	}
+	p, err := plan.Unmarshal([]byte(cm.Data[planKey]))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s (the plan of %s): %w", s.Namespace, name, branch, err)
+	}
+	st := &Stored{Plan: p}
+	if at := cm.Annotations[finalizedAnnotation]; at != "" {
+		st.Finalized, _ = time.Parse(time.RFC3339, at)
+	}
+	return st, nil
+}
+
+// MarkFinalized records that branch's plan was finalized at.
+func (s Store) MarkFinalized(ctx context.Context, branch string, at time.Time) error {
+	name := storeName(branch)
+	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
+	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return s.explain("read", name, err)
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[finalizedAnnotation] = at.UTC().Format(time.RFC3339)
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return s.explain("update", name, err)
+}
+
+func (s Store) explain(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s ConfigMap %s/%s: %w; grant get, create and update on configmaps in %s (see deploy/)", op, s.Namespace, name, err, s.Namespace)
+	}
+	return fmt.Errorf("%s ConfigMap %s/%s: %w", op, s.Namespace, name, err)
+}
