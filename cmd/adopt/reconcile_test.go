@@ -6,9 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,7 +226,51 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	// 5. A second group waits while --max-open-prs is reached, then opens.
 	configMap(ns2, "x", "1")
 	step(ns2, reconcile.Waiting, "--max-open-prs", "1")
-	gr2 := step(ns2, reconcile.Opened)
+	// Two runs at once: the first, holding the Lease, is held at its
+	// first call to Gitea's API (a held request, not a sleep); the second
+	// refuses the Lease, naming its holder. Released, the first opens the
+	// group's one pull request.
+	var once sync.Once
+	reached, release := make(chan struct{}), make(chan struct{})
+	target, _ := url.Parse(g.URL)
+	toGitea := httputil.NewSingleHostReverseProxy(target)
+	holding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/pulls") {
+			once.Do(func() { close(reached); <-release })
+		}
+		toGitea.ServeHTTP(w, r)
+	}))
+	defer holding.Close()
+	type result struct {
+		rep  *reconcile.Report
+		err  string
+		code int
+	}
+	first := make(chan result, 1)
+	go func() {
+		rep, errOut, code := run("--api-url", holding.URL+"/")
+		first <- result{rep, errOut, code}
+	}()
+	select {
+	case <-reached:
+	case r := <-first:
+		t.Fatalf("the first run ended before calling Gitea: exit %d: %s", r.code, r.err)
+	}
+	if _, errOut, code := run(); code == 0 || !strings.Contains(errOut, "Lease") || !strings.Contains(errOut, "held by") {
+		t.Errorf("a second run while the first holds the Lease: exit %d: %s", code, errOut)
+	}
+	close(release)
+	r := <-first
+	if r.code != 0 {
+		t.Fatalf("the first run: exit %d: %s", r.code, r.err)
+	}
+	gr2 := outcome(r.rep, ns2)
+	if gr2.Outcome != reconcile.Opened {
+		t.Fatalf("group of %s: %s (%s), want opened", ns2, gr2.Outcome, gr2.Why)
+	}
+	if n := len(prsOf(gr2.Branch)); n != 1 {
+		t.Errorf("%d pull requests from %s after two runs at once, want 1", n, gr2.Branch)
+	}
 
 	// 6. Closed without merging: a decline, until an object changes.
 	pr2 := prsOf(gr2.Branch)[0]
