@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,4 +121,37 @@ func (s Store) explain(op, name string, err error) error {
 		return fmt.Errorf("%s ConfigMap %s/%s: %w; grant get, create and update on configmaps in %s (see deploy/)", op, s.Namespace, name, err, s.Namespace)
 	}
 	return fmt.Errorf("%s ConfigMap %s/%s: %w", op, s.Namespace, name, err)
+}
+
+// StoredGroup is one stored group: its branch, plan and finalized time.
+type StoredGroup struct {
+	Branch string
+	Stored
+}
+
+// List reads every group reconcile recorded in the namespace, by branch.
+func (s Store) List(ctx context.Context) ([]StoredGroup, error) {
+	cms, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=adopt"})
+	if err != nil {
+		return nil, s.explain("list", "adopt-reconcile-*", err)
+	}
+	var out []StoredGroup
+	for _, cm := range cms.Items {
+		branch := cm.Annotations[branchAnnotation]
+		if branch == "" || cm.Name != storeName(branch) {
+			continue
+		}
+		st, err := s.Load(ctx, branch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, StoredGroup{Branch: branch, Stored: *st})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Branch < out[j].Branch })
+	return out, nil
+}
+
+// JournalFile is finalize's journal of a group's plan in dir.
+func JournalFile(dir, branch string) string {
+	return filepath.Join(dir, strings.ReplaceAll(branch, "/", "_")+".journal")
 }

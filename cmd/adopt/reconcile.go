@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -306,9 +305,8 @@ func (o *ReconcileOptions) finalize(ctx context.Context, store reconcile.Store, 
 	if err != nil {
 		return reconcile.FinalizeResult{}, err
 	}
-	name := strings.NewReplacer("/", "_").Replace(branch)
 	fo := &FinalizeOptions{ConfigFlags: o.apply.ConfigFlags, IOStreams: genericiooptions.IOStreams{In: o.apply.In, Out: io.Discard, ErrOut: io.Discard},
-		plan: st.Plan, sel: sel, cluster: o.apply.cluster, JournalFile: filepath.Join(o.JournalDir, name+".journal"),
+		plan: st.Plan, sel: sel, cluster: o.apply.cluster, JournalFile: reconcile.JournalFile(o.JournalDir, branch),
 		ArgoCDNamespace: st.Plan.ArgoCDNamespace(), Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle,
 		Parallel: finalize.DefaultParallel, Sync: o.Sync, Quiet: true, Output: "json", ArgoCDVersion: o.apply.ArgoCDVersion}
 	s, closeConn, err := fo.session(ctx)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"net/http"
 	"net/http/httptest"
@@ -279,6 +280,16 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Fatal(err)
 	}
 	step(ns2, reconcile.Declined)
+	// status --reconcile follows every group reconcile keeps, and shows the
+	// decline.
+	var sout, serr bytes.Buffer
+	if code := runAdopt(t, "adopt", []string{"--kubeconfig", cp.Kubeconfig, "status", "--reconcile", lockNS, "--journal-dir", journals, "--repo", repoURL,
+		"--provider", "gitea", "--git-user", g.User, "-o", "json", "--no-coverage"}, strings.NewReader(""), &sout, &serr); code != 0 {
+		t.Fatalf("status --reconcile: exit %d: %s", code, serr.String())
+	}
+	if !strings.Contains(sout.String(), fmt.Sprintf("pull request #%d was closed without merging", pr2.Number)) {
+		t.Errorf("status --reconcile does not show the decline of #%d:\n%.2000s", pr2.Number, sout.String())
+	}
 	if n := len(prsOf(gr2.Branch)); n != 1 {
 		t.Errorf("a declined group got %d pull requests, want still 1", n)
 	}

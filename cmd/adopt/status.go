@@ -19,6 +19,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/printer"
+	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
@@ -28,6 +29,9 @@ import (
 type StatusOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	PlanFiles   []string
+	// Reconcile is adopt reconcile's namespace: its groups are the plans.
+	Reconcile  string
+	JournalDir string
 	Repo        string
 	Base        string
 	Git         gitops.AuthFlags
@@ -102,6 +106,8 @@ report's burndown and coverage charts are drawn from them).
 	o.Git.AddFlags(f)
 	o.Hub.AddFlags(f)
 	f.StringArrayVar(&o.PlanFiles, "plan", nil, "a plan file written by 'adopt plan --out' (repeatable; required), or one fleet plan directory (or its fleet.yaml) written by 'adopt plan --out-dir'")
+	f.StringVar(&o.Reconcile, "reconcile", "", "instead of --plan: every group adopt reconcile keeps in this namespace (its --lock-namespace), each on its own branch, declines included")
+	f.StringVar(&o.JournalDir, "journal-dir", ".", "with --reconcile: reconcile's --journal-dir, where finalize's journals are")
 	f.StringVar(&o.Repo, "repo", "", "the GitOps repo apply wrote to (URL or local path); without it planned, in review and merged are not told apart")
 	f.StringVar(&o.Base, "base", "", "the branch adoptions merge into (default: the repo's default branch)")
 	f.StringVar(&o.Provider, "provider", "", "pull-request provider: "+strings.Join(gitops.ProviderNames(), "|")+" (default: inferred from the repo URL's host)")
@@ -123,8 +129,11 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	if err := noNamespace(cmd, "status"); err != nil {
 		return err
 	}
-	if len(o.PlanFiles) == 0 {
-		return usageErrorf("--plan is required: the plan file(s) written by 'adopt plan --out'")
+	switch {
+	case len(o.PlanFiles) == 0 && o.Reconcile == "":
+		return usageErrorf("--plan is required: the plan file(s) written by 'adopt plan --out' (or --reconcile NAMESPACE for adopt reconcile's groups)")
+	case len(o.PlanFiles) > 0 && o.Reconcile != "":
+		return usageErrorf("--plan and --reconcile cannot be used together: --reconcile reads the groups' plans from the cluster")
 	}
 	var err error
 	if o.hub, err = o.Hub.connect(o.ConfigFlags); err != nil {
@@ -161,6 +170,28 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 	}
 	if o.cluster, err = connect(o.ConfigFlags); err != nil {
 		return err
+	}
+	if o.Reconcile != "" {
+		return o.completeReconcile(cmd.Context())
+	}
+	return nil
+}
+
+// completeReconcile takes adopt reconcile's groups as the inputs: each
+// group's plan on its branch, with its journal.
+func (o *StatusOptions) completeReconcile(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	groups, err := reconcile.Store{Kube: o.cluster.kube, Namespace: o.Reconcile}.List(ctx)
+	if err != nil {
+		return o.cluster.explain(err)
+	}
+	if len(groups) == 0 {
+		return usageErrorf("--reconcile %s: adopt reconcile keeps no group there; give its --lock-namespace", o.Reconcile)
+	}
+	for _, g := range groups {
+		o.inputs = append(o.inputs, status.Input{Plan: g.Plan, File: g.Branch, Journal: reconcile.JournalFile(o.JournalDir, g.Branch), Branch: g.Branch})
 	}
 	return nil
 }
