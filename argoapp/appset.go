@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,16 +187,9 @@ func gitParams(g *v1alpha1.GitGenerator, tree Tree, r renderer) (params []map[st
 			if err != nil {
 				return nil, nil, err
 			}
-			for p, b := range got {
-				files[p] = b
-			}
+			maps.Copy(files, got)
 		}
-		var names []string
-		for p := range files {
-			names = append(names, p)
-		}
-		sort.Strings(names)
-		for _, p := range names {
+		for _, p := range slices.Sorted(maps.Keys(files)) {
 			ps, err := fileParams(p, files[p], g.PathParamPrefix, r.goTemplate)
 			if err != nil {
 				return nil, nil, fmt.Errorf("file %s: %v", p, err)

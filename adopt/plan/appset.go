@@ -20,11 +20,14 @@ const CodeAppSetNotEvaluated = "applicationset-not-evaluated"
 // repo when its repoURL is that repo (as argoapp.SameRepo compares them),
 // at its revision. Every generator not evaluated is a finding naming it.
 func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS string) []Finding {
+	if ix == nil {
+		return nil // without a repo there is nothing to evaluate them on
+	}
 	var fs []Finding
 	if apps.AppSetsNote != "" {
 		fs = append(fs, Finding{Code: CodeAppSetNotEvaluated, Severity: Info, Message: apps.AppSetsNote})
 	}
-	if ix == nil || len(apps.AppSets) == 0 {
+	if len(apps.AppSets) == 0 {
 		return fs
 	}
 	at := func(url, rev string) (argoapp.Tree, error) {
