@@ -114,6 +114,10 @@ func (s AppSet) Generate(at TreeAt) (apps []Defined, skipped []string) {
 		case g.Selector != nil:
 			skip("generator %d (%s) has a selector, which adopt does not evaluate", i+1, kind)
 			continue
+		case s.Spec.Template.Spec.Project == "":
+			// Argo CD's Git generator reads the template's project first.
+			skip("generator %d (%s) generates nothing in Argo CD: the ApplicationSet's template names no project (AppProject \"\" not found)", i+1, kind)
+			continue
 		}
 		tree, err := at(g.Git.RepoURL, g.Git.Revision)
 		if err != nil {

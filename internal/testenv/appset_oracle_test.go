@@ -73,16 +73,17 @@ spec:
   generators:
   - git:
       repoURL: REPO
+      revision: HEAD
       files: [{path: 'appset/clusters/*/config.json'}]
       values: {ns: 'v-{{cluster.name}}'}
-      template: {spec: {project: default}}
+      template: {metadata: {}, spec: {project: default, destination: {namespace: 'gen-{{cluster.name}}'}}}
   template:
     metadata: {name: '{{cluster.name}}-flat'}
     spec:
-      project: ''
+      project: default
       source: {repoURL: REPO, targetRevision: main, path: '{{path}}'}
       destination: {server: https://kubernetes.default.svc, namespace: '{{values.ns}}'}
-      info: [{name: b, value: '{{path.basename}}'}, {name: tag, value: '{{tags.1}}'}, {name: fn, value: '{{path.filename}}'}]`,
+      info: [{name: b, value: '{{path.basename}}'}, {name: tag, value: '{{tags.1}}'}, {name: fn, value: '{{path.filename}}'}, {name: v, value: '{{values.ns}}'}]`,
 }
 
 var applicationSets = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
