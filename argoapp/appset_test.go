@@ -201,7 +201,7 @@ func TestAppSetGenerate(t *testing.T) {
 			"generator 2 (matrix) is not evaluated",
 			"generator 3 (Git directory) is not evaluated: it reads https://git.example.invalid/org/other.git, not the plan's repo",
 			"generator 4 (Git directory) is not evaluated: ",
-			"generator 5 (Git file) is not evaluated: apps/web/nested/README.md matches \"apps/web/**\" but adopt did not keep it",
+			"generator 5 (Git file) is not evaluated: apps/web/nested/README.md matches \"apps/web/**\" but adopt cannot read it",
 		},
 	}}
 	for _, c := range cases {

@@ -59,7 +59,7 @@ func (ix *Index) Files(pattern string) (map[string][]byte, error) {
 		}
 		b, err := ix.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s matches %q but adopt did not keep it (it keeps .yaml, .yml and .json files up to %d bytes)", p, pattern, MaxFileBytes)
+			return nil, fmt.Errorf("%s matches %q but adopt cannot read it (it keeps .yaml, .yml and .json files up to %d bytes): %v", p, pattern, MaxFileBytes, err)
 		}
 		out[p] = b
 	}
