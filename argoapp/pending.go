@@ -11,6 +11,9 @@ import (
 type Defined struct {
 	Object map[string]any
 	Where  string
+	// AppSet is the ApplicationSet (namespace/name) that generates it,
+	// "" for a manifest in Git.
+	AppSet string
 }
 
 // AddPending adds to Specs the Applications defined in Git that are not
@@ -46,7 +49,7 @@ func (a *Applications) AddPending(defs []Defined, argoNS string) int {
 			continue
 		}
 		s := specOf(u)
-		s.Sync, s.Pending = "", d.Where
+		s.Sync, s.Pending, s.AppSet = "", d.Where, d.AppSet
 		a.Specs = append(a.Specs, s)
 		seen[key] = true
 		n++

@@ -24,6 +24,9 @@ type Spec struct {
 	// Pending is where in Git the Application is defined when it is not in
 	// the cluster yet ("file:line"); "" for one read from the cluster.
 	Pending string
+	// AppSet is the ApplicationSet (namespace/name) that generates a
+	// pending Application; Pending then says from what.
+	AppSet string
 	// Instance is the name Argo CD's repo-server knows the Application by
 	// ($ARGOCD_APP_NAME, .argocd-source-<instance>.yaml): "" for Name,
 	// which it is in Argo CD's own namespace (see InstanceName).

@@ -210,6 +210,11 @@ type Applications struct {
 	elsewhere map[string]string
 	// here is the Here the Applications were listed with (nil: all).
 	here Here
+	// AppSets are the ApplicationSets (ListApplicationSets), whose Git
+	// generators AddGenerated evaluates; AppSetsNote says why they could
+	// not be listed.
+	AppSets     []AppSet `json:"-" yaml:"-"`
+	AppSetsNote string   `json:"-" yaml:"-"`
 }
 
 // NewApplications builds the set from namespace/name keys.

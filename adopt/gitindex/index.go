@@ -128,6 +128,9 @@ type Index struct {
 	// overrides are the repo-server's parameter override files
 	// (.argocd-source.yaml, .argocd-source-<app>.yaml), by path.
 	overrides map[string][]byte
+	// paths are every file of the revision, indexed or not, sorted
+	// (Dirs, Files).
+	paths []string
 }
 
 // New returns an empty index.
@@ -370,9 +373,8 @@ func (ix *Index) Finish() {
 		keep = append(keep, m)
 	}
 	ix.manifests = keep
-	if len(ix.charts) == 0 {
-		ix.fs = nil // charts and their values files are read later
-	}
+	// The files stay: charts and their values files are read later, and
+	// so are an ApplicationSet Git file generator's (Files).
 	ix.byKey, ix.byStem = map[Key][]*Manifest{}, map[Key][]*Manifest{}
 	for _, m := range ix.manifests {
 		ix.byKey[m.Key] = append(ix.byKey[m.Key], m)

@@ -165,6 +165,10 @@ func indexRepo(repo *git.Repository, hash plumbing.Hash, rev string, opts Kustom
 		files = append(files, file{name, e.Hash})
 		all = all || isKustomizationFile(name) || path.Base(name) == "Chart.yaml"
 	}
+	ix.paths = make([]string, 0, len(files))
+	for _, f := range files {
+		ix.paths = append(ix.paths, f.name)
+	}
 	for _, f := range files {
 		if !all && !IsManifestFile(f.name) && !strings.HasSuffix(f.name, ".jsonnet") {
 			continue
@@ -240,6 +244,7 @@ func indexDir(root string, opts KustomizeOptions) (*Index, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
+		ix.paths = append(ix.paths, rel)
 		if !all && !IsManifestFile(rel) && !strings.HasSuffix(rel, ".jsonnet") {
 			return nil
 		}
@@ -299,6 +304,6 @@ func (ix *Index) subtree(dir string) *Index {
 	out.Finish()
 	// Existing Applications may point anywhere in the repo.
 	out.docs, out.renders, out.charts, out.unrenderable, out.jsonnet, out.fs = ix.docs, ix.renders, ix.charts, ix.unrenderable, ix.jsonnet, ix.fs
-	out.usedBy, out.read, out.revs, out.overrides = ix.usedBy, ix.read, ix.revs, ix.overrides
+	out.usedBy, out.read, out.revs, out.overrides, out.paths = ix.usedBy, ix.read, ix.revs, ix.overrides, ix.paths
 	return out
 }

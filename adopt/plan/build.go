@@ -116,6 +116,8 @@ func Build(in Inputs) *Plan {
 			p.Findings = append(p.Findings, Finding{Code: CodeRenderFailed, Severity: Info, Message: n})
 		}
 	}
+	// Applications that ApplicationSets would generate render objects too.
+	p.Findings = append(p.Findings, generated(&in.Apps, in.Index, p.Settings.RepoURL, in.Tracking.Namespace)...)
 	for _, s := range in.Result.SkippedTypes {
 		p.Skipped = append(p.Skipped, Skipped{Kind: s.Type.Kind, Group: s.Type.Group, Class: judge.SkipWholeType, Reason: s.Reason})
 	}

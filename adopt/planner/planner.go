@@ -222,11 +222,11 @@ type Hub struct {
 	Explain func(error) error
 }
 
-// argoCD reads Argo CD's tracking configuration and Applications: from the
-// planned cluster itself, or with a Hub from the management cluster, where
-// the planned cluster's cluster Secret gives the Applications' destination
-// (into cfg, unless adopt.yaml names one) and only Applications deploying
-// to it count as tracking.
+// argoCD reads Argo CD's tracking configuration, Applications and
+// ApplicationSets: from the planned cluster itself, or with a Hub from the
+// management cluster, where the planned cluster's cluster Secret gives the
+// Applications' destination (into cfg, unless adopt.yaml names one) and
+// only Applications deploying to it count as tracking.
 func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applications, *plan.Management, error) {
 	explain := o.Explain
 	if explain == nil {
@@ -242,6 +242,9 @@ func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applicati
 		// defaults).
 		clusters, _ := argoapp.RegisteredClusters(ctx, o.Kube, o.ArgoCDNamespace)
 		apps, err := argoapp.ListApplicationsTo(ctx, o.Clients.Dynamic, argoapp.HereInCluster(clusters, o.Cluster.Server))
+		if err == nil {
+			apps.AppSets, apps.AppSetsNote, err = argoapp.ListApplicationSets(ctx, o.Clients.Dynamic)
+		}
 		return tracking, apps, nil, explainIf(explain, err)
 	}
 	h := o.Hub
@@ -263,6 +266,9 @@ func argoCD(ctx context.Context, o Options) (argoapp.Tracking, argoapp.Applicati
 		m.Cluster, here = c.Name, argoapp.HereIs(c)
 	}
 	apps, err := argoapp.ListApplicationsTo(ctx, h.Dynamic, here)
+	if err == nil {
+		apps.AppSets, apps.AppSetsNote, err = argoapp.ListApplicationSets(ctx, h.Dynamic)
+	}
 	return tracking, apps, m, explainIf(hubExplain, err)
 }
 

@@ -153,6 +153,8 @@ func ruleText(code string) string {
 		return "Existing Applications read a Git repo adopt cannot tie to --repo"
 	case plan.CodeNotGitSource:
 		return "Existing Applications read a Helm chart repository or OCI, which adopt does not render"
+	case plan.CodeAppSetNotEvaluated:
+		return "An ApplicationSet generator adopt does not evaluate"
 	case plan.CodeSecret:
 		return "A Secret: its values must not be committed in plain text"
 	case plan.CodeHelm:

@@ -43,25 +43,14 @@ func installApplicationCRD(t *testing.T) {
 // the module cache to c and creates the argocd namespace.
 func installApplicationCRDOn(t *testing.T, c *testenv.ControlPlane) {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
-	if err != nil {
-		t.Fatalf("go mod download argo-cd: %v", err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download argo-cd: no Dir in %s", out)
-	}
-	crd, err := os.ReadFile(filepath.Join(mod.Dir, "manifests", "crds", "application-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd := argoCDModuleFile(t, "manifests/crds/application-crd.yaml")
 	// --force-conflicts: an Argo CD test may have installed another
 	// version's CRD before (field manager testenv).
 	if out, err := c.Kubectl(context.Background(), crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-"); err != nil {
 		t.Fatalf("install the Application CRD: %v: %s", err, out)
 	}
 	// Served once discovery lists it; wait for that, bounded.
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
 		return err == nil, nil
 	})
@@ -72,6 +61,25 @@ func installApplicationCRDOn(t *testing.T, c *testenv.ControlPlane) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+}
+
+// argoCDModuleFile reads a file (path rel) of Argo CD v2.14.21's module
+// from the module cache.
+func argoCDModuleFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
+	if err != nil {
+		t.Fatalf("go mod download argo-cd: %v", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download argo-cd: no Dir in %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func kc(t *testing.T, stdin []byte, args ...string) {

@@ -182,7 +182,7 @@ const oracleDestNamespace = "oracle-dest"
 // (gitindex; plan.RenderSource for a chart, see testHelmOracle).
 func testRenderOracle(t *testing.T, version string) {
 	files := map[string]string{}
-	for _, m := range []map[string]string{oracleDirFiles, oracleFlatFiles} {
+	for _, m := range []map[string]string{oracleDirFiles, oracleFlatFiles, oracleAppSetFiles} {
 		for p, c := range m {
 			files[p] = c
 		}
@@ -257,6 +257,7 @@ func testRenderOracle(t *testing.T, version string) {
 		})
 	}
 	testHelmOracle(t, ctx, version, a, cp, ix, repoURL)
+	testAppSetOracle(t, ctx, a, ix, repoURL)
 }
 
 // oracleManifests waits until the controller has compared Application app
