@@ -32,19 +32,19 @@ type StatusOptions struct {
 	// Reconcile is adopt reconcile's namespace: its groups are the plans.
 	Reconcile  string
 	JournalDir string
-	Repo        string
-	Base        string
-	Git         gitops.AuthFlags
-	Provider    string
-	APIURL      string
-	ConfigFile  string
-	Output      string
-	HTML        string
-	Record      string
-	FailOn      []string
-	NoCoverage  bool
-	Templates   string
-	Hub         hubFlags
+	Repo       string
+	Base       string
+	Git        gitops.AuthFlags
+	Provider   string
+	APIURL     string
+	ConfigFile string
+	Output     string
+	HTML       string
+	Record     string
+	FailOn     []string
+	NoCoverage bool
+	Templates  string
+	Hub        hubFlags
 
 	genericiooptions.IOStreams
 	cluster *cluster
