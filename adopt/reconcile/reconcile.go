@@ -73,6 +73,9 @@ type Report struct {
 	// NotScanned are the types the plan could not read ("type: reason"):
 	// while any is, Untracked is only a lower bound.
 	NotScanned []string `json:"notScanned,omitempty" yaml:"notScanned,omitempty"`
+	// NothingToDo is a run with no group to propose and none waiting to be
+	// finalized: it asked the provider nothing and wrote nothing.
+	NothingToDo bool `json:"nothingToDo,omitempty" yaml:"nothingToDo,omitempty"`
 }
 
 // Count is how many groups had the outcome.
@@ -133,6 +136,10 @@ type Options struct {
 	// MaxOpenPRs caps open pull requests (0: no cap); MaxObjects the
 	// objects of one (0: no cap).
 	MaxOpenPRs, MaxObjects int
+	// Unfinalized are the branches whose stored plan is not finalized
+	// yet. With none, and no group to propose, the run asks the provider
+	// nothing: there is nothing to do.
+	Unfinalized []string
 }
 
 // BranchPrefix is where a cluster's groups live: adopt/<cluster>/.
@@ -195,6 +202,17 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	for _, n := range o.Plan.NotScanned {
 		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
 	}
+	var apps []plan.Application
+	for _, app := range o.Plan.Applications {
+		if app.Source != "existing" && app.Existing == nil {
+			apps = append(apps, app)
+		}
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
+	if len(apps) == 0 && len(o.Unfinalized) == 0 {
+		rep.NothingToDo = true
+		return rep, nil
+	}
 	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
 	if err != nil {
 		return nil, err
@@ -212,12 +230,7 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		}
 	}
 	proposed := map[string]bool{}
-	apps := append([]plan.Application(nil), o.Plan.Applications...)
-	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	for _, app := range apps {
-		if app.Source == "existing" || app.Existing != nil {
-			continue
-		}
 		g := Group{App: app.Name, Branch: prefix + app.Name, Objects: len(app.Objects), PR: newest[prefix+app.Name]}
 		proposed[g.Branch] = true
 		rep.Untracked += g.Objects

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -166,20 +167,35 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: ao.Repo, Provider: ao.pr.Provider, APIURL: ao.pr.APIURL, Token: ao.auth.Token, TokenFrom: ao.tokenFrom, Getenv: ao.pr.getenv})
+	// The provider and the base branch are resolved on first use: a run
+	// with nothing to do asks neither.
+	var ch gitops.ChosenProvider
+	prs := &lazyPRs{get: func(ctx context.Context) (gitops.PRStateReader, string, error) {
+		var err error
+		if ch, err = gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: ao.Repo, Provider: ao.pr.Provider, APIURL: ao.pr.APIURL, Token: ao.auth.Token, TokenFrom: ao.tokenFrom, Getenv: ao.pr.getenv}); err != nil {
+			return nil, "", usageErrorf("%v", err)
+		}
+		prov, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: ao.pr.httpClient, Attempts: ao.pr.attempts, Backoff: ao.pr.backoff})
+		if err != nil {
+			return nil, "", err
+		}
+		base := ao.Base
+		if base == "" {
+			if base, err = o.defaultBase(ctx, ro); err != nil {
+				return nil, "", err
+			}
+		}
+		return prov.(gitops.PRStateReader), base, nil
+	}}
+	repoRef, err := gitops.ParseRepoURL(ao.Repo)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return usageErrorf("--repo: %v", err)
 	}
-	prov, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: ao.pr.httpClient, Attempts: ao.pr.attempts, Backoff: ao.pr.backoff})
-	if err != nil {
-		return err
-	}
-	base := ao.Base
 	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
 	written := map[string]*apply.Result{}
 	fetch, _, _ := apply.Live(ao.cluster.clients.Dynamic, ao.cluster.clients.Core)
 	seams := reconcile.Seams{
-		PRs: prov.(gitops.PRStateReader),
+		PRs: prs,
 		Write: func(ctx context.Context, sub *plan.Plan, branch string) (reconcile.Written, error) {
 			r := ro
 			r.Plan, r.Write.Branch = sub, branch
@@ -226,11 +242,18 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 			})
 		},
 	}
-	if base == "" {
-		base = o.defaultBase(ctx, ro)
+	stored, err := store.List(ctx)
+	if err != nil {
+		return err
 	}
-	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: ch.Repo, Base: base,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects}, seams)
+	var unfinalized []string
+	for _, g := range stored {
+		if g.Finalized.IsZero() {
+			unfinalized = append(unfinalized, g.Branch)
+		}
+	}
+	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
+		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized}, seams)
 	if err != nil {
 		return err
 	}
@@ -252,13 +275,44 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 }
 
 // defaultBase is the repository's default branch, read once.
-func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions) string {
+func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions) (string, error) {
 	co, err := apply.Clone(ctx, ro.Checkout)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	defer co.Remove()
-	return co.Base
+	return co.Base, nil
+}
+
+// lazyPRs is the provider, resolved (with the base branch) on first use.
+type lazyPRs struct {
+	get  func(context.Context) (gitops.PRStateReader, string, error)
+	once sync.Once
+	p    gitops.PRStateReader
+	base string
+	err  error
+}
+
+func (l *lazyPRs) resolve(ctx context.Context) error {
+	l.once.Do(func() { l.p, l.base, l.err = l.get(ctx) })
+	return l.err
+}
+
+func (l *lazyPRs) ListPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
+	if err := l.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if base == "" {
+		base = l.base
+	}
+	return l.p.ListPRs(ctx, r, base, prefix)
+}
+
+func (l *lazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
+	if err := l.resolve(ctx); err != nil {
+		return nil, err
+	}
+	return l.p.PRState(ctx, o)
 }
 
 // print writes the run's report in the chosen format.
@@ -277,6 +331,10 @@ func (o *ReconcileOptions) print(rep *reconcile.Report) error {
 			return err
 		}
 		_, err = o.apply.Out.Write(b)
+		return err
+	}
+	if rep.NothingToDo {
+		_, err := fmt.Fprintf(o.apply.Out, "reconcile of cluster %s: nothing to do: no untracked object to propose and no merged group waiting to be finalized\n", rep.Cluster)
 		return err
 	}
 	w := tabwriter.NewWriter(o.apply.Out, 0, 4, 2, ' ', 0)

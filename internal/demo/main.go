@@ -412,7 +412,15 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	fmt.Printf("%s is gone. Without finalize, kubectl's co-ownership from the runbook's --server-side apply would have kept it.\n", estate.DeletedKey)
 	d.phase("key deleted in git, synced")
-	return d.status(gitEnv, planFile, repoURL, "--config", cfg)
+	if err := d.status(gitEnv, planFile, repoURL, "--config", cfg); err != nil {
+		return err
+	}
+	say("adopt reconcile, as a CronJob would run it: the estate is adopted, so there is nothing to do")
+	if err := d.mustAdopt(gitEnv, "reconcile", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--journal-dir", d.work); err != nil {
+		return err
+	}
+	d.phase("reconcile")
+	return nil
 }
 
 // pullRequest starts a real Gitea on loopback, copies the demo repo into it
