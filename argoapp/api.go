@@ -98,12 +98,13 @@ func (a *API) Close() error {
 // Application reads one Application through argocd-server. A missing
 // Application is not an error: Found is false.
 func (a *API) Application(ctx context.Context, name string) (AppState, error) {
-	app, err := a.apps.Get(ctx, &applicationpkg.ApplicationQuery{Name: &name, AppNamespace: &a.Namespace})
+	ns, name := SplitName(name, a.Namespace)
+	app, err := a.apps.Get(ctx, &applicationpkg.ApplicationQuery{Name: &name, AppNamespace: &ns})
 	if status.Code(err) == codes.NotFound {
-		return AppState{Name: name, Namespace: a.Namespace}, nil
+		return AppState{Name: name, Namespace: ns}, nil
 	}
 	if err != nil {
-		return AppState{Name: name, Namespace: a.Namespace}, a.callError("get", name, err)
+		return AppState{Name: name, Namespace: ns}, a.callError("get", ns+"/"+name, err)
 	}
 	// The API returns the Application resource itself (without kind and
 	// apiVersion); read it the way Kubernetes mode does.
@@ -113,11 +114,11 @@ func (a *API) Application(ctx context.Context, name string) (AppState, error) {
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(b, &obj); err != nil {
-		return AppState{}, fmt.Errorf("read Application %s/%s from argocd-server at %s: %v", a.Namespace, name, a.server, err)
+		return AppState{}, fmt.Errorf("read Application %s/%s from argocd-server at %s: %v", ns, name, a.server, err)
 	}
 	s := StateOf(&unstructured.Unstructured{Object: obj})
 	if s.Namespace == "" {
-		s.Namespace = a.Namespace
+		s.Namespace = ns
 	}
 	return s, nil
 }
@@ -126,8 +127,9 @@ func (a *API) Application(ctx context.Context, name string) (AppState, error) {
 // application service's Watch) and sends after each event. The channel is
 // closed when ctx ends or the stream breaks; Wait then keeps polling.
 func (a *API) Changes(ctx context.Context, name string) <-chan struct{} {
+	ns, name := SplitName(name, a.Namespace)
 	out := make(chan struct{}, 1)
-	stream, err := a.apps.Watch(ctx, &applicationpkg.ApplicationQuery{Name: &name, AppNamespace: &a.Namespace})
+	stream, err := a.apps.Watch(ctx, &applicationpkg.ApplicationQuery{Name: &name, AppNamespace: &ns})
 	if err != nil {
 		close(out)
 		return out
@@ -153,19 +155,20 @@ func (a *API) Changes(ctx context.Context, name string) <-chan struct{} {
 // running.
 func (a *API) Sync(ctx context.Context, name, revision string, v Version) error {
 	s, err := a.Application(ctx, name)
+	ns, name := SplitName(name, a.Namespace)
 	if err != nil {
 		return err
 	}
 	if !s.Found {
-		return fmt.Errorf("Application %s/%s not found on argocd-server at %s; create it (adopt apply writes it), then re-run", a.Namespace, name, a.server)
+		return fmt.Errorf("Application %s/%s not found on argocd-server at %s; create it (adopt apply writes it), then re-run", ns, name, a.server)
 	}
 	if s.Operation {
-		return fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", a.Namespace, name)
+		return fmt.Errorf("Application %s/%s: another operation is running; wait for it to finish, then re-run", ns, name)
 	}
 	prune := false
 	req := &applicationpkg.ApplicationSyncRequest{
 		Name:         &name,
-		AppNamespace: &a.Namespace,
+		AppNamespace: &ns,
 		Prune:        &prune,
 		SyncOptions:  &applicationpkg.SyncOptions{Items: SyncOptions(s.SyncOptions, v)},
 	}
@@ -173,7 +176,7 @@ func (a *API) Sync(ctx context.Context, name, revision string, v Version) error 
 		req.Revision = &revision
 	}
 	if _, err := a.apps.Sync(ctx, req); err != nil {
-		return a.callError("sync", name, err)
+		return a.callError("sync", ns+"/"+name, err)
 	}
 	return nil
 }
@@ -204,7 +207,10 @@ func (a *API) connectError(err error) error {
 
 // callError explains a failed call on Application name, without the token.
 func (a *API) callError(verb, name string, err error) error {
-	ref := a.Namespace + "/" + name
+	ref := name
+	if !strings.Contains(name, "/") {
+		ref = a.Namespace + "/" + name
+	}
 	st, _ := status.FromError(err)
 	var e error
 	switch st.Code() {

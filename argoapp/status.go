@@ -83,7 +83,18 @@ type Syncer interface {
 	Sync(ctx context.Context, name, revision string, v Version) error
 }
 
-// KubeStatus reads Applications in Namespace through the Kubernetes API.
+// SplitName reads an Application's name as readers and syncers take it:
+// "namespace/name" for one in another namespace than ns (apps in any
+// namespace), or a plain name in ns.
+func SplitName(name, ns string) (string, string) {
+	if i := strings.IndexByte(name, '/'); i > 0 {
+		return name[:i], name[i+1:]
+	}
+	return ns, name
+}
+
+// KubeStatus reads Applications in Namespace through the Kubernetes API
+// (and in another namespace when given "namespace/name", SplitName).
 type KubeStatus struct {
 	Client    dynamic.Interface
 	Namespace string
@@ -92,6 +103,7 @@ type KubeStatus struct {
 // Application reads one Application. A missing Application is not an
 // error: Found is false.
 func (k KubeStatus) Application(ctx context.Context, name string) (AppState, error) {
+	k.Namespace, name = SplitName(name, k.Namespace)
 	s := AppState{Name: name, Namespace: k.Namespace}
 	u, err := k.Client.Resource(ApplicationGVR).Namespace(k.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -107,6 +119,7 @@ func (k KubeStatus) Application(ctx context.Context, name string) (AppState, err
 // after each event. The channel is closed when ctx ends or the watch
 // breaks; Wait then keeps polling.
 func (k KubeStatus) Changes(ctx context.Context, name string) <-chan struct{} {
+	k.Namespace, name = SplitName(name, k.Namespace)
 	out := make(chan struct{}, 1)
 	w, err := k.Client.Resource(ApplicationGVR).Namespace(k.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
@@ -339,6 +352,7 @@ const syncAttempts = 5
 // the read and the patch (the guard failed), it reads it again, up to
 // syncAttempts times.
 func (k KubeStatus) Sync(ctx context.Context, name, revision string, v Version) error {
+	k.Namespace, name = SplitName(name, k.Namespace)
 	for attempt := 1; ; attempt++ {
 		changed, err := k.trySync(ctx, name, revision, v)
 		if !changed || attempt == syncAttempts {

@@ -161,7 +161,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			left = append(left, LeftOut(t, "a Secret: adopt apply left it out of Git and out of sync, so there is nothing to finalize; give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"))
 		}
 		outcomes = append(outcomes, left)
-		s, err := r.Reader.Application(ctx, a.Name)
+		s, err := r.Reader.Application(ctx, a.ArgoRef())
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			if r.DryRun {
 				ar.Problems = append(ar.Problems, "dry run: would start the first sync")
 			} else {
-				if err := r.Syncer.Sync(ctx, a.Name, r.Revision, r.Version); err != nil {
+				if err := r.Syncer.Sync(ctx, a.ArgoRef(), r.Revision, r.Version); err != nil {
 					return err
 				}
 				ar.SyncStarted = true
@@ -193,7 +193,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		if r.Progress != nil {
 			progress = func(s argoapp.AppState, waiting string) { r.Progress(a.Name, s, waiting) }
 		}
-		s, waiting, err := argoapp.Wait(ctx, r.Reader, a.Name, want, r.PollInterval, r.Timeout, progress)
+		s, waiting, err := argoapp.Wait(ctx, r.Reader, a.ArgoRef(), want, r.PollInterval, r.Timeout, progress)
 		if err != nil {
 			return err
 		}

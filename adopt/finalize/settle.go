@@ -70,8 +70,14 @@ func (r *Runner) SettleAll(ctx context.Context, rep *Report) error {
 		if !ar.Ready {
 			continue
 		}
+		ref := ar.Name
+		for _, a := range r.Selection.Apps {
+			if a.Name == ar.Name {
+				ref = a.ArgoRef()
+			}
+		}
 		wg.Go(func() {
-			ar.Settle, errs[i] = r.settle(ctx, ar.Name, r.Selection.Targets[ar.Name])
+			ar.Settle, errs[i] = r.settle(ctx, ref, r.Selection.Targets[ar.Name])
 			if s := ar.Settle; s != nil && !s.Synced {
 				for _, d := range s.Drift {
 					ar.Problems = append(ar.Problems, fmt.Sprintf("went %s within the %s settle window after cleanup: %s", s.Sync, s.Window, d))

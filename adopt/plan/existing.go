@@ -40,6 +40,17 @@ type Existing struct {
 	Pending string `json:"pending,omitempty" yaml:"pending,omitempty"`
 }
 
+// ArgoRef is how Argo CD's readers and syncers name the Application
+// (argoapp.SplitName): "namespace/name" for an existing Application, which
+// may live in any namespace Argo CD watches (application.namespaces); its
+// name for one adopt proposes, created in the plan's Argo CD namespace.
+func (a Application) ArgoRef() string {
+	if a.Existing != nil && a.Existing.Namespace != "" {
+		return a.Existing.Namespace + "/" + a.Name
+	}
+	return a.Name
+}
+
 // directoryOf is the source's directory settings (none when unset).
 func directoryOf(src v1alpha1.ApplicationSource) gitindex.Directory {
 	if src.Directory == nil {

@@ -153,7 +153,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 					return nil, nil, nil, err
 				}
 			}
-			st, err := reader.Application(ctx, a.Name)
+			st, err := reader.Application(ctx, a.ArgoRef())
 			if err != nil {
 				return nil, nil, nil, err
 			}
