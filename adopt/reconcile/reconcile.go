@@ -195,6 +195,27 @@ func Sub(p *plan.Plan, app plan.Application) (*plan.Plan, error) {
 	return &sub, nil
 }
 
+// proposed are the Applications p proposes that are groups: not the
+// existing ones, by name.
+func proposed(p *plan.Plan) []plan.Application {
+	var apps []plan.Application
+	for _, app := range p.Applications {
+		if app.Source != "existing" && app.Existing == nil {
+			apps = append(apps, app)
+		}
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
+	return apps
+}
+
+// NothingToDo says whether a run over p has nothing to do: no group to
+// propose and no merged group left to finalize (unfinalized are the
+// branches whose stored plan is not finalized). Such a run needs neither
+// the lock nor the provider, and writes nothing.
+func NothingToDo(p *plan.Plan, unfinalized []string) bool {
+	return len(proposed(p)) == 0 && len(unfinalized) == 0
+}
+
 // Run is one reconcile pass over o.Plan.
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	prefix := BranchPrefix(o.Cluster)
@@ -202,14 +223,8 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	for _, n := range o.Plan.NotScanned {
 		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
 	}
-	var apps []plan.Application
-	for _, app := range o.Plan.Applications {
-		if app.Source != "existing" && app.Existing == nil {
-			apps = append(apps, app)
-		}
-	}
-	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
-	if len(apps) == 0 && len(o.Unfinalized) == 0 {
+	apps := proposed(o.Plan)
+	if NothingToDo(o.Plan, o.Unfinalized) {
 		rep.NothingToDo = true
 		return rep, nil
 	}
@@ -229,10 +244,8 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 			open++
 		}
 	}
-	proposed := map[string]bool{}
 	for _, app := range apps {
 		g := Group{App: app.Name, Branch: prefix + app.Name, Objects: len(app.Objects), PR: newest[prefix+app.Name]}
-		proposed[g.Branch] = true
 		rep.Untracked += g.Objects
 		opened, err := reconcileGroup(ctx, o, s, app, &g, open)
 		if err != nil {

@@ -153,14 +153,6 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	began := time.Now()
-	host, _ := os.Hostname()
-	lock := &reconcile.Lock{Kube: o.apply.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
-		Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
-	if err := lock.Acquire(ctx); err != nil {
-		return err
-	}
-	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
-
 	ao := o.apply
 	ro := ao.runOptions()
 	p, err := planner.Plan(ctx, ro.Scan)
@@ -251,6 +243,18 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		if g.Finalized.IsZero() {
 			unfinalized = append(unfinalized, g.Branch)
 		}
+	}
+	// A run with nothing to do writes nothing, the Lease included. Any
+	// other takes the Lease before its first write; what it does next is
+	// decided from the provider's answers, read under the Lease.
+	if !reconcile.NothingToDo(p, unfinalized) {
+		host, _ := os.Hostname()
+		lock := &reconcile.Lock{Kube: ao.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
+			Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
+		if err := lock.Acquire(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
 		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized}, seams)

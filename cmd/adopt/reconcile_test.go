@@ -166,7 +166,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Errorf("branch %q is not adopt/<cluster>/<app>", gr1.Branch)
 	}
 	if !full {
-		finalizeMerged(ctx, t, g, a, cp, gr1, ns1, step, func() {
+		finalizeMerged(ctx, t, g, a, cp, gr1, ns1, run, step, func() {
 			// finalize's patch of the adopted type, and the sync's patch
 			// of Applications: each missing one stops finalize before any
 			// change, naming it.
@@ -300,7 +300,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 
 	// 7. Merged: finalized once synced.
-	finalizeMerged(ctx, t, g, a, cp, gr1, ns1, step, nil)
+	finalizeMerged(ctx, t, g, a, cp, gr1, ns1, run, step, nil)
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 // starts the first sync and finalizes (the hand-apply annotation gone from
 // the objects, a journal written); the next run says it is done.
 func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
-	step func(ns, want string, extra ...string) reconcile.Group, beforeSync func()) {
+	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, beforeSync func()) {
 	t.Helper()
 	mergePR(ctx, t, g, "reconcile", gr.Branch)
 	step(gr.Branch, reconcile.Merged, "--finalize-wait", "1s")
@@ -360,7 +360,23 @@ func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, a *test
 	if _, ok := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
 		t.Errorf("ConfigMap %s/a still carries last-applied-configuration after reconcile finalized it", ns)
 	}
-	step(gr.Branch, reconcile.Done)
+	// The next run: the group is done; with nothing else in scope, there
+	// is nothing to do and no untracked object.
+	rep, errOut, code := run()
+	if code != 0 {
+		t.Fatalf("the run after finalize: exit %d: %s", code, errOut)
+	}
+	if rep.NothingToDo {
+		if rep.Untracked != 0 {
+			t.Errorf("nothing to do, yet %d untracked objects", rep.Untracked)
+		}
+		return
+	}
+	for _, g := range rep.Groups {
+		if g.Branch == gr.Branch && g.Outcome != reconcile.Done {
+			t.Errorf("the run after finalize: %s is %s (%s), want done", gr.Branch, g.Outcome, g.Why)
+		}
+	}
 }
 
 // chartGrants are the chart's RBAC objects installed for a test, and the
