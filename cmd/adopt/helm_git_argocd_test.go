@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,17 +208,70 @@ func untrackedCopy(t *testing.T, u *unstructured.Unstructured, tr argoapp.Tracki
 	return c.Object
 }
 
-// argoCDPlane starts a control plane and real Argo CD version on it, both
-// stopped when the test ends.
+// argoCDPlane is the control plane with a real Argo CD version on it that
+// the package's tests share: started on first use (a control plane and an
+// Argo CD take 15 s to start) and stopped when the package's tests end.
+// Each test works in namespaces, repositories and Applications of its own;
+// the Applications it created are deleted when it ends, so that Argo CD
+// does not keep reconciling them for the next test.
 func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.ControlPlane, *testenv.ArgoCD) {
 	t.Helper()
-	c := startControlPlane(ctx, t)
-	a, err := testenv.StartArgoCD(ctx, c, version)
-	if err != nil {
-		t.Fatal(err)
+	argoPlanes.Lock()
+	defer argoPlanes.Unlock()
+	p := argoPlanes.m[version]
+	if p == nil {
+		c, err := testenv.Start(context.Background(), testenv.Options{})
+		if err != nil {
+			t.Fatalf("a control plane did not start: %v", err)
+		}
+		a, err := testenv.StartArgoCD(context.Background(), c, version)
+		if err != nil {
+			c.Stop()
+			t.Fatal(err)
+		}
+		p = &argoPlane{c: c, a: a}
+		argoPlanes.m[version] = p
 	}
-	t.Cleanup(a.Stop)
-	return c, a
+	apps := dynamic.NewForConfigOrDie(p.c.RESTConfig()).Resource(argoapp.ApplicationGVR).Namespace(p.a.Namespace)
+	before := map[string]bool{}
+	if l, err := apps.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, u := range l.Items {
+			before[u.GetName()] = true
+		}
+	}
+	t.Cleanup(func() {
+		l, err := apps.List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, u := range l.Items {
+			if !before[u.GetName()] {
+				_ = apps.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+			}
+		}
+	})
+	return p.c, p.a
+}
+
+// argoPlanes are the shared Argo CD planes, by version.
+var argoPlanes = struct {
+	sync.Mutex
+	m map[string]*argoPlane
+}{m: map[string]*argoPlane{}}
+
+type argoPlane struct {
+	c *testenv.ControlPlane
+	a *testenv.ArgoCD
+}
+
+// stopArgoPlanes stops the shared planes (TestMain, after the tests).
+func stopArgoPlanes() {
+	argoPlanes.Lock()
+	defer argoPlanes.Unlock()
+	for _, p := range argoPlanes.m {
+		p.a.Stop()
+		p.c.Stop()
+	}
 }
 
 // scannedRun runs adopt against c and adds all it prints to scan.

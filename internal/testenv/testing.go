@@ -16,9 +16,9 @@ import (
 )
 
 // Main starts one control plane for a test package, hands it to setup, runs
-// the tests and stops it, also on SIGINT/SIGTERM. A control plane that cannot
-// start fails the package: it is never a skip.
-func Main(m *testing.M, setup func(*ControlPlane)) {
+// the tests, calls each teardown and stops it, also on SIGINT/SIGTERM. A
+// control plane that cannot start fails the package: it is never a skip.
+func Main(m *testing.M, setup func(*ControlPlane), teardown ...func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	start := time.Now()
 	cp, err := Start(ctx, Options{})
@@ -37,6 +37,9 @@ func Main(m *testing.M, setup func(*ControlPlane)) {
 	}()
 	setup(cp)
 	code := m.Run()
+	for _, f := range teardown {
+		f()
+	}
 	cp.Stop()
 	os.Exit(code)
 }
