@@ -40,12 +40,7 @@ import (
 func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c := startControlPlane(ctx, t)
-	a, err := testenv.StartArgoCD(ctx, c, "v3.2.6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	c, a := argoCDPlane(ctx, t, "v3.2.6")
 	g, err := testenv.StartGitServer("", "")
 	if err != nil {
 		t.Fatal(err)

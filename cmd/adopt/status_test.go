@@ -87,7 +87,9 @@ func mergePR(ctx context.Context, t *testing.T, g *testenv.Gitea, repo, head str
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
+	// Gitea checks mergeability in the background after each push: the
+	// merge is refused until that check ran, which a loaded machine delays.
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ok, _, err := c.MergePullRequest(g.User, repo, num, gitea.MergePullRequestOption{Style: gitea.MergeStyleMerge})
 		if err == nil && ok {
