@@ -50,17 +50,9 @@ data: {mode: prod}
 // bundles (from its PATH; without one Argo CD answers with an error). The
 // generated ConfigMap's name carries kustomize's content hash.
 func testArgoCDRendersKustomizeOverlay(t *testing.T, version string) {
-	cp := startTestControlPlane(t)
+	_, a := sharedArgoCD(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-
-	start := time.Now()
-	a, err := StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	t.Logf("argocd %s: started in %s", version, time.Since(start).Round(time.Millisecond))
 
 	g, err := StartGitServer("argocd", "git-"+randomToken()[:8])
 	if err != nil {

@@ -29,20 +29,16 @@ func TestArgoCDv3AdoptsHandAppliedConfigMap(t *testing.T) {
 // Synced/Healthy, the Git copy in the cluster, the tracking id, and
 // argocd-controller as the only field manager.
 func testArgoCDAdoptsHandAppliedConfigMap(t *testing.T, version string) {
+	// A plane of its own: it sets annotation tracking in argocd-cm, which
+	// the shared planes' other tests must not see.
 	cp := startTestControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-
-	start := time.Now()
 	a, err := StartArgoCD(ctx, cp, version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Stop)
-	for _, tm := range a.Timings {
-		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
-	}
-	t.Logf("argocd %s: started in %s; server %s", version, time.Since(start).Round(time.Millisecond), a.Server)
 	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +208,9 @@ func apiSyncStatus(ctx context.Context, server, token, app string) (string, erro
 // object is left untouched. The same object with
 // ClientSideApplyMigration=false syncs.
 func TestArgoCDv3ClientSideApplyMigrationTrap(t *testing.T) {
-	cp := startTestControlPlane(t)
+	cp, a := sharedArgoCD(t, "v3.2.6")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	a, err := StartArgoCD(ctx, cp, "v3.2.6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
 	g, err := StartGitServer("", "")
 	if err != nil {
 		t.Fatal(err)

@@ -207,16 +207,9 @@ func testRenderOracle(t *testing.T, version string) {
 		files[p] = c
 	}
 
-	cp := startTestControlPlane(t)
+	cp, a := sharedArgoCD(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	start := time.Now()
-	a, err := StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	t.Logf("argocd %s: started in %s", version, time.Since(start).Round(time.Millisecond))
 
 	g, err := StartGitServer("argocd", "git-"+randomToken()[:8])
 	if err != nil {

@@ -1,0 +1,90 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// TestMain runs the package's tests and stops the shared Argo CD planes.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	shared.Lock()
+	for _, p := range shared.m {
+		p.a.Stop()
+		p.cp.Stop()
+	}
+	shared.Unlock()
+	os.Exit(code)
+}
+
+// shared are the control planes with a real Argo CD that the package's
+// Argo CD tests share, one per version: a start costs 15 s, and each test
+// works in namespaces, repositories and Applications of its own.
+var shared = struct {
+	sync.Mutex
+	m map[string]*sharedPlane
+}{m: map[string]*sharedPlane{}}
+
+type sharedPlane struct {
+	cp *ControlPlane
+	a  *ArgoCD
+}
+
+// sharedArgoCD is the shared control plane and Argo CD of version, started
+// on first use. The Applications a test creates are deleted when it ends,
+// so that Argo CD stops reconciling them for the next test.
+func sharedArgoCD(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	p := shared.m[version]
+	if p == nil {
+		p = startShared(t, version)
+		shared.m[version] = p
+	}
+	apps := dynamic.NewForConfigOrDie(p.cp.RESTConfig()).Resource(applicationsGVR).Namespace(p.a.Namespace)
+	before := map[string]bool{}
+	if l, err := apps.List(context.Background(), metav1.ListOptions{}); err == nil {
+		for _, u := range l.Items {
+			before[u.GetName()] = true
+		}
+	}
+	t.Cleanup(func() {
+		if l, err := apps.List(context.Background(), metav1.ListOptions{}); err == nil {
+			for _, u := range l.Items {
+				if !before[u.GetName()] {
+					_ = apps.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+				}
+			}
+		}
+	})
+	return p.cp, p.a
+}
+
+var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+
+func startShared(t *testing.T, version string) *sharedPlane {
+	t.Helper()
+	start := time.Now()
+	cp, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatalf("the local control plane did not start: %v", err)
+	}
+	a, err := StartArgoCD(context.Background(), cp, version)
+	if err != nil {
+		cp.Stop()
+		t.Fatal(err) // never a skip: Argo CD must start here and in CI
+	}
+	for _, tm := range a.Timings {
+		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
+	}
+	t.Logf("argocd %s: started in %s; server %s", version, time.Since(start).Round(time.Millisecond), a.Server)
+	return &sharedPlane{cp: cp, a: a}
+}
