@@ -1,6 +1,6 @@
 module github.com/adopt-dev/adopt
 
-go 1.26
+go 1.26.0
 
 // k8s.io libraries stay at v0.31.x: github.com/argoproj/argo-cd/v2 v2.14.21
 // imports k8s.io/kubernetes v1.31 internals and does not compile against
@@ -115,6 +115,7 @@ require (
 	github.com/wasilibs/wazero-helpers v0.0.0-20240620070341-3dff1577cd52 // indirect
 	github.com/zricethezav/gitleaks/v8 v8.30.1 // indirect
 	go4.org v0.0.0-20230225012048-214862532bf5 // indirect
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
 )
 

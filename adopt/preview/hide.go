@@ -82,14 +82,17 @@ func isEnvPath(path string) bool {
 }
 
 // mask hides every secret value in the result's messages (a server's
-// verdict or note may quote the manifest).
+// verdict or note may quote the manifest): the known set's, and what the
+// judge finds.
 func mask(r *Result, set *redact.Set) {
-	r.Verdict = set.Mask(r.Verdict)
+	j, _ := redact.DefaultJudge()
+	hide := func(s string) string { return j.Mask(set.Mask(s)) }
+	r.Verdict = hide(r.Verdict)
 	for i := range r.Notes {
-		r.Notes[i] = set.Mask(r.Notes[i])
+		r.Notes[i] = hide(r.Notes[i])
 	}
 	for i := range r.Warnings {
-		r.Warnings[i] = set.Mask(r.Warnings[i])
+		r.Warnings[i] = hide(r.Warnings[i])
 	}
 }
 

@@ -230,6 +230,40 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	}
 }
 
+// TestPreviewJudgesValues (issue 36): a value that looks like a secret is
+// hidden in "before" and "after" although no Secret holds it: a ConfigMap's
+// database URL with a password, a token that a chart base64-encoded
+// (b64enc) past the known set, a value under a secret-like key. An ordinary
+// value is still shown.
+func TestPreviewJudgesValues(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := cp.Namespace(t)
+	const oldPass, newPass = "Pw0ldK9x2mQ7vR4t", "Pw1newL8y3nS6wT5"
+	token := base64.StdEncoding.EncodeToString([]byte("tok-7f3a9c1e5b2d8046aa91c3e7f0d25b64"))
+	live := map[string]string{"DATABASE_URL": "postgres://app:" + oldPass + "@db.internal/app", "mode": "a", "encoded": "plain", "smtpPassword": "old-words-here"}
+	git := map[string]string{"DATABASE_URL": "postgres://app:" + newPass + "@db.internal/app", "mode": "b", "encoded": token, "smtpPassword": "new-words-here"}
+	handApply(t, ctx, configMap(ns, "app-env", live, ""))
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, configMaps, configMap(ns, "app-env", git, ""))
+	b, _ := json.Marshal(r)
+	for _, v := range []string{oldPass, newPass, token, "old-words-here", "new-words-here"} {
+		if strings.Contains(string(b), v) {
+			t.Errorf("the preview shows %q: %s", v, b)
+		}
+	}
+	byPath := map[string]preview.Change{}
+	for _, c := range r.Changes {
+		byPath[c.Path] = c
+	}
+	for _, p := range []string{"data.DATABASE_URL", "data.encoded", "data.smtpPassword"} {
+		if c, ok := byPath[p]; !ok || c.After != redact.Shown {
+			t.Errorf("%s: %+v, want its values shown as %s", p, c, redact.Shown)
+		}
+	}
+	if c := byPath["data.mode"]; c.Before != "a" || c.After != "b" {
+		t.Errorf("data.mode: %+v, want a → b shown", c)
+	}
+}
+
 // TestDeploymentImageRollout: Git's newer image replaces every pod.
 func TestDeploymentImageRollout(t *testing.T) {
 	ctx := ctxFor(t)

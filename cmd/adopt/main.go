@@ -11,6 +11,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	_ "golang.org/x/crypto/x509roots/fallback" // CA roots where the system has none (the release image)
+
 	_ "github.com/adopt-dev/adopt/internal/quietinit" // before kubectl's commands initialize
 )
 

@@ -155,8 +155,12 @@ type Archive struct {
 	BinarySize int64
 }
 
-// Result lists what Run wrote under Options.Out.
-type Result struct{ Archives []Archive }
+// Result lists what Run wrote under Options.Out: the archives, and the
+// container image of the linux targets (Name "" when none was built).
+type Result struct {
+	Archives []Archive
+	Image    Archive
+}
 
 // Run builds every target, then writes checksums.txt and plugins/adopt.yaml.
 func Run(ctx context.Context, o Options) (*Result, error) {
@@ -181,18 +185,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		docs = append(docs, entry{name, 0o644, b})
 	}
 	res := &Result{}
+	bins := map[Target][]byte{}
 	for _, t := range o.Targets {
 		bin, err := buildBinary(ctx, o, t)
 		if err != nil {
 			return nil, err
 		}
+		bins[t] = bin
 		a, err := writeArchive(o, t, bin, docs)
 		if err != nil {
 			return nil, err
 		}
 		res.Archives = append(res.Archives, a)
 	}
+	var err error
+	if res.Image, err = writeImage(o, bins); err != nil {
+		return nil, err
+	}
 	sums := append([]Archive(nil), res.Archives...)
+	if res.Image.Name != "" {
+		sums = append(sums, res.Image)
+	}
 	sort.Slice(sums, func(i, j int) bool { return sums[i].Name < sums[j].Name })
 	var b strings.Builder
 	for _, a := range sums {

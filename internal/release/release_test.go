@@ -87,7 +87,7 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 	manifest := filepath.Join(dist, "plugins", "adopt.yaml")
 
 	// Reproducible: every artifact, byte for byte.
-	for _, rel := range []string{ArchiveName(base.Version, target), "checksums.txt", "plugins/adopt.yaml", "build/linux-amd64/adopt"} {
+	for _, rel := range []string{ArchiveName(base.Version, target), ImageName(base.Version), "checksums.txt", "plugins/adopt.yaml", "build/linux-amd64/adopt"} {
 		a, errA := os.ReadFile(filepath.Join(dirs[0], "dist", rel))
 		b, errB := os.ReadFile(filepath.Join(dirs[1], "dist", rel))
 		if errA != nil || errB != nil {
@@ -106,9 +106,19 @@ func TestReleaseLinuxAmd64(t *testing.T) {
 	sum := sha256.Sum256(data)
 	hexsum := hex.EncodeToString(sum[:])
 	sums, _ := os.ReadFile(filepath.Join(dist, "checksums.txt"))
-	if string(sums) != hexsum+"  "+filepath.Base(archive)+"\n" {
-		t.Errorf("checksums.txt %q, want the archive's sha256 %s", sums, hexsum)
+	image, err := os.ReadFile(filepath.Join(dist, ImageName(base.Version)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	isum := sha256.Sum256(image)
+	if want := hexsum + "  " + filepath.Base(archive) + "\n" + hex.EncodeToString(isum[:]) + "  " + ImageName(base.Version) + "\n"; string(sums) != want {
+		t.Errorf("checksums.txt %q, want the archive's and the image's sha256s:\n%s", sums, want)
+	}
+	built, err := os.ReadFile(filepath.Join(dist, "build/linux-amd64/adopt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkImage(t, image, built)
 	var m struct {
 		Spec struct {
 			Version   string `json:"version"`
@@ -317,4 +327,78 @@ func checkArchive(t *testing.T, data []byte, date time.Time, root string) []byte
 		t.Errorf("entries %v, want LICENSE,README.md,adopt sorted", names)
 	}
 	return bin
+}
+
+// checkImage reads the OCI image layout archive as a registry client would:
+// every blob is named by its sha256; the index's one manifest is
+// linux/amd64; its config runs /adopt as 65532:65532 and its diff_id is the
+// uncompressed layer's digest; the layer holds exactly the binary at
+// /adopt, executable.
+func checkImage(t *testing.T, image, bin []byte) {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(image))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files[h.Name] = b
+	}
+	if string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
+		t.Errorf("oci-layout %q", files["oci-layout"])
+	}
+	blob := func(d Descriptor) []byte {
+		t.Helper()
+		b, ok := files["blobs/sha256/"+strings.TrimPrefix(d.Digest, "sha256:")]
+		if !ok || digestOf(b) != d.Digest || int64(len(b)) != d.Size {
+			t.Fatalf("blob %s: present %v, or its digest or size differs", d.Digest, ok)
+		}
+		return b
+	}
+	var idx Index
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil || idx.MediaType != mediaIndex || len(idx.Manifests) != 1 {
+		t.Fatalf("index.json %s (%v): want one manifest", files["index.json"], err)
+	}
+	if p := idx.Manifests[0].Platform; p == nil || p.OS != "linux" || p.Architecture != "amd64" {
+		t.Errorf("manifest platform %+v, want linux/amd64", p)
+	}
+	var m Manifest
+	if err := json.Unmarshal(blob(idx.Manifests[0]), &m); err != nil || m.MediaType != mediaManifest || len(m.Layers) != 1 {
+		t.Fatalf("manifest %+v (%v)", m, err)
+	}
+	var cfg ImageConfig
+	if err := json.Unmarshal(blob(m.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "65532:65532" || strings.Join(cfg.Config.Entrypoint, " ") != "/adopt" || cfg.OS != "linux" || cfg.Architecture != "amd64" {
+		t.Errorf("image config %+v", cfg)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(blob(m.Layers[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.RootFS.DiffIDs) != 1 || cfg.RootFS.DiffIDs[0] != digestOf(layer) {
+		t.Errorf("diff_ids %v, want the uncompressed layer's %s", cfg.RootFS.DiffIDs, digestOf(layer))
+	}
+	lr := tar.NewReader(bytes.NewReader(layer))
+	h, err := lr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(lr)
+	if h.Name != "adopt" || h.Mode&0o111 == 0 || !bytes.Equal(got, bin) {
+		t.Errorf("the layer holds %s (mode %o, %d bytes), want the release binary (%d bytes) at /adopt, executable", h.Name, h.Mode, len(got), len(bin))
+	}
+	if _, err := lr.Next(); err != io.EOF {
+		t.Errorf("the layer holds more than the binary")
+	}
 }
