@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // TestApplyOpenPRCommand runs the whole `adopt apply --open-pr` against the
@@ -17,11 +15,7 @@ import (
 func TestApplyOpenPRCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	g, err := testenv.StartGitea(ctx)
-	if err != nil {
-		t.Fatalf("the real Gitea did not start: %v", err)
-	}
-	defer g.Stop()
+	g := giteaInBackground(ctx, t)()
 	cloneURL, err := g.CreateRepo(ctx, "estate")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
-	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 func parsePRFlags(t *testing.T, args ...string) *prOptions {
@@ -96,11 +95,7 @@ func TestOpenPROnGitea(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	g, err := testenv.StartGitea(ctx)
-	if err != nil {
-		t.Fatalf("the real Gitea did not start: %v", err)
-	}
-	defer g.Stop()
+	g := giteaInBackground(ctx, t)()
 	cloneURL, err := g.CreateRepo(ctx, "gitops")
 	if err != nil {
 		t.Fatal(err)

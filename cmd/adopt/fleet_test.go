@@ -279,11 +279,7 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	tokens := map[string]string{"workload-1": "pr-CANARY-token-w1", "workload-2": "pr-CANARY-token-w2"}
 	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": cp.Server, "workload-2": w2.Server}, tokens)
 	ns := handApplyHook(ctx, t, w2)
-	g, err := testenv.StartGitea(ctx)
-	if err != nil {
-		t.Fatalf("the real Gitea did not start: %v", err)
-	}
-	defer g.Stop()
+	g := giteaInBackground(ctx, t)()
 	cloneURL, err := g.CreateRepo(ctx, "fleet")
 	if err != nil {
 		t.Fatal(err)

@@ -1013,26 +1013,49 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	}
 }
 
-// giteaInBackground starts the real Gitea while the caller starts its other
-// parts; the function it returns waits for it and fails the test (never a
-// skip) when it did not start. Gitea is stopped when the test ends.
+// giteaInBackground starts the package's shared Gitea (sharedGitea), if it
+// is not up yet, while the caller starts its other parts; the function it
+// returns waits for it and fails the test (never a skip) when it did not
+// start.
 func giteaInBackground(ctx context.Context, t *testing.T) func() *testenv.Gitea {
-	var g *testenv.Gitea
-	var err error
-	up := make(chan struct{})
-	go func() { defer close(up); g, err = testenv.StartGitea(ctx) }()
-	t.Cleanup(func() {
-		<-up
-		if g != nil {
-			g.Stop()
-		}
+	sharedGitea.once.Do(func() {
+		sharedGitea.up = make(chan struct{})
+		go func() {
+			defer close(sharedGitea.up)
+			sharedGitea.g, sharedGitea.err = testenv.StartGitea(context.Background())
+		}()
 	})
 	return func() *testenv.Gitea {
 		t.Helper()
-		<-up
-		if err != nil {
-			t.Fatalf("the real Gitea did not start: %v", err)
+		select {
+		case <-sharedGitea.up:
+		case <-ctx.Done():
+			t.Fatalf("the real Gitea did not start: %v", ctx.Err())
 		}
-		return g
+		if sharedGitea.err != nil {
+			t.Fatalf("the real Gitea did not start: %v", sharedGitea.err)
+		}
+		return sharedGitea.g
+	}
+}
+
+// sharedGitea is the real Gitea the package's tests share (a start costs
+// seconds): started on first use, in the background, and stopped when the
+// tests end. Each test works in repositories of its own names.
+var sharedGitea struct {
+	once sync.Once
+	up   chan struct{}
+	g    *testenv.Gitea
+	err  error
+}
+
+// stopSharedGitea stops the shared Gitea (TestMain, after the tests).
+func stopSharedGitea() {
+	if sharedGitea.up == nil {
+		return
+	}
+	<-sharedGitea.up
+	if sharedGitea.g != nil {
+		sharedGitea.g.Stop()
 	}
 }

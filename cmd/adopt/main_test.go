@@ -14,7 +14,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes)
+	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea)
 }
 
 // adopt runs the CLI in-process against the test control plane and returns

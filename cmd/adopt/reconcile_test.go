@@ -54,7 +54,8 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	giteaUp := giteaInBackground(ctx, t)
 	cp, a := argoCDPlane(ctx, t, version)
 	g := giteaUp()
-	repoURL, err := g.CreateRepo(ctx, "reconcile")
+	repoName := "reconcile-" + strings.ReplaceAll(version, ".", "-")
+	repoURL, err := g.CreateRepo(ctx, repoName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 	prsOf := func(branch string) []testenv.GiteaPR {
 		t.Helper()
-		all, err := g.PullRequests(ctx, "reconcile")
+		all, err := g.PullRequests(ctx, repoName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		return out
 	}
 	head := func(branch string) string {
-		b, _, err := gc.GetRepoBranch(g.User, "reconcile", branch)
+		b, _, err := gc.GetRepoBranch(g.User, repoName, branch)
 		if err != nil {
 			t.Fatalf("branch %s: %v", branch, err)
 		}
@@ -166,7 +167,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Errorf("branch %q is not adopt/<cluster>/<app>", gr1.Branch)
 	}
 	if !full {
-		finalizeMerged(ctx, t, g, a, cp, gr1, ns1, run, step, func() {
+		finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, func() {
 			// finalize's patch of the adopted type, and the sync's patch
 			// of Applications: each missing one stops finalize before any
 			// change, naming it.
@@ -208,7 +209,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 
 	// 4. A person pushes a review edit to the branch: it is left alone,
 	// even when the group changes again.
-	if _, _, err := gc.CreateFile(g.User, "reconcile", "REVIEW.md", gitea.CreateFileOptions{
+	if _, _, err := gc.CreateFile(g.User, repoName, "REVIEW.md", gitea.CreateFileOptions{
 		FileOptions: gitea.FileOptions{BranchName: gr1.Branch, Message: "review notes"},
 		Content:     base64.StdEncoding.EncodeToString([]byte("looks good once b is renamed\n")),
 	}); err != nil {
@@ -276,7 +277,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	// 6. Closed without merging: a decline, until an object changes.
 	pr2 := prsOf(gr2.Branch)[0]
 	closed := gitea.StateClosed
-	if _, _, err := gc.EditPullRequest(g.User, "reconcile", pr2.Number, gitea.EditPullRequestOption{State: &closed}); err != nil {
+	if _, _, err := gc.EditPullRequest(g.User, repoName, pr2.Number, gitea.EditPullRequestOption{State: &closed}); err != nil {
 		t.Fatal(err)
 	}
 	step(ns2, reconcile.Declined)
@@ -300,7 +301,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 
 	// 7. Merged: finalized once synced.
-	finalizeMerged(ctx, t, g, a, cp, gr1, ns1, run, step, nil)
+	finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, nil)
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -334,12 +335,12 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 // its Application (no --sync) and reports it waiting; with --sync it
 // starts the first sync and finalizes (the hand-apply annotation gone from
 // the objects, a journal written); the next run says it is done.
-func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
+func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo string, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
 	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, beforeSync func()) {
 	t.Helper()
-	mergePR(ctx, t, g, "reconcile", gr.Branch)
+	mergePR(ctx, t, g, repo, gr.Branch)
 	step(gr.Branch, reconcile.Merged, "--finalize-wait", "1s")
-	tip := tipOf(t, giteaRepoDir(g, "reconcile"), "main")
+	tip := tipOf(t, giteaRepoDir(g, repo), "main")
 	if err := a.CreateApplication(ctx, []byte(fileText(t, tip, "argocd/apps/"+gr.App+".yaml"))); err != nil {
 		t.Fatal(err)
 	}

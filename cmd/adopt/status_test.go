@@ -128,11 +128,7 @@ func TestStatusSevenStages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	installApplicationCRD(t)
-	g, err := testenv.StartGitea(ctx)
-	if err != nil {
-		t.Fatalf("the real Gitea did not start: %v", err)
-	}
-	defer g.Stop()
+	g := giteaInBackground(ctx, t)()
 	repoURL, err := g.CreateRepo(ctx, "status")
 	if err != nil {
 		t.Fatal(err)

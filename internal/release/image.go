@@ -126,7 +126,9 @@ func writeImage(o Options, bins map[Target][]byte) (Archive, error) {
 			return Archive{}, err
 		}
 		var gz bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		// BestSpeed: the layer is one binary; a registry recompresses
+		// nothing, and the archives already carry the best compression.
+		zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
 		if err != nil {
 			return Archive{}, err
 		}
