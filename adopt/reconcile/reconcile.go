@@ -76,6 +76,9 @@ type Report struct {
 	// NothingToDo is a run with no group to propose and none waiting to be
 	// finalized: it asked the provider nothing and wrote nothing.
 	NothingToDo bool `json:"nothingToDo,omitempty" yaml:"nothingToDo,omitempty"`
+	// SecretsLeft are untracked Secrets no group adopts (adopt never
+	// writes a Secret's values to Git).
+	SecretsLeft int `json:"secretsLeft,omitempty" yaml:"secretsLeft,omitempty"`
 }
 
 // Count is how many groups had the outcome.
@@ -196,16 +199,50 @@ func Sub(p *plan.Plan, app plan.Application) (*plan.Plan, error) {
 }
 
 // proposed are the Applications p proposes that are groups: not the
-// existing ones, by name.
+// existing ones, nor those that hold only Secrets (apply never writes a
+// Secret's values to Git, so such a pull request would change nothing), by
+// name.
 func proposed(p *plan.Plan) []plan.Application {
+	secret := map[string]bool{}
+	for _, ob := range p.Objects {
+		secret[ob.Ref.String()] = ob.IsSecret()
+	}
 	var apps []plan.Application
 	for _, app := range p.Applications {
-		if app.Source != "existing" && app.Existing == nil {
-			apps = append(apps, app)
+		if app.Source == "existing" || app.Existing != nil || onlySecrets(app, secret) {
+			continue
 		}
+		apps = append(apps, app)
 	}
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	return apps
+}
+
+func onlySecrets(app plan.Application, secret map[string]bool) bool {
+	for _, ref := range app.Objects {
+		if !secret[ref] {
+			return false
+		}
+	}
+	return len(app.Objects) > 0
+}
+
+// SecretsLeft counts the untracked Secrets of p that no group adopts: they
+// stay untracked until a secrets operator or a person manages them.
+func SecretsLeft(p *plan.Plan) int {
+	in := map[string]bool{}
+	for _, app := range proposed(p) {
+		for _, ref := range app.Objects {
+			in[ref] = true
+		}
+	}
+	n := 0
+	for _, ob := range p.Objects {
+		if ob.IsSecret() && ob.App != "" && !in[ob.Ref.String()] {
+			n++
+		}
+	}
+	return n
 }
 
 // NothingToDo says whether a run over p has nothing to do: no group to
@@ -219,7 +256,7 @@ func NothingToDo(p *plan.Plan, unfinalized []string) bool {
 // Run is one reconcile pass over o.Plan.
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	prefix := BranchPrefix(o.Cluster)
-	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster}
+	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: SecretsLeft(o.Plan)}
 	for _, n := range o.Plan.NotScanned {
 		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
 	}

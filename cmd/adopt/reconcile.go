@@ -141,8 +141,8 @@ func (o *ReconcileOptions) Validate() error {
 	case o.LockDuration < time.Minute:
 		return usageErrorf("--lock-duration %s is shorter than a minute: a slow run would lose its lock", o.LockDuration)
 	}
-	if _, err := gitops.ParseRepoURL(o.apply.Repo); err != nil {
-		return usageErrorf("--repo: reconcile opens pull requests, so the repo must be a remote URL: %v", err)
+	if l, err := gitops.ParseLocation(o.apply.Repo); err != nil || !l.Remote() {
+		return usageErrorf("--repo %q: reconcile opens pull requests, so the repo must be a remote URL (https://host/owner/name.git or git@host:owner/name.git)", gitops.Redact(o.apply.Repo))
 	}
 	return o.apply.Validate()
 }
@@ -159,10 +159,16 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The owner/name the provider needs is checked when the provider is
+	// first asked (a run with nothing to do asks it nothing).
+	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
 	// The provider and the base branch are resolved on first use: a run
 	// with nothing to do asks neither.
 	var ch gitops.ChosenProvider
 	prs := &lazyPRs{get: func(ctx context.Context) (gitops.PRStateReader, string, error) {
+		if repoErr != nil {
+			return nil, "", usageErrorf("--repo: %v", repoErr)
+		}
 		var err error
 		if ch, err = gitops.ChooseProvider(gitops.ProviderChoice{RepoURL: ao.Repo, Provider: ao.pr.Provider, APIURL: ao.pr.APIURL, Token: ao.auth.Token, TokenFrom: ao.tokenFrom, Getenv: ao.pr.getenv}); err != nil {
 			return nil, "", usageErrorf("%v", err)
@@ -179,10 +185,6 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		}
 		return prov.(gitops.PRStateReader), base, nil
 	}}
-	repoRef, err := gitops.ParseRepoURL(ao.Repo)
-	if err != nil {
-		return usageErrorf("--repo: %v", err)
-	}
 	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
 	written := map[string]*apply.Result{}
 	fetch, _, _ := apply.Live(ao.cluster.clients.Dynamic, ao.cluster.clients.Core)
@@ -338,8 +340,14 @@ func (o *ReconcileOptions) print(rep *reconcile.Report) error {
 		return err
 	}
 	if rep.NothingToDo {
-		_, err := fmt.Fprintf(o.apply.Out, "reconcile of cluster %s: nothing to do: no untracked object to propose and no merged group waiting to be finalized\n", rep.Cluster)
-		return err
+		if _, err := fmt.Fprintf(o.apply.Out, "reconcile of cluster %s: nothing to do: no untracked object to propose and no merged group waiting to be finalized\n", rep.Cluster); err != nil {
+			return err
+		}
+		if rep.SecretsLeft > 0 {
+			_, err := fmt.Fprintf(o.apply.Out, "%d untracked Secret(s) stay yours: adopt never writes a Secret's values to Git (manage them with a secrets operator)\n", rep.SecretsLeft)
+			return err
+		}
+		return nil
 	}
 	w := tabwriter.NewWriter(o.apply.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "reconcile of cluster %s: %d untracked object(s) in %d group(s), %d pull request(s) open\n", rep.Cluster, rep.Untracked, len(rep.Groups), rep.OpenPRs)
