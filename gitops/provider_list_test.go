@@ -70,3 +70,21 @@ func checkListed(t *testing.T, got, want []PRStatus) {
 		}
 	}
 }
+
+// TestGitHubPRStateFiltersByHead: one branch's state is asked with the
+// API's head filter (owner:branch), not by paging through every pull
+// request into base.
+func TestGitHubPRStateFiltersByHead(t *testing.T) {
+	c := newContract(t, ghHeaders,
+		call{doc: "rest/pulls/pulls#list-pull-requests", method: "GET", path: ghListPath, query: map[string]string{"state": "all", "head": "acme:adopt/plan-1", "base": "main"}, status: 200,
+			reply: `[{"number":4,"html_url":"u","state":"closed","merged_at":"2026-12-01T10:00:00Z","head":{"ref":"adopt/plan-1","sha":"a1"},"base":{"ref":"main"}}]`},
+	)
+	pr, err := ghProvider(t, c).(PRStateReader).PRState(context.Background(), FindPROptions{Repo: ghRepo, Head: "adopt/plan-1", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.done()
+	if pr == nil || pr.Number != 4 || pr.State != PRMerged {
+		t.Errorf("PRState = %+v, want #4 merged", pr)
+	}
+}

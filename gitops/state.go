@@ -65,14 +65,13 @@ func newestFirst(all []PRStatus) []PRStatus {
 	return all
 }
 
-// prState is the newest pull request of l from exactly o.Head.
-func prState(ctx context.Context, l PRStateReader, o FindPROptions) (*PRStatus, error) {
-	all, err := l.ListPRs(ctx, o.Repo, o.Base, o.Head)
+// exactly is the newest of a list's pull requests from exactly head.
+func exactly(all []PRStatus, err error, head string) (*PRStatus, error) {
 	if err != nil {
 		return nil, err
 	}
 	for _, pr := range all {
-		if pr.Head == o.Head {
+		if pr.Head == head {
 			return &pr, nil
 		}
 	}
@@ -80,11 +79,22 @@ func prState(ctx context.Context, l PRStateReader, o FindPROptions) (*PRStatus, 
 }
 
 func (g *gitHub) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	return prState(ctx, g, o)
+	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head)
+	return exactly(all, err, o.Head)
 }
 
 func (g *gitHub) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	return g.list(ctx, r, base, "", prefix)
+}
+
+// list lists the pull requests whose head starts with prefix; a head
+// names one branch for the API to filter by (owner:branch), so that one
+// branch's lookup does not page through every pull request.
+func (g *gitHub) list(ctx context.Context, r RepoRef, base, head, prefix string) ([]PRStatus, error) {
 	opts := &github.PullRequestListOptions{State: "all", Base: base, ListOptions: github.ListOptions{PerPage: 100}}
+	if head != "" {
+		opts.Head = r.Owner + ":" + head
+	}
 	var found []PRStatus
 	for {
 		prs, resp, err := g.c.PullRequests.List(ctx, r.Owner, r.Name, opts)
@@ -113,11 +123,20 @@ func (g *gitHub) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([
 }
 
 func (g *gitLab) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	return prState(ctx, g, o)
+	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head)
+	return exactly(all, err, o.Head)
 }
 
 func (g *gitLab) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	return g.list(ctx, r, base, "", prefix)
+}
+
+// list is GitHub's list on GitLab: head is the source_branch filter.
+func (g *gitLab) list(ctx context.Context, r RepoRef, base, head, prefix string) ([]PRStatus, error) {
 	opt := &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr("all"), ListOptions: gitlab.ListOptions{PerPage: 100, Page: 1}}
+	if head != "" {
+		opt.SourceBranch = gitlab.Ptr(head)
+	}
 	if base != "" {
 		opt.TargetBranch = gitlab.Ptr(base)
 	}
@@ -151,7 +170,8 @@ func (g *gitLab) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([
 }
 
 func (g *giteaProvider) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	return prState(ctx, g, o)
+	all, err := g.ListPRs(ctx, o.Repo, o.Base, o.Head) // Gitea's API filters by no head
+	return exactly(all, err, o.Head)
 }
 
 func (g *giteaProvider) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
