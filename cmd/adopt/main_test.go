@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +25,19 @@ func adopt(t *testing.T, args ...string) (string, string, int) {
 	var out, errb bytes.Buffer
 	code := runAdopt(t, "adopt", append([]string{"--kubeconfig", cp.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
+}
+
+// writeTree writes files (path: content) under dir, making directories.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // gitRepo starts a real git smart-HTTP server (anonymous) holding one repo

@@ -33,18 +33,11 @@ func TestPlanExistingHelmChartInGit(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", src, chart).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for p, c := range map[string]string{
+	writeTree(t, repo, map[string]string{
 		"apps/charts/web/values-prod.yaml": "greeting: from-values-file\nservice:\n  port: 8081\n",
 		"envs/prod/web.yaml":               "greeting: from-ref-source\nauth:\n  user: ops\n",
 		"adopt.yaml":                       "apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nrepoURL: " + repoURL + "\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	app := func(name, sources, sync string) string {
 		return fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n%s%s", name, argoNS, ns, sources, sync)
 	}

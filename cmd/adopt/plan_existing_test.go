@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,21 +24,14 @@ func TestPlanExistingApplications(t *testing.T) {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  owner: %s\n", name, name)
 	}
 	repo := t.TempDir()
-	for p, c := range map[string]string{
+	writeTree(t, repo, map[string]string{
 		"apps/payments/main.yaml":   cm("pay-main"),
 		"apps/payments/extra.yaml":  cm("pay-extra"),
 		"apps/payments/shared.yaml": cm("pay-shared"),
 		"apps/billing/shared.yaml":  cm("pay-shared"),
 		"apps/other/new.yaml":       cm("pay-new"),
 		"adopt.yaml":                "apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nrepoURL: " + repoURL + "\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	// payments syncs apps/payments by itself (the URL as Argo CD users
 	// write it: no .git, another case); billing syncs apps/billing by hand.
 	app := func(name, path, sync string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,19 +103,12 @@ func TestPlanKustomizeBuildOptions(t *testing.T) {
 	ctx := context.Background()
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	repo := t.TempDir()
-	for p, c := range map[string]string{
+	writeTree(t, repo, map[string]string{
 		"shared/mode.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg}\ndata: {mode: shared}\n",
 		"app/kustomization.yaml":    "namespace: " + ns + "\nresources: [cm.yaml]\npatches:\n- path: ../shared/mode.yaml\n",
 		"app/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg}\ndata: {mode: own}\n",
 		"shared/kustomization.yaml": "resources: []\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	live := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: opt-cfg, namespace: " + ns + "}\ndata: {mode: shared}\n"
 	if out, err := cp.Kubectl(ctx, []byte(live), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)

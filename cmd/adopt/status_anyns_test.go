@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,17 +20,10 @@ func TestStatusFollowsAppsInAnyNamespace(t *testing.T) {
 	ns, argoNS, teamNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	const repoURL = "https://git.example.invalid/org/gitops.git"
 	repo := t.TempDir()
-	for p, c := range map[string]string{
+	writeTree(t, repo, map[string]string{
 		"apps/team/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-cm\ndata:\n  owner: team\n",
 		"adopt.yaml":        "apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nrepoURL: " + repoURL + "\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: team, namespace: %s}
