@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adopt-dev/adopt/adopt/apply"
+	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -102,6 +104,9 @@ type Written struct {
 
 // Seams are the outside parts one run uses.
 type Seams struct {
+	// Lock takes the run's lock (a Lock's Acquire) before its first write,
+	// and returns what releases it. A run with nothing to do never calls it.
+	Lock func(ctx context.Context) (release func(), err error)
 	// PRs lists the pull requests of reconcile's branches.
 	PRs gitops.PRStateReader
 	// Write commits sub (a plan of one Application) on branch and pushes.
@@ -109,14 +114,14 @@ type Seams struct {
 	// Open opens or updates the pull request from branch, its body ending
 	// with trailer.
 	Open func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error)
-	// Digest is the digest of the group's live content (objects as apply
-	// would export them; a Secret by its keys only).
-	Digest func(ctx context.Context, sub *plan.Plan) (string, error)
+	// Fetch reads a live object, for the group's digest (LiveDigest).
+	Fetch apply.Fetcher
 	// Save records sub as what branch proposes (Store.Save), before its
 	// pull request is opened or updated.
 	Save func(ctx context.Context, branch string, sub *plan.Plan) error
 	// Finalize runs finalize's guarded cleanup of what branch's merged
-	// pull request proposed, once its Applications are Synced and Healthy.
+	// pull request proposed, once its Applications are Synced and Healthy
+	// (FinalizeMerged).
 	Finalize func(ctx context.Context, branch string) (FinalizeResult, error)
 }
 
@@ -227,11 +232,12 @@ func onlySecrets(app plan.Application, secret map[string]bool) bool {
 	return len(app.Objects) > 0
 }
 
-// SecretsLeft counts the untracked Secrets of p that no group adopts: they
-// stay untracked until a secrets operator or a person manages them.
-func SecretsLeft(p *plan.Plan) int {
+// secretsLeft counts the untracked Secrets of p that none of the groups
+// apps adopts: they stay untracked until a secrets operator or a person
+// manages them.
+func secretsLeft(p *plan.Plan, apps []plan.Application) int {
 	in := map[string]bool{}
-	for _, app := range proposed(p) {
+	for _, app := range apps {
 		for _, ref := range app.Objects {
 			in[ref] = true
 		}
@@ -245,26 +251,25 @@ func SecretsLeft(p *plan.Plan) int {
 	return n
 }
 
-// NothingToDo says whether a run over p has nothing to do: no group to
-// propose and no merged group left to finalize (unfinalized are the
-// branches whose stored plan is not finalized). Such a run needs neither
-// the lock nor the provider, and writes nothing.
-func NothingToDo(p *plan.Plan, unfinalized []string) bool {
-	return len(proposed(p)) == 0 && len(unfinalized) == 0
-}
-
 // Run is one reconcile pass over o.Plan.
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	prefix := BranchPrefix(o.Cluster)
-	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: SecretsLeft(o.Plan)}
+	apps := proposed(o.Plan)
+	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: secretsLeft(o.Plan, apps)}
 	for _, n := range o.Plan.NotScanned {
 		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
 	}
-	apps := proposed(o.Plan)
-	if NothingToDo(o.Plan, o.Unfinalized) {
+	// No group to propose and no merged group left to finalize: nothing to
+	// do, so no lock, no question to the provider, no write.
+	if len(apps) == 0 && len(o.Unfinalized) == 0 {
 		rep.NothingToDo = true
 		return rep, nil
 	}
+	release, err := s.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
 	if err != nil {
 		return nil, err
@@ -340,7 +345,7 @@ func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Applicatio
 		g.Why = fmt.Sprintf("%d objects, more than --max-objects-per-pr %d: split the group (adopt.yaml groupBy) or raise the cap", g.Objects, o.MaxObjects)
 		return 0, nil
 	}
-	digest, err := s.Digest(ctx, sub)
+	digest, err := LiveDigest(ctx, s.Fetch, sub)
 	if err != nil {
 		return 0, err
 	}
@@ -404,18 +409,35 @@ func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Applicatio
 	return 1, nil
 }
 
-// Digest is a group's content digest from each object's body as apply
-// would export it (the caller's clean), in ref order.
-func Digest(refs []string, body func(ref string) (any, error)) (string, error) {
-	sorted := append([]string(nil), refs...)
-	sort.Strings(sorted)
+// LiveDigest is the digest of sub's group as it is live: each object as
+// apply would export it (export.Clean), a Secret by its keys only (never
+// a value, nor a digest of one), in ref order.
+func LiveDigest(ctx context.Context, fetch apply.Fetcher, sub *plan.Plan) (string, error) {
+	byRef := map[string]plan.Object{}
+	for _, ob := range sub.Objects {
+		byRef[ob.Ref.String()] = ob
+	}
+	var refs []string
+	for _, app := range sub.Applications {
+		refs = append(refs, app.Objects...)
+	}
+	sort.Strings(refs)
 	h := sha256.New()
-	for _, ref := range sorted {
-		b, err := body(ref)
+	for _, ref := range refs {
+		ob := byRef[ref]
+		live, err := fetch(ctx, ob.Ref.GVR(), ob.Namespace, ob.Name)
 		if err != nil {
 			return "", err
 		}
-		j, err := json.Marshal(b)
+		var body any = export.SecretKeys(live)
+		if !ob.IsSecret() {
+			clean, err := export.Clean(live, export.Options{InstanceLabelKey: sub.Tracking.InstanceLabelKey})
+			if err != nil {
+				return "", err
+			}
+			body = clean.Object
+		}
+		j, err := json.Marshal(body)
 		if err != nil {
 			return "", err
 		}

@@ -151,6 +151,21 @@ func (s Store) List(ctx context.Context) ([]StoredGroup, error) {
 	return out, nil
 }
 
+// Unfinalized are the branches whose stored plan is not finalized yet.
+func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
+	groups, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, g := range groups {
+		if g.Finalized.IsZero() {
+			out = append(out, g.Branch)
+		}
+	}
+	return out, nil
+}
+
 // JournalFile is finalize's journal of a group's plan in dir.
 func JournalFile(dir, branch string) string {
 	return filepath.Join(dir, strings.ReplaceAll(branch, "/", "_")+".journal")

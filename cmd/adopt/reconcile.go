@@ -2,26 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/apply"
-	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
+	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -134,8 +131,8 @@ func (o *ReconcileOptions) Validate() error {
 	switch {
 	case o.MaxOpenPRs < 0 || o.MaxObjects < 0:
 		return usageErrorf("--max-open-prs and --max-objects-per-pr must be 0 (no cap) or more")
-	case o.Output != "table" && o.Output != "json" && o.Output != "yaml":
-		return usageErrorf("unknown output format %q: use one of table, json, yaml", o.Output)
+	case !slices.Contains(printer.ReconcileFormats, o.Output):
+		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.ReconcileFormats, ", "))
 	case o.FinalizeWait < 0 || o.PollInterval <= 0 || o.Settle < 0:
 		return usageErrorf("--finalize-wait and --settle must be 0 or more, and --poll-interval more than 0")
 	case o.LockDuration < time.Minute:
@@ -162,10 +159,8 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	// The owner/name the provider needs is checked when the provider is
 	// first asked (a run with nothing to do asks it nothing).
 	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
-	// The provider and the base branch are resolved on first use: a run
-	// with nothing to do asks neither.
 	var ch gitops.ChosenProvider
-	prs := &lazyPRs{get: func(ctx context.Context) (gitops.PRStateReader, string, error) {
+	prs := &reconcile.LazyPRs{Get: func(ctx context.Context) (gitops.PRStateReader, string, error) {
 		if repoErr != nil {
 			return nil, "", usageErrorf("--repo: %v", repoErr)
 		}
@@ -189,7 +184,17 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	written := map[string]*apply.Result{}
 	fetch, _, _ := apply.Live(ao.cluster.clients.Dynamic, ao.cluster.clients.Core)
 	seams := reconcile.Seams{
-		PRs: prs,
+		PRs:   prs,
+		Fetch: fetch,
+		Lock: func(ctx context.Context) (func(), error) {
+			host, _ := os.Hostname()
+			lock := &reconcile.Lock{Kube: ao.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
+				Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
+			if err := lock.Acquire(ctx); err != nil {
+				return nil, err
+			}
+			return func() { _ = lock.Release(context.WithoutCancel(ctx)) }, nil
+		},
 		Write: func(ctx context.Context, sub *plan.Plan, branch string) (reconcile.Written, error) {
 			r := ro
 			r.Plan, r.Write.Branch = sub, branch
@@ -212,58 +217,19 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		},
 		Save: store.Save,
 		Finalize: func(ctx context.Context, branch string) (reconcile.FinalizeResult, error) {
-			return o.finalize(ctx, store, branch)
-		},
-		Digest: func(ctx context.Context, sub *plan.Plan) (string, error) {
-			byRef := map[string]plan.Object{}
-			for _, ob := range sub.Objects {
-				byRef[ob.Ref.String()] = ob
-			}
-			return reconcile.Digest(sub.Applications[0].Objects, func(ref string) (any, error) {
-				ob := byRef[ref]
-				live, err := fetch(ctx, ob.Ref.GVR(), ob.Namespace, ob.Name)
-				if err != nil {
-					return nil, err
-				}
-				if ob.IsSecret() {
-					return export.SecretKeys(live), nil
-				}
-				clean, err := export.Clean(live, export.Options{InstanceLabelKey: sub.Tracking.InstanceLabelKey})
-				if err != nil {
-					return nil, err
-				}
-				return clean.Object, nil
-			})
+			return reconcile.FinalizeMerged(ctx, store, branch, o.JournalDir, o.finalize)
 		},
 	}
-	stored, err := store.List(ctx)
+	unfinalized, err := store.Unfinalized(ctx)
 	if err != nil {
 		return err
-	}
-	var unfinalized []string
-	for _, g := range stored {
-		if g.Finalized.IsZero() {
-			unfinalized = append(unfinalized, g.Branch)
-		}
-	}
-	// A run with nothing to do writes nothing, the Lease included. Any
-	// other takes the Lease before its first write; what it does next is
-	// decided from the provider's answers, read under the Lease.
-	if !reconcile.NothingToDo(p, unfinalized) {
-		host, _ := os.Hostname()
-		lock := &reconcile.Lock{Kube: ao.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
-			Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
-		if err := lock.Acquire(ctx); err != nil {
-			return err
-		}
-		defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
 		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized}, seams)
 	if err != nil {
 		return err
 	}
-	if err := o.print(rep); err != nil {
+	if err := printer.Reconcile(o.apply.Out, rep, o.Output); err != nil {
 		return err
 	}
 	if o.MetricsFile != "" {
@@ -290,122 +256,23 @@ func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions)
 	return co.Base, nil
 }
 
-// lazyPRs is the provider, resolved (with the base branch) on first use.
-type lazyPRs struct {
-	get  func(context.Context) (gitops.PRStateReader, string, error)
-	once sync.Once
-	p    gitops.PRStateReader
-	base string
-	err  error
-}
-
-func (l *lazyPRs) resolve(ctx context.Context) error {
-	l.once.Do(func() { l.p, l.base, l.err = l.get(ctx) })
-	return l.err
-}
-
-func (l *lazyPRs) ListPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
-	if err := l.resolve(ctx); err != nil {
-		return nil, err
-	}
-	if base == "" {
-		base = l.base
-	}
-	return l.p.ListPRs(ctx, r, base, prefix)
-}
-
-func (l *lazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
-	if err := l.resolve(ctx); err != nil {
-		return nil, err
-	}
-	return l.p.PRState(ctx, o)
-}
-
-// print writes the run's report in the chosen format.
-func (o *ReconcileOptions) print(rep *reconcile.Report) error {
-	switch o.Output {
-	case "json":
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(o.apply.Out, string(b))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		_, err = o.apply.Out.Write(b)
-		return err
-	}
-	if rep.NothingToDo {
-		if _, err := fmt.Fprintf(o.apply.Out, "reconcile of cluster %s: nothing to do: no untracked object to propose and no merged group waiting to be finalized\n", rep.Cluster); err != nil {
-			return err
-		}
-		if rep.SecretsLeft > 0 {
-			_, err := fmt.Fprintf(o.apply.Out, "%d untracked Secret(s) stay yours: adopt never writes a Secret's values to Git (manage them with a secrets operator)\n", rep.SecretsLeft)
-			return err
-		}
-		return nil
-	}
-	w := tabwriter.NewWriter(o.apply.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "reconcile of cluster %s: %d untracked object(s) in %d group(s), %d pull request(s) open\n", rep.Cluster, rep.Untracked, len(rep.Groups), rep.OpenPRs)
-	fmt.Fprintln(w, "GROUP\tBRANCH\tOBJECTS\tOUTCOME\tWHY")
-	for _, g := range rep.Groups {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", g.App, g.Branch, g.Objects, g.Outcome, strings.ReplaceAll(g.Why, "\t", " "))
-	}
-	return w.Flush()
-}
-
-// finalize runs finalize's guarded cleanup, as `adopt finalize --plan`
-// would, for the plan branch's merged pull request proposed: its journal
-// in --journal-dir, waiting at most --finalize-wait for its Applications.
-func (o *ReconcileOptions) finalize(ctx context.Context, store reconcile.Store, branch string) (reconcile.FinalizeResult, error) {
-	st, err := store.Load(ctx, branch)
-	switch {
-	case err != nil:
-		return reconcile.FinalizeResult{}, err
-	case st == nil:
-		return reconcile.FinalizeResult{Outcome: reconcile.Merged, Why: "merged, but no plan of it was recorded in " + o.LockNamespace + ": finalize it by hand (adopt finalize --plan)"}, nil
-	case !st.Finalized.IsZero():
-		return reconcile.FinalizeResult{Outcome: reconcile.Done, Why: "finalized " + st.Finalized.UTC().Format(time.RFC3339)}, nil
-	}
-	sel, err := finalize.Select(st.Plan, nil)
+// finalize runs finalize's guarded cleanup of p, as `adopt finalize
+// --plan` would, with its journal at journal, waiting at most
+// --finalize-wait for its Applications (reconcile.FinalizeMerged judges
+// the report).
+func (o *ReconcileOptions) finalize(ctx context.Context, p *plan.Plan, journal string) (*finalize.Report, error) {
+	sel, err := finalize.Select(p, nil)
 	if err != nil {
-		return reconcile.FinalizeResult{}, err
+		return nil, err
 	}
 	fo := &FinalizeOptions{ConfigFlags: o.apply.ConfigFlags, IOStreams: genericiooptions.IOStreams{In: o.apply.In, Out: io.Discard, ErrOut: io.Discard},
-		plan: st.Plan, sel: sel, cluster: o.apply.cluster, JournalFile: reconcile.JournalFile(o.JournalDir, branch),
-		ArgoCDNamespace: st.Plan.ArgoCDNamespace(), Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle,
+		plan: p, sel: sel, cluster: o.apply.cluster, JournalFile: journal,
+		ArgoCDNamespace: p.ArgoCDNamespace(), Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle,
 		Parallel: finalize.DefaultParallel, Sync: o.Sync, Quiet: true, Output: "json", ArgoCDVersion: o.apply.ArgoCDVersion}
 	s, closeConn, err := fo.session(ctx)
 	if err != nil {
-		return reconcile.FinalizeResult{}, err
+		return nil, err
 	}
 	defer closeConn()
-	rep, err := s.Run(ctx)
-	if err != nil {
-		return reconcile.FinalizeResult{}, err
-	}
-	res := reconcile.FinalizeResult{Outcome: reconcile.Merged, Finalized: rep.Total.Finalized}
-	var waiting []string
-	for _, a := range rep.Apps {
-		switch {
-		case !a.Ready:
-			waiting = append(waiting, a.Name+": "+a.Waiting)
-		case a.Settle != nil && !a.Settle.Synced:
-			waiting = append(waiting, fmt.Sprintf("%s went %s within the settle window: put the field in Git or ignore its manager", a.Name, a.Settle.Sync))
-		}
-	}
-	if bad := rep.Incomplete(); len(bad) > 0 || len(waiting) > 0 {
-		res.Why = "merged; not finalized yet: " + strings.Join(append(waiting, bad...), "; ")
-		return res, nil
-	}
-	if err := store.MarkFinalized(ctx, branch, time.Now()); err != nil {
-		return res, err
-	}
-	res.Outcome = reconcile.Finalized
-	res.Why = fmt.Sprintf("finalized %d object(s), %d already clean; journal %s", rep.Total.Finalized, rep.Total.Already, fo.JournalFile)
-	return res, nil
+	return s.Run(ctx)
 }

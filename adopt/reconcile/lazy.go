@@ -1,0 +1,43 @@
+package reconcile
+
+import (
+	"context"
+	"sync"
+
+	"github.com/adopt-dev/adopt/gitops"
+)
+
+// LazyPRs is the provider's pull requests, resolved (with the base branch)
+// on first use: a run with nothing to do asks the provider nothing.
+type LazyPRs struct {
+	// Get resolves the provider and the base branch.
+	Get  func(context.Context) (gitops.PRStateReader, string, error)
+	once sync.Once
+	p    gitops.PRStateReader
+	base string
+	err  error
+}
+
+func (l *LazyPRs) resolve(ctx context.Context) error {
+	l.once.Do(func() { l.p, l.base, l.err = l.Get(ctx) })
+	return l.err
+}
+
+// ListPRs is the provider's, into the resolved base when base is "".
+func (l *LazyPRs) ListPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
+	if err := l.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if base == "" {
+		base = l.base
+	}
+	return l.p.ListPRs(ctx, r, base, prefix)
+}
+
+// PRState is the provider's.
+func (l *LazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
+	if err := l.resolve(ctx); err != nil {
+		return nil, err
+	}
+	return l.p.PRState(ctx, o)
+}
