@@ -2,7 +2,9 @@ package printer
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -23,4 +25,19 @@ func writeYAML(w io.Writer, v any) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// tableJSONYAML writes v in format f: the table (f "" or "table"), JSON or
+// YAML; formats name them in the error for any other f. It is the -o of
+// the reports with those three formats (finalize, reconcile).
+func tableJSONYAML(w io.Writer, v any, f string, formats []string, table func(io.Writer) error) error {
+	switch f {
+	case "", "table":
+		return table(w)
+	case "json":
+		return writeJSON(w, v)
+	case "yaml":
+		return writeYAML(w, v)
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(formats, ", "))
 }

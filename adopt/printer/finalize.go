@@ -18,15 +18,7 @@ func Finalize(w io.Writer, rep *finalize.Report, f string) error {
 }
 
 func finalizeReport(w io.Writer, rep *finalize.Report, f string) error {
-	switch f {
-	case "", "table":
-		return finalizeTable(w, rep)
-	case "json":
-		return writeJSON(w, rep)
-	case "yaml":
-		return writeYAML(w, rep)
-	}
-	return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(FinalizeFormats, ", "))
+	return tableJSONYAML(w, rep, f, FinalizeFormats, func(w io.Writer) error { return finalizeTable(w, rep) })
 }
 
 // finalizeTable writes the report for people: Applications, one row per

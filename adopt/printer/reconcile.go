@@ -15,15 +15,7 @@ var ReconcileFormats = []string{"table", "json", "yaml"}
 // Reconcile writes one reconcile run's report in format f.
 func Reconcile(w io.Writer, rep *reconcile.Report, f string) error {
 	return buffered(w, func(w io.Writer) error {
-		switch f {
-		case "", "table":
-			return reconcileTable(w, rep)
-		case "json":
-			return writeJSON(w, rep)
-		case "yaml":
-			return writeYAML(w, rep)
-		}
-		return fmt.Errorf("unknown output format %q: use one of %s", f, strings.Join(ReconcileFormats, ", "))
+		return tableJSONYAML(w, rep, f, ReconcileFormats, func(w io.Writer) error { return reconcileTable(w, rep) })
 	})
 }
 
