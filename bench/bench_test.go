@@ -41,7 +41,7 @@ func TestSmoke(t *testing.T) {
 	}
 	out := filepath.Join(dir, "results.json")
 	c := Config{Adopt: adopt, Namespaces: 2, LargeNamespaces: 4, PerType: 100, BigEvery: 100, Finalize: 30, Apps: 10, ApplyObjects: 40,
-		FleetClusters: 4, FleetNamespaces: 1, RenderApps: 10, RenderFiles: 400, MonoApps: 5, MonoFiles: 400, MonoCommits: 300, SpreadNamespaces: 20, SpreadObjects: 4, FleetStatusClusters: 2, FleetStatusNamespaces: 1, Out: out, Log: t.Logf}
+		FleetClusters: 4, FleetNamespaces: 1, RenderApps: 10, RenderFiles: 400, MonoApps: 5, MonoFiles: 400, MonoCommits: 300, SpreadNamespaces: 20, SpreadObjects: 4, FleetStatusClusters: 2, FleetStatusNamespaces: 1, ReconcileNamespaces: 3, ReconcileObjects: 10, Out: out, Log: t.Logf}
 	r, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +55,8 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	if len(back.Rows) != 11 {
-		t.Fatalf("%d rows, want 11", len(back.Rows))
+	if len(back.Rows) != 12 {
+		t.Fatalf("%d rows, want 12", len(back.Rows))
 	}
 	for _, row := range back.Rows {
 		if len(row.Measured) < 2 || len(row.Ratios) == 0 {

@@ -89,9 +89,9 @@ func (b *bench) fleetStatusRow(ctx context.Context) error {
 	total := len(contexts) * n
 	c.Log("  adopt status --plan DIR / kubectl get per cluster")
 	ms, err := measureInterleaved(c.Repeat,
-		command{fmt.Sprintf("adopt status --plan DIR --no-coverage (%d clusters, %d objects)", len(contexts), total), c.Adopt, append(status, "--no-coverage")},
-		command{fmt.Sprintf("adopt status --plan DIR, with coverage (%d objects)", total), c.Adopt, status},
-		command{fmt.Sprintf("kubectl get, one per cluster (%d objects)", total), "sh", []string{"-c", loop.String()}},
+		command{fmt.Sprintf("adopt status --plan DIR --no-coverage (%d clusters, %d objects)", len(contexts), total), c.Adopt, append(status, "--no-coverage"), nil},
+		command{fmt.Sprintf("adopt status --plan DIR, with coverage (%d objects)", total), c.Adopt, status, nil},
+		command{fmt.Sprintf("kubectl get, one per cluster (%d objects)", total), "sh", []string{"-c", loop.String()}, nil},
 	)
 	if err != nil {
 		return err

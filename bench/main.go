@@ -1,5 +1,5 @@
 // Command bench measures adopt at scale on a local control plane (started
-// through internal/testenv, loopback only) and prints, in one run, eleven rows
+// through internal/testenv, loopback only) and prints, in one run, twelve rows
 // with their baselines and ratios, also written to bench/results.json:
 //
 //  1. plan of 20,000 objects (20 namespaces, 10 types, every 100th
@@ -31,7 +31,11 @@
 //     row 5 (bench/spread.go);
 //  11. status of a fleet plan of 10 clusters (10 kube-apiservers) x 500
 //     objects against `kubectl get` of the same objects, one per cluster
-//     (bench/fleetstatus.go).
+//     (bench/fleetstatus.go);
+//  12. reconcile with nothing new over 20 namespaces (one pull request
+//     each, two declined) on a real Gitea against `adopt plan` of the same
+//     scope, with every write request to Gitea or the kube-apiserver
+//     counted through proxies (bench/reconcile.go).
 //
 // Each adopt run, and each baseline that leaves the cluster as it found
 // it, is measured -repeat times (3): a row quotes the median time and the
@@ -91,12 +95,16 @@ type Config struct {
 	// MonoApps, MonoFiles and MonoCommits size the monorepo rows (0 apps
 	// skips them).
 	MonoApps, MonoFiles, MonoCommits int
+	// ReconcileNamespaces and ReconcileObjects size the reconcile row:
+	// namespaces (one pull request each), and ConfigMaps in each besides a
+	// Deployment and a Service (0 namespaces skips it).
+	ReconcileNamespaces, ReconcileObjects int
 	// SpreadNamespaces and SpreadObjects size the spread row: namespaces,
 	// and ConfigMaps in each (0 namespaces skips it).
 	SpreadNamespaces, SpreadObjects int
 	// Out is where results.json goes ("" for none).
 	Out string
-	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus),
+	// Only, when set, names the rows to run (plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus, reconcile),
 	// comma-separated, to measure one while working on it.
 	Only string
 	// HoldApply, with -hold -only apply, stops after the apply row's
@@ -130,8 +138,10 @@ func main() {
 	flag.IntVar(&c.MonoCommits, "mono-commits", 30000, "commits of the monorepo rows' repository (and a tenth of them for the RSS comparison)")
 	flag.IntVar(&c.SpreadNamespaces, "spread-namespaces", 2000, "namespaces of the spread row (0: skip it)")
 	flag.IntVar(&c.SpreadObjects, "spread-objects", 4, "ConfigMaps in each namespace of the spread row")
+	flag.IntVar(&c.ReconcileNamespaces, "reconcile-namespaces", 20, "namespaces of the reconcile row, one pull request each (0: skip it)")
+	flag.IntVar(&c.ReconcileObjects, "reconcile-objects", 50, "ConfigMaps in each namespace of the reconcile row, besides a Deployment and a Service")
 	flag.StringVar(&c.Out, "out", "bench/results.json", "results file")
-	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus (comma-separated)")
+	flag.StringVar(&c.Only, "only", "", "run only these rows: plan, finalize, apply, fleet, render, monorepo, spread, fleetstatus, reconcile (comma-separated)")
 	smoke := flag.Bool("smoke", false, "every row at a small size (2,000 objects), to check the bench works")
 	hold := flag.Bool("hold", false, "after seeding the plan row, print the kubeconfig and wait for a signal")
 	rawlist := flag.String("rawlist", "", "internal: list like adopt does with this kubeconfig, and exit")
@@ -158,6 +168,7 @@ func main() {
 		c.RenderApps, c.RenderFiles = 10, 400
 		c.MonoApps, c.MonoFiles, c.MonoCommits = 5, 400, 300
 		c.SpreadNamespaces = 20
+		c.ReconcileNamespaces, c.ReconcileObjects = 3, 10
 		c.Repeat, c.PlanRepeat = 1, 1
 	}
 	c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
@@ -258,8 +269,9 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	c.Adopt = bin
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, res: r}
-	// The render row alone needs no control plane.
-	if c.Only != "render" {
+	// The render row needs no control plane; the spread and reconcile rows
+	// start their own.
+	if c.Only != "render" && c.Only != "spread" && c.Only != "reconcile" {
 		cp, cs, err := startSeedable(ctx)
 		if err != nil {
 			return nil, err
@@ -267,8 +279,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow, "fleetstatus": b.fleetStatusRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread", "fleetstatus"} {
+	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow, "fleetstatus": b.fleetStatusRow, "reconcile": b.reconcileRow}
+	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread", "fleetstatus", "reconcile"} {
 		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
 			continue
 		}
@@ -385,6 +397,7 @@ type command struct {
 	what string
 	name string
 	args []string
+	env  []string // more environment, or nil
 }
 
 // measureInterleaved measures the commands n times each (once when n < 2),
@@ -404,7 +417,7 @@ func measureInterleaved(n int, cmds ...command) ([]Measurement, error) {
 		for k := range cmds {
 			i := (k + r) % len(cmds)
 			c := cmds[i]
-			m, err := measure(c.what, nil, c.name, c.args...)
+			m, err := measure(c.what, c.env, c.name, c.args...)
 			if err != nil {
 				return nil, err
 			}

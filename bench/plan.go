@@ -28,8 +28,8 @@ func (b *bench) measurePlan(objects int, withKubectl bool) (planSet, error) {
 	b.c.Log("  adopt plan and raw list, interleaved")
 	ms, err := measureInterleaved(b.c.PlanRepeat,
 		command{fmt.Sprintf("adopt plan -A --out plan.yaml (%d objects)", objects), b.c.Adopt,
-			[]string{"--kubeconfig", b.cp.Kubeconfig, "plan", "-q", "-o", "json", "--out", out}},
-		command{"raw paginated client-go list, the types and fields adopt reads", self, []string{"-rawlist", b.cp.Kubeconfig}})
+			[]string{"--kubeconfig", b.cp.Kubeconfig, "plan", "-q", "-o", "json", "--out", out}, nil},
+		command{"raw paginated client-go list, the types and fields adopt reads", self, []string{"-rawlist", b.cp.Kubeconfig}, nil})
 	if err != nil {
 		return s, err
 	}

@@ -62,6 +62,9 @@ type CloneOptions struct {
 	// (depth 1), so its cost follows the change, not the repository's
 	// size or age.
 	History bool
+	// ListOnly lists the remote's branches (DefaultBranch) and fetches
+	// nothing.
+	ListOnly bool
 }
 
 // Repo is a clone of the GitOps repository.
@@ -156,6 +159,9 @@ func clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	}
 	if err := r.list(ctx); err != nil {
 		return r, err
+	}
+	if o.ListOnly {
+		return r, nil
 	}
 	base := o.Base
 	if base == "" {

@@ -309,7 +309,7 @@ func newObject(o *discover.Object, v judge.Verdict) Object {
 	po := Object{
 		Ref: o.Ref(), Provenance: string(v.Provenance), Evidence: intern.Make(v.Evidence).Value(),
 		Confidence: v.Confidence, DataBytes: o.DataBytes, Budget: o.Budget, Level: v.Level,
-		StaleTracking: v.StaleTracking,
+		StaleTracking: v.StaleTracking, resourceVersion: o.ResourceVersion,
 	}
 	if v.Provenance == judge.ProvenanceHelm {
 		po.HelmRelease = o.Annotations["meta.helm.sh/release-name"]

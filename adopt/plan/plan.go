@@ -208,7 +208,15 @@ type Object struct {
 	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 	// Preview is what Argo CD's first sync would do (plan --preview).
 	Preview *preview.Result `json:"preview,omitempty" yaml:"preview,omitempty"`
+
+	// resourceVersion is the live object's when it was listed; never
+	// written to the file (it changes on every write, status included).
+	resourceVersion string
 }
+
+// ResourceVersion is the live object's resourceVersion when the plan
+// listed it; "" for a plan read from a file.
+func (o *Object) ResourceVersion() string { return o.resourceVersion }
 
 // GitMatch locates an object's manifest in the GitOps repo.
 type GitMatch struct {

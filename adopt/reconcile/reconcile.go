@@ -105,7 +105,8 @@ type Written struct {
 // Seams are the outside parts one run uses.
 type Seams struct {
 	// Lock takes the run's lock (a Lock's Acquire) before its first write,
-	// and returns what releases it. A run with nothing to do never calls it.
+	// and returns what releases it. A run that writes nothing never calls
+	// it.
 	Lock func(ctx context.Context) (release func(), err error)
 	// PRs lists the pull requests of reconcile's branches.
 	PRs gitops.PRStateReader
@@ -148,6 +149,10 @@ type Options struct {
 	// yet. With none, and no group to propose, the run asks the provider
 	// nothing: there is nothing to do.
 	Unfinalized []string
+	// Settings are apply's options that change what a branch holds, and
+	// adopt's version, in one string (PlanDigest): a change to them is
+	// something new.
+	Settings string
 }
 
 // BranchPrefix is where a cluster's groups live: adopt/<cluster>/.
@@ -166,21 +171,37 @@ func ClusterName(context string) string {
 	return n
 }
 
-// marker is the pull request body's record: digest and last pushed commit.
-var marker = regexp.MustCompile(`<!-- adopt-reconcile digest=(sha256:[0-9a-f]{64}) head=([0-9a-f]*) -->`)
-
-// Trailer is the marker for a group's digest and the commit pushed.
-func Trailer(digest, head string) string {
-	return fmt.Sprintf("<!-- adopt-reconcile digest=%s head=%s -->", digest, head)
+// Mark is what a pull request's body records of its group, as one HTML
+// comment: the digest of the group's objects when proposed (LiveDigest),
+// the commit reconcile last pushed, the digest of what else shapes the
+// branch (PlanDigest), and which object versions were seen (Seen).
+type Mark struct {
+	Digest, Head, Plan, Seen string
 }
 
-// readMarker returns the digest and head a pull request body records.
-func readMarker(body string) (digest, head string, ok bool) {
+// marker reads a Mark; plan= and seen= are missing from the bodies of
+// pull requests opened before they were recorded.
+var marker = regexp.MustCompile(`<!-- adopt-reconcile digest=(sha256:[0-9a-f]{64}) head=([0-9a-f]*)(?: plan=(sha256:[0-9a-f]{64}))?(?: seen=(sha256:[0-9a-f]{64}))? -->`)
+
+// Trailer is m as the pull request body's last line.
+func Trailer(m Mark) string {
+	t := fmt.Sprintf("<!-- adopt-reconcile digest=%s head=%s", m.Digest, m.Head)
+	if m.Plan != "" {
+		t += " plan=" + m.Plan
+	}
+	if m.Seen != "" {
+		t += " seen=" + m.Seen
+	}
+	return t + " -->"
+}
+
+// readMarker returns the Mark a pull request body records.
+func readMarker(body string) (Mark, bool) {
 	m := marker.FindStringSubmatch(body)
 	if m == nil {
-		return "", "", false
+		return Mark{}, false
 	}
-	return m[1], m[2], true
+	return Mark{Digest: m[1], Head: m[2], Plan: m[3], Seen: m[4]}, true
 }
 
 // Sub is the plan of one Application of p: its objects only, sealed.
@@ -251,9 +272,13 @@ func secretsLeft(p *plan.Plan, apps []plan.Application) int {
 	return n
 }
 
-// Run is one reconcile pass over o.Plan.
+// Run is one reconcile pass over o.Plan. It first decides every group
+// from reads alone (the provider's pull requests, and the live objects of
+// a group written since its pull request recorded them). Only when a
+// group needs a write, or a merged group is left to finalize, does it take
+// the lock, read the pull requests again under it, and act: so a run with
+// nothing new writes nothing, to the provider or to the cluster.
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
-	prefix := BranchPrefix(o.Cluster)
 	apps := proposed(o.Plan)
 	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: secretsLeft(o.Plan, apps)}
 	for _, n := range o.Plan.NotScanned {
@@ -265,14 +290,31 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		rep.NothingToDo = true
 		return rep, nil
 	}
+	writes, err := pass(ctx, o, s, apps, rep, false)
+	if err != nil || writes == 0 {
+		return rep, err
+	}
 	release, err := s.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	rep.Groups, rep.Untracked, rep.MergedPRs, rep.Finalized = nil, 0, 0, 0
+	if _, err := pass(ctx, o, s, apps, rep, true); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// pass reads the pull requests and decides each group into rep. With act
+// it also writes what a group needs and finalizes merged groups; without,
+// it returns how many groups need a write (a merged group with a stored
+// plan not finalized yet counts as one).
+func pass(ctx context.Context, o Options, s Seams, apps []plan.Application, rep *Report, act bool) (int, error) {
+	prefix := BranchPrefix(o.Cluster)
 	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	newest := map[string]*gitops.PRStatus{}
 	for i := range prs {
@@ -286,18 +328,33 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 			open++
 		}
 	}
+	writes := 0
 	for _, app := range apps {
 		g := Group{App: app.Name, Branch: prefix + app.Name, Objects: len(app.Objects), PR: newest[prefix+app.Name]}
 		rep.Untracked += g.Objects
-		opened, err := reconcileGroup(ctx, o, s, app, &g, open)
-		if err != nil {
+		d, err := decide(ctx, o, s, app, &g, open)
+		switch {
+		case err != nil:
 			g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
+		case d != nil && !act:
+			writes++
+			g.Outcome, g.Why = d.outcome, "to be written"
+		case d != nil:
+			if err := write(ctx, s, &g, d); err != nil {
+				g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
+			}
 		}
-		open += opened
+		if d != nil && d.outcome != Updated && g.Outcome != Failed {
+			open++
+		}
 		rep.Groups = append(rep.Groups, g)
 	}
 	// Merged branches: finalize what they proposed once their
 	// Applications are ready.
+	unfinalized := map[string]bool{}
+	for _, b := range o.Unfinalized {
+		unfinalized[b] = true
+	}
 	var heads []string
 	for h := range newest {
 		heads = append(heads, h)
@@ -313,6 +370,10 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 			continue
 		}
 		rep.MergedPRs++
+		if !act && unfinalized[h] {
+			writes++
+			continue
+		}
 		g := Group{App: strings.TrimPrefix(h, prefix), Branch: h, PR: pr}
 		if i, ok := at[h]; ok {
 			g = rep.Groups[i]
@@ -330,83 +391,133 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		}
 	}
 	rep.OpenPRs = open
-	return rep, nil
+	return writes, nil
 }
 
-// reconcileGroup decides and does one group's step. It returns 1 when it
-// opened a pull request.
-func reconcileGroup(ctx context.Context, o Options, s Seams, app plan.Application, g *Group, open int) (int, error) {
+// decision is a group that needs a write: its plan, what its pull request
+// will record, and the outcome once written (Opened, Reproposed or
+// Updated).
+type decision struct {
+	sub     *plan.Plan
+	mark    Mark
+	outcome string
+}
+
+// decide reads what one group needs. A group that needs no write gets its
+// outcome in g and a nil decision. The group's objects are read again
+// (LiveDigest) only when one of them was written since its pull request
+// recorded them (Seen).
+func decide(ctx context.Context, o Options, s Seams, app plan.Application, g *Group, open int) (*decision, error) {
 	sub, err := Sub(o.Plan, app)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if o.MaxObjects > 0 && g.Objects > o.MaxObjects {
 		g.Outcome = TooBig
 		g.Why = fmt.Sprintf("%d objects, more than --max-objects-per-pr %d: split the group (adopt.yaml groupBy) or raise the cap", g.Objects, o.MaxObjects)
-		return 0, nil
+		return nil, nil
 	}
-	digest, err := LiveDigest(ctx, s.Fetch, sub)
-	if err != nil {
-		return 0, err
-	}
+	now := Mark{Plan: PlanDigest(sub, o.Settings), Seen: Seen(sub)}
 	pr := g.PR
-	if pr != nil && pr.State == gitops.PROpen {
-		_, head, ok := readMarker(pr.Body)
-		if !ok || head != pr.HeadSHA {
+	var was Mark
+	var marked bool
+	if pr != nil {
+		was, marked = readMarker(pr.Body)
+	}
+	if marked && was.Seen == now.Seen {
+		now.Digest = was.Digest // no object was written since
+	} else if now.Digest, err = LiveDigest(ctx, s.Fetch, sub); err != nil {
+		return nil, err
+	}
+	d := &decision{sub: sub, mark: now, outcome: Opened}
+	switch {
+	case pr != nil && pr.State == gitops.PROpen:
+		if !marked || was.Head != pr.HeadSHA {
 			g.Outcome = HeldByUser
 			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not the commit adopt pushed): left alone, review or close %s", g.Branch, pr.HeadSHA, pr.URL)
-			return 0, nil
+			return nil, nil
 		}
-		w, err := s.Write(ctx, sub, g.Branch)
-		if err != nil {
-			return 0, err
-		}
-		if !w.Changed {
+		if was.Digest == now.Digest && was.Plan == now.Plan {
 			g.Outcome, g.Why = Unchanged, "nothing new since the last run"
-			return 0, nil
+			return nil, nil
 		}
-		if err := s.Save(ctx, g.Branch, sub); err != nil {
-			return 0, err
-		}
-		if _, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit)); err != nil {
-			return 0, err
-		}
-		g.Outcome, g.Why = Updated, fmt.Sprintf("new commit %.12s on %s", w.Commit, g.Branch)
-		return 0, nil
-	}
-	outcome := Opened
-	if pr != nil && pr.State == gitops.PRClosed {
-		if declined, _, _ := readMarker(pr.Body); declined == digest {
+		d.outcome = Updated
+		return d, nil
+	case pr != nil && pr.State == gitops.PRClosed:
+		if marked && was.Digest == now.Digest {
 			g.Outcome = Declined
 			g.Why = fmt.Sprintf("%s was closed without merging; not proposed again until one of its objects changes (reopen it to undo the decline)", pr.URL)
-			return 0, nil
+			return nil, nil
 		}
-		outcome = Reproposed
-	}
-	if pr != nil && pr.State == gitops.PRMerged {
+		d.outcome = Reproposed
+	case pr != nil && pr.State == gitops.PRMerged:
 		g.Outcome = Merged
 		g.Why = fmt.Sprintf("%s was merged; the plan still proposes %d object(s): they are adopted once Argo CD creates and syncs its Applications", pr.URL, g.Objects)
-		return 0, nil
+		return nil, nil
 	}
 	if o.MaxOpenPRs > 0 && open >= o.MaxOpenPRs {
 		g.Outcome = Waiting
 		g.Why = fmt.Sprintf("%d pull requests open, --max-open-prs %d: waits for one to merge or close", open, o.MaxOpenPRs)
-		return 0, nil
+		return nil, nil
 	}
-	w, err := s.Write(ctx, sub, g.Branch)
+	return d, nil
+}
+
+// write pushes the group's branch, records its plan (Seams.Save) and opens
+// or updates its pull request. An update that finds Git already holding
+// the group only brings the pull request's record up to date.
+func write(ctx context.Context, s Seams, g *Group, d *decision) error {
+	w, err := s.Write(ctx, d.sub, g.Branch)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if err := s.Save(ctx, g.Branch, sub); err != nil {
-		return 0, err
+	if err := s.Save(ctx, g.Branch, d.sub); err != nil {
+		return err
 	}
-	opened, err := s.Open(ctx, sub, g.Branch, Trailer(digest, w.Commit))
+	d.mark.Head = w.Commit
+	pr, err := s.Open(ctx, d.sub, g.Branch, Trailer(d.mark))
 	if err != nil {
-		return 0, err
+		return err
 	}
-	g.Outcome = outcome
-	g.Why = "pull request " + opened.URL
-	return 1, nil
+	switch {
+	case d.outcome != Updated:
+		g.Outcome, g.Why = d.outcome, "pull request "+pr.URL
+	case w.Changed:
+		g.Outcome, g.Why = Updated, fmt.Sprintf("new commit %.12s on %s", w.Commit, g.Branch)
+	default:
+		g.Outcome, g.Why = Unchanged, "Git already holds the group; the pull request's record was brought up to date"
+	}
+	return nil
+}
+
+// Seen is the digest of which version of each of sub's objects the plan
+// listed (ref and resourceVersion): while it is the same, no object was
+// written, so the group's content is what was recorded.
+func Seen(sub *plan.Plan) string {
+	var lines []string
+	for _, ob := range sub.Objects {
+		lines = append(lines, ob.Ref.String()+" "+ob.ResourceVersion())
+	}
+	sort.Strings(lines)
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// PlanDigest is the digest of what shapes a group's branch besides its
+// live objects: the Application, what the plan records of each object,
+// the plan's settings and tracking, and settings (apply's options that
+// change what is written, and adopt's version).
+func PlanDigest(sub *plan.Plan, settings string) string {
+	j, _ := json.Marshal(struct {
+		Apps     []plan.Application
+		Objects  []plan.Object
+		Settings plan.Settings
+		Tracking any
+		ArgoCD   plan.ArgoCD
+		Options  string
+	}{sub.Applications, sub.Objects, sub.Settings, sub.Tracking, sub.ArgoCD, settings})
+	h := sha256.Sum256(j)
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // LiveDigest is the digest of sub's group as it is live: each object as

@@ -86,15 +86,22 @@ func (s Store) Load(ctx context.Context, branch string) (*Stored, error) {
 	if err != nil {
 		return nil, s.explain("read", name, err)
 	}
+	return s.read(cm, branch)
+}
+
+// read is the group a stored ConfigMap holds.
+func (s Store) read(cm *corev1.ConfigMap, branch string) (*Stored, error) {
 	p, err := plan.Unmarshal([]byte(cm.Data[planKey]))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s (the plan of %s): %w", s.Namespace, name, branch, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s (the plan of %s): %w", s.Namespace, cm.Name, branch, err)
 	}
-	st := &Stored{Plan: p}
-	if at := cm.Annotations[finalizedAnnotation]; at != "" {
-		st.Finalized, _ = time.Parse(time.RFC3339, at)
-	}
-	return st, nil
+	return &Stored{Plan: p, Finalized: finalizedAt(cm)}, nil
+}
+
+// finalizedAt is when a stored group was finalized (zero: not yet).
+func finalizedAt(cm *corev1.ConfigMap) time.Time {
+	at, _ := time.Parse(time.RFC3339, cm.Annotations[finalizedAnnotation])
+	return at
 }
 
 // MarkFinalized records that branch's plan was finalized at.
@@ -131,38 +138,52 @@ type StoredGroup struct {
 
 // List reads every group reconcile recorded in the namespace, by branch.
 func (s Store) List(ctx context.Context) ([]StoredGroup, error) {
-	cms, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=adopt"})
+	cms, err := s.list(ctx)
 	if err != nil {
-		return nil, s.explain("list", "adopt-reconcile-*", err)
+		return nil, err
 	}
 	var out []StoredGroup
-	for _, cm := range cms.Items {
-		branch := cm.Annotations[branchAnnotation]
-		if branch == "" || cm.Name != storeName(branch) {
-			continue
-		}
-		st, err := s.Load(ctx, branch)
+	for _, cm := range cms {
+		st, err := s.read(&cm, cm.Annotations[branchAnnotation])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, StoredGroup{Branch: branch, Stored: *st})
+		out = append(out, StoredGroup{Branch: cm.Annotations[branchAnnotation], Stored: *st})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Branch < out[j].Branch })
 	return out, nil
 }
 
-// Unfinalized are the branches whose stored plan is not finalized yet.
+// Unfinalized are the branches whose stored plan is not finalized yet
+// (their plans are not read).
 func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
-	groups, err := s.List(ctx)
+	cms, err := s.list(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, g := range groups {
-		if g.Finalized.IsZero() {
-			out = append(out, g.Branch)
+	for _, cm := range cms {
+		if finalizedAt(&cm).IsZero() {
+			out = append(out, cm.Annotations[branchAnnotation])
 		}
 	}
+	return out, nil
+}
+
+// list is the namespace's stored groups, in one request, by branch.
+func (s Store) list(ctx context.Context) ([]corev1.ConfigMap, error) {
+	cms, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=adopt"})
+	if err != nil {
+		return nil, s.explain("list", "adopt-reconcile-*", err)
+	}
+	var out []corev1.ConfigMap
+	for _, cm := range cms.Items {
+		if branch := cm.Annotations[branchAnnotation]; branch != "" && cm.Name == storeName(branch) {
+			out = append(out, cm)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Annotations[branchAnnotation] < out[j].Annotations[branchAnnotation]
+	})
 	return out, nil
 }
 

@@ -144,7 +144,8 @@ func (o *ReconcileOptions) Validate() error {
 	return o.apply.Validate()
 }
 
-// Run takes the lock, plans, reconciles every group and reports.
+// Run plans, reconciles every group (taking the lock only to write) and
+// reports.
 func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -225,7 +226,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized}, seams)
+		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized, Settings: o.settings()}, seams)
 	if err != nil {
 		return err
 	}
@@ -246,14 +247,26 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// defaultBase is the repository's default branch, read once.
+// settings are apply's options that change what a group's branch holds,
+// and adopt's build: a change to any of them is something new.
+func (o *ReconcileOptions) settings() string {
+	ao := o.apply
+	return fmt.Sprintf("adopt %s %s; secrets %s; auto-sync %t; prune %t; csa-migration %s; argocd-version %s; %+v",
+		version, commit, ao.Secrets, ao.AutoSync, ao.Prune, ao.CSAMigration, ao.ArgoCDVersion, ao.Overrides)
+}
+
+// defaultBase is the repository's default branch, listed (nothing is
+// fetched).
 func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions) (string, error) {
-	co, err := apply.Clone(ctx, ro.Checkout)
+	r, err := gitops.Clone(ctx, gitops.CloneOptions{URL: ro.Checkout.URL, Auth: ro.Checkout.Auth, ListOnly: true})
 	if err != nil {
 		return "", err
 	}
-	defer co.Remove()
-	return co.Base, nil
+	defer r.Close()
+	if b := r.DefaultBranch(); b != "" {
+		return b, nil
+	}
+	return "", usageErrorf("cannot tell the default branch of %s: pass --base", gitops.Redact(ro.Checkout.URL))
 }
 
 // finalize runs finalize's guarded cleanup of p, as `adopt finalize

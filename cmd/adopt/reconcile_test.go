@@ -188,8 +188,20 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	tip := head(gr1.Branch)
 	body := prsOf(gr1.Branch)[0].Body
 
-	// 2. Nothing new: nothing pushed, nothing edited.
+	// 2. Nothing new: nothing pushed, nothing edited, and no write to the
+	// cluster (the Lease is not even taken).
+	lease := func() string {
+		l, err := cp.Clientset().CoordinationV1().Leases(ns1).Get(ctx, "adopt-reconcile", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the Lease: %v", err)
+		}
+		return l.ResourceVersion
+	}
+	leaseBefore := lease()
 	step(ns1, reconcile.Unchanged)
+	if rv := lease(); rv != leaseBefore {
+		t.Errorf("a run with nothing new wrote the Lease (resourceVersion %s, was %s)", rv, leaseBefore)
+	}
 	if h := head(gr1.Branch); h != tip {
 		t.Errorf("a run with nothing new moved %s from %s to %s", gr1.Branch, tip, h)
 	}
@@ -229,7 +241,8 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	configMap(ns2, "x", "1")
 	step(ns2, reconcile.Waiting, "--max-open-prs", "1")
 	// Two runs at once: the first, holding the Lease, is held at its
-	// first call to Gitea's API (a held request, not a sleep); the second
+	// first write to Gitea's API, opening the pull request (a held
+	// request, not a sleep); the second, which reads before it writes,
 	// refuses the Lease, naming its holder. Released, the first opens the
 	// group's one pull request.
 	var once sync.Once
@@ -237,7 +250,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	target, _ := url.Parse(g.URL)
 	toGitea := httputil.NewSingleHostReverseProxy(target)
 	holding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Path, "/pulls") {
+		if r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/pulls") {
 			once.Do(func() { close(reached); <-release })
 		}
 		toGitea.ServeHTTP(w, r)
@@ -312,7 +325,8 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		}
 	}
 
-	// 8. A Lease another run holds stops the run, naming the holder.
+	// 8. A Lease another run holds stops a run that has something to
+	// write (a new object in ns2's open group), naming the holder.
 	leases := cp.Clientset().CoordinationV1().Leases(ns1)
 	cur, err := leases.Get(ctx, "adopt-reconcile", metav1.GetOptions{})
 	if err != nil {
@@ -326,6 +340,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	configMap(ns2, "y", "1")
 	if _, errOut, code := run(); code == 0 || !strings.Contains(errOut, "other-runner") {
 		t.Errorf("a run with the Lease held by another: exit %d, %s", code, errOut)
 	}

@@ -320,6 +320,12 @@ func (g *Gitea) PullRequests(ctx context.Context, repo string) ([]GiteaPR, error
 	return prs, err
 }
 
+// ClosePullRequest closes pull request number of the admin's repo
+// without merging it, as a reviewer who declines it would.
+func (g *Gitea) ClosePullRequest(ctx context.Context, repo string, number int64) error {
+	return g.api(ctx, http.MethodPatch, fmt.Sprintf("repos/%s/%s/pulls/%d", g.User, repo, number), g.Token, map[string]any{"state": "closed"}, nil)
+}
+
 // CreateUser creates a plain user (for reviewers) with a random password.
 func (g *Gitea) CreateUser(ctx context.Context, name string) error {
 	return g.api(ctx, http.MethodPost, "admin/users", g.Token, map[string]any{
