@@ -95,13 +95,8 @@ func (s Store) read(cm *corev1.ConfigMap, branch string) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s (the plan of %s): %w", s.Namespace, cm.Name, branch, err)
 	}
-	return &Stored{Plan: p, Finalized: finalizedAt(cm)}, nil
-}
-
-// finalizedAt is when a stored group was finalized (zero: not yet).
-func finalizedAt(cm *corev1.ConfigMap) time.Time {
 	at, _ := time.Parse(time.RFC3339, cm.Annotations[finalizedAnnotation])
-	return at
+	return &Stored{Plan: p, Finalized: at}, nil
 }
 
 // MarkFinalized records that branch's plan was finalized at.
@@ -138,53 +133,56 @@ type StoredGroup struct {
 
 // List reads every group reconcile recorded in the namespace, by branch.
 func (s Store) List(ctx context.Context) ([]StoredGroup, error) {
-	cms, err := s.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []StoredGroup
-	for _, cm := range cms {
-		st, err := s.read(&cm, cm.Annotations[branchAnnotation])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, StoredGroup{Branch: cm.Annotations[branchAnnotation], Stored: *st})
-	}
-	return out, nil
-}
-
-// Unfinalized are the branches whose stored plan is not finalized yet
-// (their plans are not read).
-func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
-	cms, err := s.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, cm := range cms {
-		if finalizedAt(&cm).IsZero() {
-			out = append(out, cm.Annotations[branchAnnotation])
-		}
-	}
-	return out, nil
-}
-
-// list is the namespace's stored groups, in one request, by branch.
-func (s Store) list(ctx context.Context) ([]corev1.ConfigMap, error) {
-	cms, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=adopt"})
+	cms, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: storeSelector})
 	if err != nil {
 		return nil, s.explain("list", "adopt-reconcile-*", err)
 	}
-	var out []corev1.ConfigMap
+	var out []StoredGroup
 	for _, cm := range cms.Items {
-		if branch := cm.Annotations[branchAnnotation]; branch != "" && cm.Name == storeName(branch) {
-			out = append(out, cm)
+		branch := stored(cm.ObjectMeta)
+		if branch == "" {
+			continue
+		}
+		st, err := s.read(&cm, branch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, StoredGroup{Branch: branch, Stored: *st})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Branch < out[j].Branch })
+	return out, nil
+}
+
+// Unfinalized are the branches whose stored plan is not finalized yet,
+// from one list of the ConfigMaps' metadata (their plans are not read).
+func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
+	var list metav1.PartialObjectMetadataList
+	err := s.Kube.CoreV1().RESTClient().Get().Namespace(s.Namespace).Resource("configmaps").
+		Param("labelSelector", storeSelector).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").
+		Do(ctx).Into(&list)
+	if err != nil {
+		return nil, s.explain("list", "adopt-reconcile-*", err)
+	}
+	var out []string
+	for _, m := range list.Items {
+		if branch := stored(m.ObjectMeta); branch != "" && m.Annotations[finalizedAnnotation] == "" {
+			out = append(out, branch)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Annotations[branchAnnotation] < out[j].Annotations[branchAnnotation]
-	})
+	sort.Strings(out)
 	return out, nil
+}
+
+// storeSelector selects adopt's records; stored says which of them is a
+// group's stored plan, by its branch ("" for another record).
+const storeSelector = "app.kubernetes.io/managed-by=adopt"
+
+func stored(m metav1.ObjectMeta) string {
+	if branch := m.Annotations[branchAnnotation]; branch != "" && m.Name == storeName(branch) {
+		return branch
+	}
+	return ""
 }
 
 // JournalFile is finalize's journal of a group's plan in dir.
