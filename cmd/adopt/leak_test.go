@@ -30,6 +30,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
@@ -399,11 +400,11 @@ func TestLeakSuite(t *testing.T) {
 			}
 		}
 		if !strings.Contains(said, name) || !regexp.MustCompile(`(?i)credential|token`).MatchString(said) {
-			t.Errorf("the refusal of repository %q (credentials in its URL) does not name it and say why: exit %d\n%s", name, res.code, res.out+res.errOut)
+			t.Errorf("the refusal of repository %q (credentials in its URL) does not name it and say why: exit %d\n%s", name, res.code, plants.hide(res.out+res.errOut))
 		}
 		for _, line := range strings.Split(said, "\n") {
 			if strings.Contains(line, name) {
-				t.Logf("the refusal of %s (exit %d): %s", name, res.code, strings.TrimSpace(line))
+				t.Logf("the refusal of %s (exit %d): %s", name, res.code, plants.hide(strings.TrimSpace(line)))
 				break
 			}
 		}
@@ -463,7 +464,7 @@ func TestLeakSuite(t *testing.T) {
 			}
 		}
 		if ob.Kind == "Deployment" && ob.Name == "api" && (ob.Preview == nil || ob.Preview.Outcome != preview.WouldFail || !strings.Contains(ob.Preview.Verdict, redact.Shown)) {
-			t.Errorf("the preview of Deployment api is not a refusal with the Secret's value shown as %s: %+v", redact.Shown, ob.Preview)
+			t.Errorf("the preview of Deployment api is not a refusal with the Secret's value shown as %s: %s", redact.Shown, plants.hide(fmt.Sprintf("%+v", ob.Preview)))
 		}
 	}
 	for obj, path := range map[string]string{"ConfigMap/db-url": "data.DATABASE_URL", "Deployment/worker": "containers[0].env[0].value", "Widget/billing": "spec.endpoint"} {
@@ -648,6 +649,49 @@ func TestLeakSuite(t *testing.T) {
 	}
 	phase("undone, and Secrets as placeholders")
 
+	// reconcile over the release stored by the ConfigMap driver and the
+	// credentials outside Secrets (whose group it must refuse to write):
+	// its report, metrics file, journal directory, stored plans, branches
+	// and pull requests. A second run, with nothing new, reads only.
+	nsRec, journals := c.Namespace(t), filepath.Join(dir, "journals")
+	recArgs := []string{"reconcile", "-n", nsCM + "," + nsVal, "--repo", cloneURL, "--git-user", g.User, "--provider", "gitea", "--argocd-version", "v3.2.6",
+		"--author", "Leak Suite <leak@example.invalid>", "--lock-namespace", nsRec, "--cluster-name", "leak", "--journal-dir", journals,
+		"--metrics-file", filepath.Join(dir, "adopt.prom"), "-o", "json"}
+	recOpened := 0
+	for i, want := range []string{reconcile.Opened, reconcile.Unchanged} {
+		res := r.run(t, fmt.Sprintf("reconcile, run %d", i+1), kubeconfig, tokenEnv, recArgs...)
+		var rep reconcile.Report
+		if err := json.Unmarshal([]byte(res.out), &rep); err != nil {
+			t.Fatalf("reconcile, run %d: exit %d, no report: %v: %s", i+1, res.code, err, plants.hide(res.errOut))
+		}
+		outcomes := map[string]string{}
+		for _, gr := range rep.Groups {
+			outcomes[gr.App] = gr.Outcome
+			if gr.Outcome == reconcile.Opened {
+				recOpened++
+			}
+		}
+		var failed, wanted int
+		for _, o := range outcomes {
+			switch o {
+			case reconcile.Failed:
+				failed++
+			case want:
+				wanted++
+			}
+		}
+		// The group of the credentials outside Secrets fails (apply
+		// refuses to export them); the release's group is opened, then
+		// unchanged.
+		if res.code != ExitPartial || failed != 1 || wanted != 1 {
+			t.Errorf("reconcile, run %d: exit %d, groups %v; want one %s and one failed (exit %d)", i+1, res.code, outcomes, want, ExitPartial)
+		}
+	}
+	if n := col.addStored(ctx, t, c.Clientset(), nsRec); n != 1 {
+		t.Errorf("reconcile stored %d plans in %s, want 1", n, nsRec)
+	}
+	phase("reconciled")
+
 	// Hub and spoke: the package control plane, registered with the Argo
 	// CD cluster by a cluster Secret whose bearer token is a canary; and a
 	// fleet of the registered clusters, one reached with a real
@@ -695,12 +739,12 @@ func TestLeakSuite(t *testing.T) {
 	col.collectFiles(t)
 	col.addGitRepo(t, giteaDir)
 	col.addGitRepo(t, fleetGit.BarePath("fleet"))
-	if n := col.addGiteaPRs(ctx, t, g, giteaRepo); n != 1 {
-		t.Errorf("%d pull requests read back, want 1", n)
+	if n := col.addGiteaPRs(ctx, t, g, giteaRepo); n != 1+recOpened {
+		t.Errorf("%d pull requests read back, want %d (apply's and reconcile's)", n, 1+recOpened)
 	}
 	chans := col.channels()
 	var names []string
-	for _, ch := range []leakChannel{chPlanFile, chStdout, chStderr, chGitObject, chGitRef, chCommitMessage, chPullRequest, chJournal, chStatusHistory, chSARIF, chJUnit, chHTML} {
+	for _, ch := range leakChannels {
 		if chans[ch] == 0 {
 			t.Errorf("nothing was collected from the %s channel: the suite cannot prove it clean", ch)
 		}

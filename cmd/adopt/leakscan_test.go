@@ -34,11 +34,13 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"code.gitea.io/sdk/gitea"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -60,7 +62,13 @@ const (
 	chSARIF         leakChannel = "SARIF"
 	chJUnit         leakChannel = "JUnit"
 	chHTML          leakChannel = "HTML report"
+	chMetrics       leakChannel = "metrics file"
+	chStored        leakChannel = "reconcile's stored plans"
 )
+
+// leakChannels are every channel, each of which the suite must collect
+// from and the self-test must plant in.
+var leakChannels = []leakChannel{chPlanFile, chStdout, chStderr, chGitObject, chGitRef, chCommitMessage, chPullRequest, chJournal, chStatusHistory, chSARIF, chJUnit, chHTML, chMetrics, chStored}
 
 // leakCanary is one secret the suite planted. Value is bytes (a Go
 // string may hold any). Lines of a multi-line value are needles of their
@@ -112,17 +120,17 @@ func canaryNeedles(c leakCanary) []leakNeedle {
 	add("raw", v)
 	add("URL query-escaped", url.QueryEscape(v))
 	add("URL path-escaped", url.PathEscape(v))
-	if utf8.ValidString(v) {
-		b, _ := json.Marshal(v)
-		add("JSON-escaped", strings.Trim(string(b), `"`))
-		var h strings.Builder
-		_ = htmlText.Execute(&h, v)
-		add("HTML-escaped", h.String())
-		add("HTML-escaped", html.EscapeString(v))
-		h.Reset()
-		_ = xml.EscapeText(&h, []byte(v))
-		add("XML-escaped", h.String())
-	}
+	// A binary value too: the encoders write its invalid bytes as U+FFFD
+	// and the rest as it is, which is what a leak through them holds.
+	b, _ := json.Marshal(v)
+	add("JSON-escaped", strings.Trim(string(b), `"`))
+	var h strings.Builder
+	_ = htmlText.Execute(&h, v)
+	add("HTML-escaped", h.String())
+	add("HTML-escaped", html.EscapeString(v))
+	h.Reset()
+	_ = xml.EscapeText(&h, []byte(v))
+	add("XML-escaped", h.String())
 	// Go's %q (a binary value prints escaped), and hex both ways.
 	add("%q-quoted", strings.Trim(strconv.Quote(v), `"`))
 	add("hex", hex.EncodeToString([]byte(v)))
@@ -237,11 +245,11 @@ func (c *leakCollector) noteDir(ch leakChannel, dir string) {
 }
 
 // verbOf is the adopt verb in args (the first of plan, apply, finalize,
-// status).
+// status, reconcile).
 func verbOf(args []string) string {
 	for _, a := range args {
 		switch a {
-		case "plan", "apply", "finalize", "status":
+		case "plan", "apply", "finalize", "status", "reconcile":
 			return a
 		}
 	}
@@ -310,6 +318,16 @@ func (c *leakCollector) noteOutputs(args []string, onlyExisting bool) {
 	}
 	for _, d := range flagValues(args, "--record") {
 		dir(chStatusHistory, d)
+	}
+	for _, f := range flagValues(args, "--metrics-file") {
+		file(chMetrics, f)
+	}
+	// reconcile writes a journal only when it finalizes a merged group: its
+	// directory is scanned when a run made it.
+	for _, d := range flagValues(args, "--journal-dir") {
+		if _, err := os.Stat(d); err == nil {
+			c.noteDir(chJournal, d)
+		}
 	}
 	if verbOf(args) == "finalize" {
 		journals := flagValues(args, "--journal")
@@ -430,6 +448,28 @@ func (c *leakCollector) addGiteaPRs(ctx context.Context, t testing.TB, g *testen
 		c.add(chPullRequest, fmt.Sprintf("%s pull request #%d", repo, pr.Number), pr.Title+"\n"+pr.Body)
 	}
 	return len(prs)
+}
+
+// addStored adds the records reconcile keeps in namespace ns (ConfigMaps
+// labelled app.kubernetes.io/managed-by=adopt: each group's plan), data
+// and annotations, and returns how many it read.
+func (c *leakCollector) addStored(ctx context.Context, t testing.TB, kube kubernetes.Interface, ns string) int {
+	t.Helper()
+	cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=adopt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		var b strings.Builder
+		for k, v := range cm.Annotations {
+			b.WriteString(k + ": " + v + "\n")
+		}
+		for k, v := range cm.Data {
+			b.WriteString(k + ": " + v + "\n")
+		}
+		c.add(chStored, "ConfigMap "+ns+"/"+cm.Name, b.String())
+	}
+	return len(cms.Items)
 }
 
 // leakFinding is one canary found in one text.
@@ -601,6 +641,17 @@ func (p *leakPlants) external(name, value string) string {
 	return value
 }
 
+// hide replaces each canary's value in text with its name, so a failing
+// test's message quotes adopt's output without a planted value.
+func (p *leakPlants) hide(text string) string {
+	for _, c := range p.list {
+		if len(c.Value) >= minNeedle {
+			text = strings.ReplaceAll(text, c.Value, "<canary: "+c.Name+">")
+		}
+	}
+	return text
+}
+
 // numberForms are the spellings of a decimal integer after a trip through
 // a float64 (JSON numbers decode as float64): 8.0123456789e+10 and its
 // mantissa.
@@ -750,7 +801,10 @@ func TestLeakScannerForms(t *testing.T) {
 	digits := randomDigits(t, 11)
 	number := leakCanary{Name: "number", Value: digits, Extra: numberForms(digits)}
 	bin := leakCanary{Name: "binary", Value: string(randomBytes(t, 30)), Random: true}
-	canaries := []leakCanary{special, multi, number, bin}
+	// A binary value with characters HTML escapes: random bytes alone
+	// often need no escaping, and their HTML form is then the raw one.
+	binHTML := leakCanary{Name: "binary, HTML-special", Value: string(randomBytes(t, 14)) + "<&'\"" + string(randomBytes(t, 14)), Random: true}
+	canaries := []leakCanary{special, multi, number, bin, binHTML}
 	pad := func(n int) string { return strings.Repeat("z", n) }
 	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
 	type probe struct{ canary, form, text string } // form: one of a|b
@@ -786,6 +840,12 @@ func TestLeakScannerForms(t *testing.T) {
 		{"special", "raw", compressed(t, "gzip", "release: "+v)},
 		{"special", "raw", compressed(t, "zlib", "release: "+v)},
 		{"special", "raw", "release: " + b64(base64.StdEncoding, compressed(t, "gzip", `{"config":{"password":"`+v+`"}}`))},
+		{"binary", "JSON-escaped", func() string { b, _ := json.Marshal(map[string]string{"k": bin.Value}); return string(b) }()},
+		{"binary, HTML-special", "HTML-escaped", func() string {
+			var b strings.Builder
+			_ = htmlText.Execute(&b, binHTML.Value)
+			return "<td>" + b.String() + "</td>"
+		}()},
 	}
 	for shift := 0; shift < 3; shift++ {
 		probes = append(probes,
@@ -796,6 +856,8 @@ func TestLeakScannerForms(t *testing.T) {
 			// base64 wrapped at 70 and 76 columns
 			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(shift)+v+strings.Repeat("t", 90)), 70)},
 			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(shift)+v+strings.Repeat("t", 90)), 76)},
+			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(40+shift)+v+strings.Repeat("t", 90)), 70)},
+			probe{"special", "base64", wrapAt(b64(base64.StdEncoding, pad(40+shift)+v+strings.Repeat("t", 90)), 76)},
 		)
 		for outer := 0; outer < 3; outer++ {
 			// base64 of base64, the canary at any offset of the inner text
@@ -811,7 +873,7 @@ func TestLeakScannerForms(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("probe %d: %s in the form %q was not found in %q", i, p.canary, p.form, p.text)
+			t.Errorf("probe %d: %s in the form %q was not found in a text of %d bytes", i, p.canary, p.form, len(p.text))
 		}
 	}
 	noise := base64.StdEncoding.EncodeToString(randomBytes(t, 1<<20))
@@ -850,7 +912,9 @@ func wrapAt(s string, n int) string {
 
 // TestLeakSuiteCatchesEachChannel plants one canary in each channel, the
 // way the suite meets it (a real adopt run's stdout, stderr, SARIF and
-// JUnit; the files an adopt run names; a blob, a commit message and a ref
+// JUnit; the files an adopt run names, reconcile's metrics file and
+// journal directory among them; reconcile's stored plans in the cluster;
+// a blob, a commit message and a ref
 // in a bare repository whose objects are all packed; a pull request on
 // the real Gitea), collects with the suite's collector and proves the scan
 // reports that canary in exactly its channel.
@@ -910,9 +974,25 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	write(journalPlan+".journal", `{"object":"`+probe(chJournal, "a journal line")+`"}`+"\n")
 	write(filepath.Join(history, "status-20260101T000000Z.json"), `{"note":"`+probe(chStatusHistory, "a snapshot")+`"}`)
 	write(html, "<p>"+probe(chHTML, "an HTML report")+"</p>")
+	metrics, journals := filepath.Join(dir, "adopt.prom"), filepath.Join(dir, "journals")
+	write(metrics, `adopt_untracked_objects{note="`+probe(chMetrics, "a metrics file")+`"} 1`+"\n")
+	write(filepath.Join(journals, "adopt_c_app.journal"), `{"object":"`+probe(chJournal, "a journal in reconcile's --journal-dir")+`"}`+"\n")
 	col.noteOutputs([]string{"plan", "--out", planPath, "-o", "sarif"}, false)
 	col.noteOutputs([]string{"finalize", "--plan", journalPlan, "--sync"}, false)
 	col.noteOutputs([]string{"status", "--plan", planPath, "--record", history, "--html", html}, false)
+	col.noteOutputs([]string{"reconcile", "-A", "--metrics-file", metrics, "--journal-dir", journals}, false)
+
+	// reconcile's stored plans: a ConfigMap of adopt's in the lock
+	// namespace.
+	nsStore := cp.Namespace(t)
+	stored := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopt-reconcile-0123456789abcdef", Namespace: nsStore,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "adopt"}}, Data: map[string]string{"plan.yaml": "note: " + probe(chStored, "a stored plan") + "\n"}}
+	if _, err := cp.Clientset().CoreV1().ConfigMaps(nsStore).Create(ctx, stored, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := col.addStored(ctx, t, cp.Clientset(), nsStore); n != 1 {
+		t.Fatalf("%d stored records read back, want 1", n)
+	}
 
 	// A bare repository: the base64 form (and the base64 of that) in blobs
 	// on a side branch, a commit message on another, a ref's name; every
@@ -1006,7 +1086,7 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	if !forms["base64"] || !forms["base64 of base64"] {
 		t.Errorf("the blobs' probe was found in the forms %v, want base64 and base64 of base64", forms)
 	}
-	for _, ch := range []leakChannel{chPlanFile, chStdout, chStderr, chGitObject, chGitRef, chCommitMessage, chPullRequest, chJournal, chStatusHistory, chSARIF, chJUnit, chHTML} {
+	for _, ch := range leakChannels {
 		if !covered[ch] {
 			t.Errorf("no probe for the %s channel", ch)
 		}
