@@ -46,10 +46,14 @@ const (
 	Failed     = "failed"      // writing or opening failed (Error says why)
 )
 
-// Group is one pull request's worth of the plan: one proposed Application.
+// Group is one pull request's worth of the plan: one proposed
+// Application, or the Applications of one team (Options.Teams).
 type Group struct {
-	App    string `json:"app" yaml:"app"`
-	Branch string `json:"branch" yaml:"branch"`
+	// App names the group: its Application, or its team's group name.
+	App string `json:"app" yaml:"app"`
+	// Apps are a team group's Applications.
+	Apps   []string `json:"apps,omitempty" yaml:"apps,omitempty"`
+	Branch string   `json:"branch" yaml:"branch"`
 	// Objects is how many objects the group adopts now.
 	Objects int    `json:"objects" yaml:"objects"`
 	Outcome string `json:"outcome" yaml:"outcome"`
@@ -153,6 +157,10 @@ type Options struct {
 	// adopt's version, in one string (PlanDigest): a change to them is
 	// something new.
 	Settings string
+	// Teams puts Applications, by name, in a team's group (one pull
+	// request for all of them, on the branch of the group's name); an
+	// Application not in it is a group of its own.
+	Teams map[string]string
 }
 
 // BranchPrefix is where a cluster's groups live: adopt/<cluster>/.
@@ -204,13 +212,15 @@ func readMarker(body string) (Mark, bool) {
 	return Mark{Digest: m[1], Head: m[2], Plan: m[3], Seen: m[4]}, true
 }
 
-// Sub is the plan of one Application of p: its objects only, sealed.
-func Sub(p *plan.Plan, app plan.Application) (*plan.Plan, error) {
+// Sub is the plan of some Applications of p: their objects only, sealed.
+func Sub(p *plan.Plan, apps ...plan.Application) (*plan.Plan, error) {
 	sub := *p
-	sub.Applications = []plan.Application{app}
+	sub.Applications = apps
 	in := map[string]bool{}
-	for _, ref := range app.Objects {
-		in[ref] = true
+	for _, app := range apps {
+		for _, ref := range app.Objects {
+			in[ref] = true
+		}
 	}
 	sub.Objects = nil
 	for _, ob := range p.Objects {
@@ -251,6 +261,47 @@ func onlySecrets(app plan.Application, secret map[string]bool) bool {
 		}
 	}
 	return len(app.Objects) > 0
+}
+
+// TeamsByLabel puts each Application of p whose destination namespace
+// carries the label key (labels, by namespace) in the group
+// "<key>-<value>" (the key's part after its last '/', both as ClusterName
+// spells names), for Options.Teams.
+func TeamsByLabel(p *plan.Plan, key string, labels map[string]map[string]string) map[string]string {
+	short := key[strings.LastIndex(key, "/")+1:]
+	teams := map[string]string{}
+	for _, app := range p.Applications {
+		if v := labels[app.Namespace][key]; app.Namespace != "" && v != "" {
+			teams[app.Name] = ClusterName(short + "-" + v)
+		}
+	}
+	return teams
+}
+
+// teamGroup is one pull request's Applications, under its group's name.
+type teamGroup struct {
+	name string
+	apps []plan.Application
+}
+
+// grouped puts apps in their groups (Options.Teams), by group name.
+func grouped(apps []plan.Application, teams map[string]string) []teamGroup {
+	at := map[string]int{}
+	var out []teamGroup
+	for _, app := range apps {
+		name := app.Name
+		if t := teams[app.Name]; t != "" {
+			name = t
+		}
+		if i, ok := at[name]; ok {
+			out[i].apps = append(out[i].apps, app)
+			continue
+		}
+		at[name] = len(out)
+		out = append(out, teamGroup{name: name, apps: []plan.Application{app}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
 }
 
 // secretsLeft counts the untracked Secrets of p that none of the groups
@@ -329,10 +380,16 @@ func pass(ctx context.Context, o Options, s Seams, apps []plan.Application, rep 
 		}
 	}
 	writes := 0
-	for _, app := range apps {
-		g := Group{App: app.Name, Branch: prefix + app.Name, Objects: len(app.Objects), PR: newest[prefix+app.Name]}
+	for _, tg := range grouped(apps, o.Teams) {
+		g := Group{App: tg.name, Branch: prefix + tg.name, PR: newest[prefix+tg.name]}
+		for _, app := range tg.apps {
+			g.Objects += len(app.Objects)
+			if tg.name != app.Name {
+				g.Apps = append(g.Apps, app.Name)
+			}
+		}
 		rep.Untracked += g.Objects
-		d, err := decide(ctx, o, s, app, &g, open)
+		d, err := decide(ctx, o, s, tg.apps, &g, open)
 		switch {
 		case err != nil:
 			g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
@@ -403,12 +460,12 @@ type decision struct {
 	outcome string
 }
 
-// decide reads what one group needs. A group that needs no write gets its
+// decide reads what one group (apps) needs. A group that needs no write gets its
 // outcome in g and a nil decision. The group's objects are read again
 // (LiveDigest) only when one of them was written since its pull request
 // recorded them (Seen).
-func decide(ctx context.Context, o Options, s Seams, app plan.Application, g *Group, open int) (*decision, error) {
-	sub, err := Sub(o.Plan, app)
+func decide(ctx context.Context, o Options, s Seams, apps []plan.Application, g *Group, open int) (*decision, error) {
+	sub, err := Sub(o.Plan, apps...)
 	if err != nil {
 		return nil, err
 	}

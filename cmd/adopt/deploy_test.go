@@ -61,7 +61,10 @@ func TestDeployChart(t *testing.T) {
 	}
 	ns := cp.Namespace(t)
 	argoNS := cp.Namespace(t)
-	dry := renderDeploy(ctx, t, h, ns, "--set", "argocdNamespace="+argoNS, "--set", "sync=true")
+	dry := renderDeploy(ctx, t, h, ns, "--set", "argocdNamespace="+argoNS, "--set", "sync=true", "--set", "groupPRsBy=team")
+	if !strings.Contains(dry, "--group-prs-by=team") {
+		t.Errorf("the render with groupPRsBy=team does not pass --group-prs-by=team")
+	}
 	if out, err := cp.Kubectl(ctx, []byte(dry), "apply", "--dry-run=server", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply --dry-run=server of the chart's render: %v: %s", err, out)
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -34,6 +36,7 @@ type ReconcileOptions struct {
 	MetricsFile   string
 	Output        string
 	LockNamespace string
+	GroupPRsBy    string
 	LockDuration  time.Duration
 	// Finalize's: where journals go, how long to wait for a merged
 	// group's Applications, the settle window, and whether to start the
@@ -62,7 +65,8 @@ func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Short: "One pass of continuous adoption: keep one pull request per proposed Application",
 		Long: `Run once, as a CronJob or a CI schedule calls it: plan the scope as
 adopt plan would, then keep one pull request per proposed Application on the
-branch adopt/<cluster>/<application>.
+branch adopt/<cluster>/<application> (with --group-prs-by LABEL, one per
+value of that namespace label, on adopt/<cluster>/<label>-<value>).
 
 - A group with no pull request gets one (up to --max-open-prs open at once).
 - A group whose pull request is open gets a new commit when its content
@@ -81,6 +85,9 @@ Lease (--lock-namespace) stops two runs from overlapping.
 		Example: `  # One pass over the cluster, pull requests on Gitea
   ADOPT_GIT_TOKEN=... adopt reconcile -A --repo https://git.example.com/org/gitops.git --provider gitea
 
+  # One pull request per team (namespaces labelled team=...)
+  adopt reconcile -A --repo https://git.example.com/org/gitops.git --group-prs-by team
+
   # At most three open pull requests, Prometheus metrics for the textfile collector
   adopt reconcile -n team-a,team-b --repo git@git.example.com:org/gitops.git --max-open-prs 3 --metrics-file /metrics/adopt.prom`,
 		Args: cobra.NoArgs,
@@ -97,6 +104,7 @@ Lease (--lock-namespace) stops two runs from overlapping.
 	f.IntVar(&o.MaxObjects, "max-objects-per-pr", 0, "a group with more objects is not proposed, and the report says so (0: no cap)")
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write the run's metrics in Prometheus text format to this file")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table|json|yaml")
+	f.StringVar(&o.GroupPRsBy, "group-prs-by", "", "one pull request per value of this namespace label (e.g. team) for the Applications whose destination namespace carries it; the others get one each")
 	f.StringVar(&o.LockNamespace, "lock-namespace", "", "namespace of the Lease adopt-reconcile that stops two runs from overlapping (default: the Argo CD namespace)")
 	f.DurationVar(&o.LockDuration, "lock-duration", o.LockDuration, "how long a run that died holds the Lease")
 	f.StringVar(&o.JournalDir, "journal-dir", o.JournalDir, "directory of finalize's journals, one per merged group (keep it on a volume: finalize --undo reads it)")
@@ -135,6 +143,8 @@ func (o *ReconcileOptions) Validate() error {
 		return usageErrorf("unknown output format %q: use one of %s", o.Output, strings.Join(printer.ReconcileFormats, ", "))
 	case o.FinalizeWait < 0 || o.PollInterval <= 0 || o.Settle < 0:
 		return usageErrorf("--finalize-wait and --settle must be 0 or more, and --poll-interval more than 0")
+	case o.GroupPRsBy != "" && len(validation.IsQualifiedName(o.GroupPRsBy)) > 0:
+		return usageErrorf("--group-prs-by %q is not a label key: %s", o.GroupPRsBy, strings.Join(validation.IsQualifiedName(o.GroupPRsBy), "; "))
 	case o.LockDuration < time.Minute:
 		return usageErrorf("--lock-duration %s is shorter than a minute: a slow run would lose its lock", o.LockDuration)
 	}
@@ -225,8 +235,12 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	teams, err := o.teams(ctx, p)
+	if err != nil {
+		return err
+	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized, Settings: o.settings()}, seams)
+		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized, Settings: o.settings(), Teams: teams}, seams)
 	if err != nil {
 		return err
 	}
@@ -245,6 +259,26 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d groups failed; the report says why, and the next run tries again", n, len(rep.Groups))}
 	}
 	return nil
+}
+
+// teams groups the plan's Applications by --group-prs-by, from the
+// labels of their destination namespaces (nil without the flag).
+func (o *ReconcileOptions) teams(ctx context.Context, p *plan.Plan) (map[string]string, error) {
+	if o.GroupPRsBy == "" {
+		return nil, nil
+	}
+	labels := map[string]map[string]string{}
+	for _, app := range p.Applications {
+		if app.Namespace == "" || labels[app.Namespace] != nil {
+			continue
+		}
+		ns, err := o.apply.cluster.kube.CoreV1().Namespaces().Get(ctx, app.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("--group-prs-by %s: read namespace %s: %w (grant get on namespaces, see deploy/)", o.GroupPRsBy, app.Namespace, err)
+		}
+		labels[app.Namespace] = ns.Labels
+	}
+	return reconcile.TeamsByLabel(p, o.GroupPRsBy, labels), nil
 }
 
 // settings are apply's options that change what a group's branch holds,

@@ -495,3 +495,118 @@ func (gr *chartGrants) waitCan(ctx context.Context, t *testing.T, c *testenv.Con
 	}
 	t.Fatalf("the authorizer never answered %v for %s %s %s: %v", want, verb, resource, ns, ctx.Err())
 }
+
+// TestReconcileGroupsByTeam: with --group-prs-by team, the Applications of
+// namespaces labelled team=payments share one pull request on
+// adopt/<cluster>/team-payments, team=search gets its own, and an
+// unlabelled namespace's Application one of its own; a new object in a
+// payments namespace adds a commit to the team's pull request, never a
+// second one, and leaves the others unchanged. Real kube-apiserver and
+// Gitea.
+func TestReconcileGroupsByTeam(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	giteaUp := giteaInBackground(ctx, t)
+	pay1, pay2, search, loose, lockNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	for ns, team := range map[string]string{pay1: "payments", pay2: "payments", search: "search"} {
+		if out, err := cp.Kubectl(ctx, nil, "label", "namespace", ns, "team="+team); err != nil {
+			t.Fatalf("kubectl label: %v: %s", err, out)
+		}
+	}
+	configMap := func(ns, name string) {
+		t.Helper()
+		cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + ns + `"},"data":{"k":"v"}}`
+		if out, err := cp.Kubectl(ctx, []byte(cm), "apply", "-f", "-"); err != nil {
+			t.Fatalf("kubectl apply: %v: %s", err, out)
+		}
+	}
+	for _, ns := range []string{pay1, pay2, search, loose} {
+		configMap(ns, "settings")
+	}
+	g := giteaUp()
+	repoName := "reconcile-teams"
+	repoURL, err := g.CreateRepo(ctx, repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ADOPT_GIT_TOKEN", g.Token)
+	run := func(extra ...string) (map[string]reconcile.Group, string, int) {
+		t.Helper()
+		args := append([]string{"--kubeconfig", cp.Kubeconfig, "reconcile", "-n", strings.Join([]string{pay1, pay2, search, loose}, ","), "--repo", repoURL,
+			"--provider", "gitea", "--git-user", g.User, "--argocd-version", "v3.2.6", "--author", "adopt <adopt@example.invalid>", "-o", "json", "-q",
+			"--lock-namespace", lockNS, "--cluster-name", "prod"}, extra...)
+		var out, errb bytes.Buffer
+		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
+		var rep reconcile.Report
+		if code == 0 {
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("reconcile -o json: %v\n%s", err, out.String())
+			}
+		}
+		groups := map[string]reconcile.Group{}
+		for _, gr := range rep.Groups {
+			groups[gr.Branch] = gr
+		}
+		return groups, errb.String(), code
+	}
+	prs := func() map[string]int {
+		t.Helper()
+		all, err := g.PullRequests(ctx, repoName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, pr := range all {
+			n[pr.Head.Ref]++
+		}
+		return n
+	}
+	if _, errOut, code := run("--group-prs-by", "team!"); code != ExitUsage || !strings.Contains(errOut, "not a label key") {
+		t.Errorf("--group-prs-by team!: exit %d, %s; want a usage error", code, errOut)
+	}
+
+	groups, errOut, code := run("--group-prs-by", "team")
+	if code != 0 {
+		t.Fatalf("reconcile: exit %d: %s", code, errOut)
+	}
+	pay, srch := groups["adopt/prod/team-payments"], groups["adopt/prod/team-search"]
+	if pay.Outcome != reconcile.Opened || len(pay.Apps) != 2 || pay.Objects != 2 {
+		t.Errorf("team-payments: %+v; want opened with the two payments Applications", pay)
+	}
+	if srch.Outcome != reconcile.Opened || len(srch.Apps) != 1 {
+		t.Errorf("team-search: %+v; want opened with one Application", srch)
+	}
+	var own reconcile.Group
+	for _, gr := range groups {
+		if strings.Contains(gr.App, loose) {
+			own = gr
+		}
+	}
+	if len(groups) != 3 || own.Outcome != reconcile.Opened || len(own.Apps) != 0 {
+		t.Errorf("groups %+v; want team-payments, team-search and the unlabelled namespace's own", groups)
+	}
+	tip := tipOf(t, giteaRepoDir(g, repoName), "adopt/prod/team-payments")
+	for _, app := range pay.Apps {
+		if !strings.Contains(fileText(t, tip, "argocd/apps/"+app+".yaml"), "kind: Application") {
+			t.Errorf("the team's branch lacks Application %s", app)
+		}
+	}
+	if n := prs(); len(n) != 3 || n["adopt/prod/team-payments"] != 1 {
+		t.Errorf("pull requests by branch %v; want one each of three", n)
+	}
+
+	configMap(pay2, "limits")
+	groups, errOut, code = run("--group-prs-by", "team")
+	if code != 0 {
+		t.Fatalf("reconcile: exit %d: %s", code, errOut)
+	}
+	if gr := groups["adopt/prod/team-payments"]; gr.Outcome != reconcile.Updated || gr.Objects != 3 {
+		t.Errorf("team-payments after a new object: %+v; want updated with 3 objects", gr)
+	}
+	if gr := groups["adopt/prod/team-search"]; gr.Outcome != reconcile.Unchanged {
+		t.Errorf("team-search after a payments change: %+v; want unchanged", gr)
+	}
+	if n := prs(); n["adopt/prod/team-payments"] != 1 {
+		t.Errorf("a new object opened a second pull request for the team: %v", n)
+	}
+}
