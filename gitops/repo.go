@@ -274,6 +274,18 @@ func checkClean(dir string, wt *git.Worktree) error {
 	return newError(ErrDirty, nil, "refusing to touch %s: its working tree has uncommitted changes (%s%s). Commit or stash them, then run again", dir, strings.Join(dirty, ", "), more)
 }
 
+// RemoteDefaultBranch lists o.URL's branches, fetching nothing, and
+// returns its default branch (its HEAD), or "" when it does not tell.
+func RemoteDefaultBranch(ctx context.Context, o CloneOptions) (string, error) {
+	o.ListOnly = true
+	r, err := Clone(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.DefaultBranch(), nil
+}
+
 // DefaultBranch is the remote's default branch (its HEAD), or "".
 func (r *Repo) DefaultBranch() string { return r.defaultBranch }
 

@@ -425,3 +425,24 @@ func TestOnDiskCloneIsShallow(t *testing.T) {
 		t.Fatal("the git CLI's push from the clone did not land")
 	}
 }
+
+// TestRemoteDefaultBranch: the default branch is read from the server's
+// list of refs over smart HTTP, with credentials, and no pack is fetched
+// (the server's log shows no upload-pack POST).
+func TestRemoteDefaultBranch(t *testing.T) {
+	g := startServer(t, "alice", "s3cret-token")
+	url := seed(t, g, "listed")
+	before := len(g.Requests())
+	b, err := RemoteDefaultBranch(context.Background(), CloneOptions{URL: url, Auth: Auth{Username: "alice", Password: "s3cret-token"}})
+	if err != nil || b != "main" {
+		t.Fatalf("RemoteDefaultBranch = %q, %v; want main", b, err)
+	}
+	for _, r := range g.Requests()[before:] {
+		if strings.Contains(r, "git-upload-pack") && strings.HasPrefix(r, "POST") {
+			t.Errorf("a pack was fetched: %s", r)
+		}
+	}
+	if _, err := RemoteDefaultBranch(context.Background(), CloneOptions{URL: url, Auth: Auth{Username: "alice", Password: "wrong"}}); err == nil {
+		t.Errorf("a wrong password listed the branches")
+	}
+}

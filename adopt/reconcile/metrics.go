@@ -3,31 +3,16 @@ package reconcile
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // WriteMetrics writes the run's Prometheus text-format metrics to path
 // (for node-exporter's textfile collector or a sidecar), replacing the
 // file in one rename so a scrape never reads half of it.
 func WriteMetrics(path string, r *Report, took time.Duration) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".adopt-metrics-*")
-	if err != nil {
-		return fmt.Errorf("--metrics-file %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := Metrics(tmp, r, took); err != nil {
-		tmp.Close()
-		return fmt.Errorf("--metrics-file %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--metrics-file %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("--metrics-file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Metrics(w, r, took) }); err != nil {
 		return fmt.Errorf("--metrics-file %s: %w", path, err)
 	}
 	return nil

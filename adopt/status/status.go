@@ -12,6 +12,7 @@
 package status
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
@@ -248,4 +249,20 @@ func Percent(n, total int) float64 {
 		return 0
 	}
 	return float64(n*1000/total) / 10
+}
+
+// Failing is why the report fails --fail-on's kinds ("stuck",
+// "regressed"): one phrase per kind it has, as "3 stuck"; none when it
+// passes.
+func (r *Report) Failing(kinds []string) []string {
+	var why []string
+	for _, k := range kinds {
+		switch {
+		case k == "stuck" && r.Stuck > 0:
+			why = append(why, fmt.Sprintf("%d stuck", r.Stuck))
+		case k == "regressed" && r.Counts.Regressed > 0:
+			why = append(why, fmt.Sprintf("%d regressed", r.Counts.Regressed))
+		}
+	}
+	return why
 }

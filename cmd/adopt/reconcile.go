@@ -292,15 +292,11 @@ func (o *ReconcileOptions) settings() string {
 // defaultBase is the repository's default branch, listed (nothing is
 // fetched).
 func (o *ReconcileOptions) defaultBase(ctx context.Context, ro apply.RunOptions) (string, error) {
-	r, err := gitops.Clone(ctx, gitops.CloneOptions{URL: ro.Checkout.URL, Auth: ro.Checkout.Auth, ListOnly: true})
-	if err != nil {
-		return "", err
+	b, err := gitops.RemoteDefaultBranch(ctx, gitops.CloneOptions{URL: ro.Checkout.URL, Auth: ro.Checkout.Auth})
+	if err == nil && b == "" {
+		err = usageErrorf("cannot tell the default branch of %s: pass --base", gitops.Redact(ro.Checkout.URL))
 	}
-	defer r.Close()
-	if b := r.DefaultBranch(); b != "" {
-		return b, nil
-	}
-	return "", usageErrorf("cannot tell the default branch of %s: pass --base", gitops.Redact(ro.Checkout.URL))
+	return b, err
 }
 
 // finalize runs finalize's guarded cleanup of p, as `adopt finalize

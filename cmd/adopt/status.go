@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +22,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/adopt/status"
 	"github.com/adopt-dev/adopt/gitops"
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/templates"
 )
 
@@ -305,22 +306,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	var why []string
-	for _, f := range o.FailOn {
-		switch {
-		case f == "stuck" && r.Stuck > 0:
-			why = append(why, fmt.Sprintf("%d stuck", r.Stuck))
-		case f == "regressed" && r.Counts.Regressed > 0:
-			why = append(why, fmt.Sprintf("%d regressed", r.Counts.Regressed))
-		}
-	}
-	if len(why) > 0 {
+	if why := r.Failing(o.FailOn); len(why) > 0 {
 		return &exitError{code: ExitFindings, err: fmt.Errorf("--fail-on %s: %s (see the reasons above)", strings.Join(o.FailOn, ","), strings.Join(why, ", "))}
 	}
 	return nil
 }
 
-// writeHTML renders the report and writes it atomically.
+// writeHTML renders the report and writes it whole or not at all.
 func (o *StatusOptions) writeHTML(r *status.Report) error {
 	t, err := o.tpl.LoadHTML(templates.StatusReport, printer.StatusHTMLFuncs())
 	if err != nil {
@@ -330,13 +322,8 @@ func (o *StatusOptions) writeHTML(r *status.Report) error {
 	if err := printer.StatusHTML(&b, r, t); err != nil {
 		return fmt.Errorf("render %s: %w", templates.StatusReport, err)
 	}
-	tmp := o.HTML + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(o.HTML, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
 		return fmt.Errorf("--html %s: %w. Pick a writable path", o.HTML, err)
-	}
-	if err := os.Rename(tmp, o.HTML); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("--html %s: %w", o.HTML, err)
 	}
 	return nil
 }

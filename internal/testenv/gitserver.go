@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,16 @@ type GitServer struct {
 	User     string
 	Password string
 	srv      *http.Server
+
+	mu       sync.Mutex
+	requests []string
+}
+
+// Requests are the requests served so far, each "METHOD path", in order.
+func (g *GitServer) Requests() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.requests...)
 }
 
 // StartGitServer serves bare repos under a new temp dir. user and password
@@ -55,6 +66,9 @@ func StartGitServer(user, password string) (*GitServer, error) {
 
 func (g *GitServer) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.requests = append(g.requests, r.Method+" "+r.URL.Path)
+		g.mu.Unlock()
 		if g.User != "" {
 			u, p, ok := r.BasicAuth()
 			if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(g.User)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(g.Password)) != 1 {
