@@ -583,7 +583,35 @@ func TestLeakSuite(t *testing.T) {
 	if pod == nil {
 		t.Fatalf("no pod of %s was created: %v", deployName, ctx.Err())
 	}
-	// Bound to a node, as the scheduler would, so that it stays scheduled.
+	// The real scheduler first marks it unschedulable (the plane has no
+	// node); its mark, written after the status below, would replace it.
+	// So: its mark first, then bound to a node as the scheduler would, so
+	// that the scheduler leaves it alone.
+	unschedulable := func(p *corev1.Pod) bool {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+				return true
+			}
+		}
+		return false
+	}
+	for !unschedulable(pod) && ctx.Err() == nil {
+		w, err := c.Clientset().CoreV1().Pods(nsHelm).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				if pod = p; unschedulable(p) {
+					break
+				}
+			}
+		}
+		w.Stop()
+		if p, err := c.Clientset().CoreV1().Pods(nsHelm).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil && !unschedulable(pod) {
+			pod = p // a watch that ended early: from the newest version
+		}
+	}
 	if err := c.Clientset().CoreV1().Pods(nsHelm).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: nsHelm},
 		Target: corev1.ObjectReference{Kind: "Node", Name: "leak-node"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("bind the pod: %v", err)
