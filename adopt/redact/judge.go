@@ -25,9 +25,9 @@ type Judge struct {
 	d *detect.Detector
 }
 
-// DefaultJudge is the process's one Judge, compiled on first use (40 ms and
-// 14 MB of heap on the bench machine) and read-only after: the rules are as constant as a
-// compiled regexp.
+// DefaultJudge is the process's one Judge, compiled on first use (40 ms
+// and 14 MB of heap on the bench machine) and read-only after: the rules
+// are as constant as a compiled regexp.
 var DefaultJudge = sync.OnceValues(NewJudge)
 
 // NewJudge compiles gitleaks' default rules. gitleaks' own logger is
