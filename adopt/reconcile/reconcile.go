@@ -341,17 +341,21 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		rep.NothingToDo = true
 		return rep, nil
 	}
-	writes, err := pass(ctx, o, s, apps, rep, false)
-	if err != nil || writes == 0 {
-		return rep, err
+	fresh, live := *rep, digests{} // what the passes fill starts empty in each
+	writes, err := pass(ctx, o, s, live, apps, rep, false)
+	if err != nil {
+		return nil, err
+	}
+	if writes == 0 {
+		return rep, nil
 	}
 	release, err := s.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rep.Groups, rep.Untracked, rep.MergedPRs, rep.Finalized = nil, 0, 0, 0
-	if _, err := pass(ctx, o, s, apps, rep, true); err != nil {
+	*rep = fresh
+	if _, err := pass(ctx, o, s, live, apps, rep, true); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -360,8 +364,8 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 // pass reads the pull requests and decides each group into rep. With act
 // it also writes what a group needs and finalizes merged groups; without,
 // it returns how many groups need a write (a merged group with a stored
-// plan not finalized yet counts as one).
-func pass(ctx context.Context, o Options, s Seams, apps []plan.Application, rep *Report, act bool) (int, error) {
+// plan not finalized yet counts as one). Both passes share live.
+func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.Application, rep *Report, act bool) (int, error) {
 	prefix := BranchPrefix(o.Cluster)
 	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
 	if err != nil {
@@ -389,7 +393,7 @@ func pass(ctx context.Context, o Options, s Seams, apps []plan.Application, rep 
 			}
 		}
 		rep.Untracked += g.Objects
-		d, err := decide(ctx, o, s, tg.apps, &g, open)
+		d, err := decide(ctx, o, s.Fetch, live, tg.apps, &g, open)
 		switch {
 		case err != nil:
 			g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
@@ -460,11 +464,11 @@ type decision struct {
 	outcome string
 }
 
-// decide reads what one group (apps) needs. A group that needs no write gets its
-// outcome in g and a nil decision. The group's objects are read again
-// (LiveDigest) only when one of them was written since its pull request
-// recorded them (Seen).
-func decide(ctx context.Context, o Options, s Seams, apps []plan.Application, g *Group, open int) (*decision, error) {
+// decide reads what one group (apps) needs. A group that needs no write
+// gets its outcome in g and a nil decision. The group's objects are read
+// again (LiveDigest) only when one of them was written since its pull
+// request recorded them (Seen), and at most once a run (live).
+func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, apps []plan.Application, g *Group, open int) (*decision, error) {
 	sub, err := Sub(o.Plan, apps...)
 	if err != nil {
 		return nil, err
@@ -483,7 +487,7 @@ func decide(ctx context.Context, o Options, s Seams, apps []plan.Application, g 
 	}
 	if marked && was.Seen == now.Seen {
 		now.Digest = was.Digest // no object was written since
-	} else if now.Digest, err = LiveDigest(ctx, s.Fetch, sub); err != nil {
+	} else if now.Digest, err = live.of(ctx, fetch, g.Branch, sub); err != nil {
 		return nil, err
 	}
 	d := &decision{sub: sub, mark: now, outcome: Opened}
@@ -575,6 +579,23 @@ func PlanDigest(sub *plan.Plan, settings string) string {
 	}{sub.Applications, sub.Objects, sub.Settings, sub.Tracking, sub.ArgoCD, settings})
 	h := sha256.Sum256(j)
 	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// digests are the groups' live digests read in one run, by branch: the
+// pass under the lock decides from the reads of the pass before it, so a
+// group's objects are fetched once a run.
+type digests map[string]string
+
+// of is the live digest of branch's group sub, read on first use.
+func (m digests) of(ctx context.Context, fetch apply.Fetcher, branch string, sub *plan.Plan) (string, error) {
+	if d, ok := m[branch]; ok {
+		return d, nil
+	}
+	d, err := LiveDigest(ctx, fetch, sub)
+	if err == nil {
+		m[branch] = d
+	}
+	return d, err
 }
 
 // LiveDigest is the digest of sub's group as it is live: each object as

@@ -530,9 +530,10 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("ADOPT_GIT_TOKEN", g.Token)
+	kubeconfig := cp.Kubeconfig
 	run := func(extra ...string) (map[string]reconcile.Group, string, int) {
 		t.Helper()
-		args := append([]string{"--kubeconfig", cp.Kubeconfig, "reconcile", "-n", strings.Join([]string{pay1, pay2, search, loose}, ","), "--repo", repoURL,
+		args := append([]string{"--kubeconfig", kubeconfig, "reconcile", "-n", strings.Join([]string{pay1, pay2, search, loose}, ","), "--repo", repoURL,
 			"--provider", "gitea", "--git-user", g.User, "--argocd-version", "v3.2.6", "--author", "adopt <adopt@example.invalid>", "-o", "json", "-q",
 			"--lock-namespace", lockNS, "--cluster-name", "prod"}, extra...)
 		var out, errb bytes.Buffer
@@ -596,9 +597,29 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 	}
 
 	configMap(pay2, "limits")
+	// This run goes through a proxy that counts the API requests: the
+	// updated group's objects are each read once, to decide (the pass under
+	// the Lease reuses that read; the export lists their namespaces).
+	fp, err := testenv.StartFaultProxy(cp, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	kubeconfig = fp.Kubeconfig
 	groups, errOut, code = run("--group-prs-by", "team")
 	if code != 0 {
 		t.Fatalf("reconcile: exit %d: %s", code, errOut)
+	}
+	gets := map[string]int{}
+	for _, r := range fp.Requests() {
+		if r.Method == http.MethodGet {
+			gets[r.Path]++
+		}
+	}
+	for _, obj := range []string{pay1 + "/configmaps/settings", pay2 + "/configmaps/settings", pay2 + "/configmaps/limits"} {
+		if n := gets["/api/v1/namespaces/"+obj]; n != 1 {
+			t.Errorf("the updated group's %s was read %d times; want once (to decide, in the pass before the Lease)", obj, n)
+		}
 	}
 	if gr := groups["adopt/prod/team-payments"]; gr.Outcome != reconcile.Updated || gr.Objects != 3 {
 		t.Errorf("team-payments after a new object: %+v; want updated with 3 objects", gr)
