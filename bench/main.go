@@ -57,6 +57,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -269,9 +270,22 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	c.Adopt = bin
 	r := &Results{Machine: machine(), Seeding: Seeding{Method: "client-go creates, 32 writers, 1,000 requests/s"}}
 	b := &bench{c: c, res: r}
-	// The render row needs no control plane; the spread and reconcile rows
-	// start their own.
-	if c.Only != "render" && c.Only != "spread" && c.Only != "reconcile" {
+	type row struct {
+		name   string
+		run    func(context.Context) error
+		shared bool // runs on the shared control plane (b.cp); the others need none or start their own
+	}
+	var rows []row
+	for _, r := range []row{
+		{"plan", b.planRows, true}, {"finalize", b.finalizeRow, true}, {"apply", b.applyRow, true}, {"fleet", b.fleetRow, true},
+		{"render", b.renderRow, false}, {"monorepo", b.monorepoRows, true}, {"spread", b.spreadRow, false},
+		{"fleetstatus", b.fleetStatusRow, true}, {"reconcile", b.reconcileRow, false},
+	} {
+		if c.Only == "" || strings.Contains(","+c.Only+",", ","+r.name+",") {
+			rows = append(rows, r)
+		}
+	}
+	if slices.ContainsFunc(rows, func(r row) bool { return r.shared }) {
 		cp, cs, err := startSeedable(ctx)
 		if err != nil {
 			return nil, err
@@ -279,12 +293,8 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		defer cp.Stop()
 		b.cp, b.cs = cp, cs
 	}
-	steps := map[string]func(context.Context) error{"plan": b.planRows, "finalize": b.finalizeRow, "apply": b.applyRow, "fleet": b.fleetRow, "render": b.renderRow, "monorepo": b.monorepoRows, "spread": b.spreadRow, "fleetstatus": b.fleetStatusRow, "reconcile": b.reconcileRow}
-	for _, name := range []string{"plan", "finalize", "apply", "fleet", "render", "monorepo", "spread", "fleetstatus", "reconcile"} {
-		if c.Only != "" && !strings.Contains(","+c.Only+",", ","+name+",") {
-			continue
-		}
-		if err := steps[name](ctx); err != nil {
+	for _, r := range rows {
+		if err := r.run(ctx); err != nil {
 			return nil, err
 		}
 	}
