@@ -566,52 +566,22 @@ func TestLeakSuite(t *testing.T) {
 	if out, err := c.Kubectl(ctx, nil, "scale", "deployment/"+deployName, "-n", nsHelm, "--replicas=1"); err != nil {
 		t.Fatalf("kubectl scale: %v: %s", err, out)
 	}
-	var pod *corev1.Pod
-	for pod == nil && ctx.Err() == nil {
-		w, err := c.Clientset().CoreV1().Pods(nsHelm).Watch(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.DeletionTimestamp == nil {
-				pod = p
-				break
-			}
-		}
-		w.Stop()
-	}
-	if pod == nil {
-		t.Fatalf("no pod of %s was created: %v", deployName, ctx.Err())
-	}
-	// The real scheduler first marks it unschedulable (the plane has no
-	// node); its mark, written after the status below, would replace it.
+	// The real scheduler first marks the pod unschedulable (the plane has
+	// no node); its mark, written after the status below, would replace it.
 	// So: its mark first, then bound to a node as the scheduler would, so
 	// that the scheduler leaves it alone.
-	unschedulable := func(p *corev1.Pod) bool {
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
-				return true
-			}
-		}
-		return false
+	podsOf := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}
+	if _, err := c.WaitUnschedulable(ctx, nsHelm, podsOf.LabelSelector); err != nil {
+		t.Fatalf("the pod of %s: %v", deployName, err)
 	}
-	for !unschedulable(pod) && ctx.Err() == nil {
-		w, err := c.Clientset().CoreV1().Pods(nsHelm).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				if pod = p; unschedulable(p) {
-					break
-				}
-			}
-		}
-		w.Stop()
-		if p, err := c.Clientset().CoreV1().Pods(nsHelm).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil && !unschedulable(pod) {
-			pod = p // a watch that ended early: from the newest version
-		}
+	list, err := c.Clientset().CoreV1().Pods(nsHelm).List(ctx, podsOf)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d pods of %s, want 1", len(list.Items), deployName)
+	}
+	pod := &list.Items[0]
 	if err := c.Clientset().CoreV1().Pods(nsHelm).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: nsHelm},
 		Target: corev1.ObjectReference{Kind: "Node", Name: "leak-node"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("bind the pod: %v", err)
