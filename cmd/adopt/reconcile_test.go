@@ -65,13 +65,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Fatal(err)
 	}
 	ns1, ns2 := cp.Namespace(t), cp.Namespace(t)
-	configMap := func(ns, name, value string) {
-		t.Helper()
-		cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + ns + `"},"data":{"k":"` + value + `"}}`
-		if out, err := cp.Kubectl(ctx, []byte(cm), "apply", "-f", "-"); err != nil {
-			t.Fatalf("kubectl apply: %v: %s", err, out)
-		}
-	}
+	configMap := func(ns, name, value string) { t.Helper(); kubectlApplyConfigMap(ctx, t, cp, ns, name, value) }
 	lockNS, as := ns1, []string(nil)
 	var grants *chartGrants
 	if !full {
@@ -513,13 +507,7 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 			t.Fatalf("kubectl label: %v: %s", err, out)
 		}
 	}
-	configMap := func(ns, name string) {
-		t.Helper()
-		cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + ns + `"},"data":{"k":"v"}}`
-		if out, err := cp.Kubectl(ctx, []byte(cm), "apply", "-f", "-"); err != nil {
-			t.Fatalf("kubectl apply: %v: %s", err, out)
-		}
-	}
+	configMap := func(ns, name string) { t.Helper(); kubectlApplyConfigMap(ctx, t, cp, ns, name, "v") }
 	for _, ns := range []string{pay1, pay2, search, loose} {
 		configMap(ns, "settings")
 	}
@@ -629,5 +617,15 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 	}
 	if n := prs(); n["adopt/prod/team-payments"] != 1 {
 		t.Errorf("a new object opened a second pull request for the team: %v", n)
+	}
+}
+
+// kubectlApplyConfigMap applies, as a runbook would with kubectl apply, a
+// ConfigMap ns/name holding k: value.
+func kubectlApplyConfigMap(ctx context.Context, t *testing.T, c *testenv.ControlPlane, ns, name, value string) {
+	t.Helper()
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"` + ns + `"},"data":{"k":"` + value + `"}}`
+	if out, err := c.Kubectl(ctx, []byte(cm), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v: %s", err, out)
 	}
 }
