@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -585,9 +586,11 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 	}
 
 	configMap(pay2, "limits")
-	// This run goes through a proxy that counts the API requests: the
-	// updated group's objects are each read once, to decide (the pass under
-	// the Lease reuses that read; the export lists their namespaces).
+	// This run goes through a proxy that records the API requests. The
+	// updated group's objects are read once to decide, before the Lease is
+	// taken; under the Lease the decision reuses that read, so each is read
+	// once more only to be exported: by a GET or by a list of its
+	// namespace or of the cluster, as the cluster's size has apply choose.
 	fp, err := testenv.StartFaultProxy(cp, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -598,15 +601,36 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("reconcile: exit %d: %s", code, errOut)
 	}
-	gets := map[string]int{}
+	type object struct {
+		ns, name      string
+		before, under int // reads before the Lease was taken, and under it
+	}
+	objects := []*object{{ns: pay1, name: "settings"}, {ns: pay2, name: "settings"}, {ns: pay2, name: "limits"}}
+	countOnly := regexp.MustCompile(`(^|&)limit=1($|&)`) // apply's count of a resource, not a read of its objects
+	locked := false
 	for _, r := range fp.Requests() {
-		if r.Method == http.MethodGet {
-			gets[r.Path]++
+		if r.Method != http.MethodGet {
+			locked = locked || strings.Contains(r.Path, "/leases")
+			continue
+		}
+		for _, o := range objects {
+			get := r.Path == "/api/v1/namespaces/"+o.ns+"/configmaps/"+o.name
+			list := (r.Path == "/api/v1/configmaps" || r.Path == "/api/v1/namespaces/"+o.ns+"/configmaps") &&
+				!strings.Contains(r.Query, "continue=") && !countOnly.MatchString(r.Query)
+			switch {
+			case locked && (get || list):
+				o.under++
+			case !locked && get: // plan's lists come before: they are not the decision's
+				o.before++
+			}
 		}
 	}
-	for _, obj := range []string{pay1 + "/configmaps/settings", pay2 + "/configmaps/settings", pay2 + "/configmaps/limits"} {
-		if n := gets["/api/v1/namespaces/"+obj]; n != 1 {
-			t.Errorf("the updated group's %s was read %d times; want once (to decide, in the pass before the Lease)", obj, n)
+	if !locked {
+		t.Fatalf("the run with a new object never took the Lease")
+	}
+	for _, o := range objects {
+		if o.before != 1 || o.under != 1 {
+			t.Errorf("the updated group's ConfigMap %s/%s was read %d time(s) before the Lease and %d under it; want once each (to decide, then to export)", o.ns, o.name, o.before, o.under)
 		}
 	}
 	if gr := groups["adopt/prod/team-payments"]; gr.Outcome != reconcile.Updated || gr.Objects != 3 {
