@@ -96,8 +96,8 @@ func StartArgoCD(ctx context.Context, cp *ControlPlane, version string) (*ArgoCD
 	}
 	a.Dir = dir
 	// The repo-server renders Helm-sourced Applications with helm from its
-	// PATH, the same helm the tests install releases with.
-	if a.helmDir, err = HelmBinaries(); err != nil {
+	// PATH: the version this Argo CD bundles.
+	if a.helmDir, err = HelmBinaries(BundledHelm(version)); err != nil {
 		return nil, err
 	}
 	// It renders kustomize-sourced Applications with kustomize from its
@@ -158,10 +158,15 @@ func (a *ArgoCD) start(ctx context.Context, step *time.Time) error {
 	}
 	a.timing("redis-server ready", step)
 
-	repo, err := a.spawn("argocd-repo-server",
-		"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
+	repoArgs := []string{"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(repoMetrics),
-		"--redis", a.Redis, "--disable-tls")
+		"--redis", a.Redis, "--disable-tls"}
+	if argoMinor(a.Version) >= 305 {
+		// Since v3.5 --disable-tls is refused beside a client CA path, and
+		// that path defaults to the image's mount point.
+		repoArgs = append(repoArgs, "--client-ca-path=")
+	}
+	repo, err := a.spawn("argocd-repo-server", repoArgs...)
 	if err != nil {
 		return err
 	}
@@ -264,8 +269,9 @@ func (a *ArgoCD) env(name string) ([]string, error) {
 		"TMPDIR=" + dirs["tmp"],
 		"HOME=" + dirs["home"],
 		"GIT_CONFIG_NOSYSTEM=1",
-		// The repo-server runs git with GIT_ASKPASS=argocd, helm and
-		// kustomize.
+		// The repo-server runs git with GIT_ASKPASS=argocd, helm,
+		// kustomize and (since v3.5, on every manifest generation) the
+		// image's git-verify-wrapper.sh, which the build puts beside argocd.
 		"PATH=" + strings.Join([]string{a.Dir, a.helmDir, a.kustomizeDir, os.Getenv("PATH")}, string(os.PathListSeparator)),
 	}, nil
 }
@@ -412,6 +418,9 @@ type AppStatus struct {
 	// Resources are the last sync's per-object results, as
 	// "Kind ns/name: status: message" lines (status Synced or SyncFailed).
 	Resources []string
+	// Refresh is the argocd.argoproj.io/refresh annotation asked for and
+	// not done yet ("normal" or "hard"); "" when there is none.
+	Refresh string
 }
 
 // Failed reports whether the last sync failed for some object. Automated
@@ -455,6 +464,7 @@ func (a *ArgoCD) ApplicationStatus(ctx context.Context, name string) (AppStatus,
 		Revision:         str("status", "sync", "revision"),
 		OperationPhase:   str("status", "operationState", "phase"),
 		OperationMessage: str("status", "operationState", "message"),
+		Refresh:          u.GetAnnotations()["argocd.argoproj.io/refresh"],
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {

@@ -11,10 +11,10 @@ import (
 	"strings"
 )
 
-// HelmBinaries builds (once, cached) the real helm CLI and returns the
-// directory holding it.
-func HelmBinaries() (string, error) {
-	return buildTool("helm", "build-helm.sh", 1)
+// HelmBinaries builds (once, cached) the real helm CLI version (for
+// example "v3.18.6") and returns the directory holding it.
+func HelmBinaries(version string) (string, error) {
+	return buildTool("helm "+version, "build-helm.sh", 1, version)
 }
 
 // Helm runs the real helm CLI as admin against a control plane, with its
@@ -32,7 +32,7 @@ type Helm struct {
 
 // NewHelm builds helm if needed and prepares its directories under dir.
 func NewHelm(cp *ControlPlane, dir string) (*Helm, error) {
-	bin, err := HelmBinaries()
+	bin, err := HelmBinaries(HelmVersion)
 	if err != nil {
 		return nil, err
 	}

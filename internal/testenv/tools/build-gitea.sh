@@ -22,11 +22,9 @@ exec 9>"$cache/.lock"
 flock 9
 if complete; then echo "$cache"; exit 0; fi
 
-dir=$(cd / && go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-  echo "build-gitea.sh: could not download $mod@$version from the module proxy" >&2
-  exit 1
-fi
+script=build-gitea.sh
+. "$(dirname "$0")/lib.sh"
+dir=$(module_dir "$mod@$version")
 echo "building Gitea $version from $dir into $cache (about 7 minutes on 2 cores, once)" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")

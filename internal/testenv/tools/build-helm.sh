@@ -5,7 +5,8 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin/helm-<version>/helm
 #
 # usage: build-helm.sh [VERSION]   (default v3.18.6, the Helm minor that
-# Argo CD v3.2 bundles; any v3.x tag)
+# Argo CD v3.2 bundles; v4.3.2 is the one Argo CD v3.6 bundles; any v3.x
+# or v4.x tag)
 #
 # The CLI is built as its own main module, in the module's directory in the
 # module cache, so it may be newer than the helm.sh/helm/v3 library that
@@ -14,7 +15,7 @@
 # complete. Prints the cache directory on stdout.
 set -euo pipefail
 version=${1:-v3.18.6}
-mod=helm.sh/helm/v3
+mod=helm.sh/helm/v${version:1:1}
 cache=${ADOPT_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin}/helm-$version
 mkdir -p "$cache"
 complete() { [ -x "$cache/helm" ]; }
@@ -22,18 +23,17 @@ exec 9>"$cache/.lock"
 flock 9
 if complete; then echo "$cache"; exit 0; fi
 
-dir=$(cd / && go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-  echo "build-helm.sh: could not download $mod@$version from the module proxy" >&2
-  exit 1
-fi
+script=build-helm.sh
+. "$(dirname "$0")/lib.sh"
+toolchain=$(module_toolchain "$mod@$version")
+dir=$(module_dir "$mod@$version" "$toolchain")
 echo "building helm $version from $dir into $cache (about 4 minutes on 2 cores, once)" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-pkg=helm.sh/helm/v3/internal/version
+pkg=$mod/internal/version
 ldflags="-s -w -X $pkg.version=$version -X $pkg.gitTreeState=clean"
-(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$tmp/helm" ./cmd/helm)
+(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=${toolchain:-local} go build -trimpath -ldflags "$ldflags" -o "$tmp/helm" ./cmd/helm)
 "$tmp/helm" version --short >&2
 mv -f "$tmp/helm" "$cache/helm"
 echo "built helm $version in $(( $(date +%s) - start ))s, $(du -m "$cache/helm" | cut -f1) MB" >&2

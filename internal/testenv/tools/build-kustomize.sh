@@ -5,7 +5,8 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/adopt/testbin/kustomize-<version>/kustomize
 #
 # usage: build-kustomize.sh [VERSION]   (default v5.7.0, the kustomize that
-# Argo CD v3.2 bundles; Argo CD v2.14 bundles v5.4.3)
+# Argo CD v3.2 bundles; Argo CD v2.14 bundles v5.4.3, v3.6 bundles v5.8.3,
+# which needs Go 1.27: lib.sh picks the toolchain)
 #
 # The CLI is built as its own main module, in the module's directory in the
 # module cache, so its kustomize/api and kyaml need not match what adopt
@@ -21,11 +22,10 @@ exec 9>"$cache/.lock"
 flock 9
 if complete; then echo "$cache"; exit 0; fi
 
-dir=$(cd / && go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-  echo "build-kustomize.sh: could not download $mod@$version from the module proxy" >&2
-  exit 1
-fi
+script=build-kustomize.sh
+. "$(dirname "$0")/lib.sh"
+toolchain=$(module_toolchain "$mod@$version")
+dir=$(module_dir "$mod@$version" "$toolchain")
 echo "building kustomize $version from $dir into $cache (about a minute on 2 cores, once)" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
@@ -33,7 +33,7 @@ trap 'rm -rf "$tmp"' EXIT
 # As kustomize's own release does: `kustomize version` prints $version.
 pkg=sigs.k8s.io/kustomize/api/provenance
 ldflags="-s -w -X $pkg.version=kustomize/$version -X $pkg.buildDate=1970-01-01T00:00:00Z"
-(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "$ldflags" -o "$tmp/kustomize" .)
+(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=${toolchain:-local} go build -trimpath -ldflags "$ldflags" -o "$tmp/kustomize" .)
 "$tmp/kustomize" version >&2
 mv -f "$tmp/kustomize" "$cache/kustomize"
 echo "built kustomize $version in $(( $(date +%s) - start ))s, $(du -m "$cache/kustomize" | cut -f1) MB" >&2
