@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/argoproj/argo-cd/v2/util/security"
+
 	"github.com/adopt-dev/adopt/adopt/objref"
 )
 
@@ -36,6 +38,8 @@ const (
 	AnnotationInstallationID = "argocd.argoproj.io/installation-id"
 	DefaultInstanceLabelKey  = "app.kubernetes.io/instance"
 	ConfigMapName            = "argocd-cm"
+	ParamsConfigMapName      = "argocd-cmd-params-cm"
+	keyAppNamespaces         = "application.namespaces"
 	keyTrackingMethod        = "application.resourceTrackingMethod"
 	keyInstanceLabelKey      = "application.instanceLabelKey"
 	keyInstallationID        = "installationID"
@@ -61,6 +65,13 @@ type Tracking struct {
 	VersionSource string `json:"versionSource,omitempty" yaml:"versionSource,omitempty"`
 	// Reason says where Method came from, for the user.
 	Reason string `json:"reason" yaml:"reason"`
+	// AppNamespaces is application.namespaces of argocd-cmd-params-cm:
+	// the namespaces besides Namespace whose Applications Argo CD runs
+	// (Argo CD's patterns: a glob, or a regular expression between
+	// slashes). AppNamespacesRead is false when it could not be read, and
+	// then an Application in any namespace counts as running.
+	AppNamespaces     []string `json:"appNamespaces,omitempty" yaml:"appNamespaces,omitempty"`
+	AppNamespacesRead bool     `json:"appNamespacesRead,omitempty" yaml:"appNamespacesRead,omitempty"`
 }
 
 // ReadTracking reads the tracking configuration from argocd-cm in namespace
@@ -95,7 +106,49 @@ func ReadTracking(ctx context.Context, c kubernetes.Interface, ns, version strin
 	t := TrackingFromConfig(cm, ns, version)
 	t.VersionSource = source
 	t.Installed = true
+	params, err := c.CoreV1().ConfigMaps(ns).Get(ctx, ParamsConfigMapName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		t.AppNamespacesRead = true // Argo CD's default: its own namespace only
+	case apierrors.IsForbidden(err):
+		// Not known: every namespace counts as watched.
+	case err != nil:
+		return Tracking{}, fmt.Errorf("read ConfigMap %s/%s: %w", ns, ParamsConfigMapName, err)
+	default:
+		t.AppNamespaces, t.AppNamespacesRead = appNamespaces(params.Data[keyAppNamespaces]), true
+	}
 	return t, nil
+}
+
+// appNamespaces splits application.namespaces as Argo CD does: a comma
+// separated list, each entry trimmed, empty entries dropped.
+func appNamespaces(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Runs reports whether Argo CD reconciles Applications in namespace ns: its
+// own namespace, or one that application.namespaces matches, by Argo CD's
+// own rule (or any, when that setting could not be read).
+func (t Tracking) Runs(ns string) bool {
+	return !t.AppNamespacesRead || security.IsNamespaceEnabled(ns, t.Namespace, t.AppNamespaces)
+}
+
+// NotRun says why the Application key (namespace/name) in a namespace Argo
+// CD does not watch never runs, and what to do.
+func (t Tracking) NotRun(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	set := "not set"
+	if len(t.AppNamespaces) > 0 {
+		set = fmt.Sprintf("%q", strings.Join(t.AppNamespaces, ","))
+	}
+	return fmt.Sprintf("Application %s is not run by Argo CD: namespace %s is neither Argo CD's namespace %s nor in %s of %s/%s (%s); add %s there (and to its AppProject's sourceNamespaces) and restart argocd-server and the application controller, or move the Application to %s",
+		key, ns, t.Namespace, keyAppNamespaces, t.Namespace, ParamsConfigMapName, set, ns, t.Namespace)
 }
 
 // defaultMethod is Argo CD's default tracking method for the version
@@ -279,11 +332,15 @@ func (t Tracking) Check(r objref.Ref, labels, annotations map[string]string, app
 	if m.ID != nil && !m.ID.Names(r) {
 		return Tracked{Stale: fmt.Sprintf("tracking id %q names %s, not this object (copied annotation?)", m.ID.String(), m.ID.Ref.String())}
 	}
-	if key := t.AppKey(m.App); apps.Verified && !apps.Has(key) {
+	key := t.AppKey(m.App)
+	if apps.Verified && !apps.Has(key) {
 		if dest := apps.elsewhere[key]; dest != "" {
 			return Tracked{Stale: fmt.Sprintf("names Application %s, which deploys to %s, not this cluster", key, dest)}
 		}
 		return Tracked{Stale: fmt.Sprintf("names Application %s, which does not exist", key)}
+	}
+	if ns, _, _ := strings.Cut(key, "/"); !t.Runs(ns) {
+		return Tracked{Stale: "names " + t.NotRun(key)}
 	}
 	// Without the Application CRD (Argo CD not installed) or without the
 	// right to list Applications, a well-formed mark is taken at its word;

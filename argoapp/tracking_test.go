@@ -119,3 +119,24 @@ func FuzzParseTrackingID(f *testing.F) {
 		}
 	})
 }
+
+// TestRunsFollowsApplicationNamespaces: Argo CD runs the Applications of
+// its own namespace and of those application.namespaces matches (a glob,
+// or a regular expression between slashes); unread, every namespace counts.
+func TestRunsFollowsApplicationNamespaces(t *testing.T) {
+	tr := Tracking{Namespace: "argocd", AppNamespaces: appNamespaces(" team-*, /^prod-[a-z]+$/ ,,"), AppNamespacesRead: true}
+	for ns, want := range map[string]bool{"argocd": true, "team-a": true, "prod-eu": true, "prod-1": false, "other": false, "argocd-x": false} {
+		if got := tr.Runs(ns); got != want {
+			t.Errorf("Runs(%q) = %v, want %v", ns, got, want)
+		}
+	}
+	if !(Tracking{Namespace: "argocd"}).Runs("other") {
+		t.Error("unread application.namespaces: every namespace should count as run")
+	}
+	apps := NewApplications([]string{"other/web"})
+	got := tr.Check(objref.Ref{Kind: "ConfigMap", Namespace: "web", Name: "cfg"}, nil,
+		map[string]string{AnnotationTrackingID: "other_web:/ConfigMap:web/cfg"}, apps)
+	if got.App != "" || !strings.Contains(got.Stale, "Application other/web is not run by Argo CD") || !strings.Contains(got.Stale, `("team-*,/^prod-[a-z]+$/")`) {
+		t.Errorf("Check: %+v; want a stale mark naming other/web and the setting", got)
+	}
+}

@@ -105,6 +105,7 @@ func Build(in Inputs) *Plan {
 	} else if !in.Apps.Verified {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDUnchecked, Severity: Warning, Message: in.Apps.Note})
 	}
+	p.Findings = append(p.Findings, notRun(in.Apps, in.Tracking)...)
 	if ix := in.Index; ix != nil {
 		p.Repo = &Repo{Source: ix.Source, Remote: ix.Remote.Name, RemoteURL: ix.Remote.URL, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations,
 			Rendered: ix.Rendered, SkippedFiles: ix.Skipped, Unrendered: ix.Unrendered}
@@ -170,7 +171,7 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
-	owned, ownedFindings := existingRenders(in.Apps, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Tracking.Namespace, in.Charts)
+	owned, ownedFindings := existingRenders(in.Apps, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Tracking, in.Charts)
 	p.Findings = append(p.Findings, ownedFindings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {

@@ -22,6 +22,9 @@ const (
 	// CodeSourceNotRendered: an existing Application's source from the
 	// repo could not be rendered, so what it syncs is not known.
 	CodeSourceNotRendered = "application-source-not-rendered"
+	// CodeAppNotRun: an Application in a namespace Argo CD does not watch
+	// (application.namespaces), so it never syncs.
+	CodeAppNotRun = "application-not-run"
 )
 
 // Existing is an Application that already exists and renders objects of
@@ -74,12 +77,25 @@ type owner struct {
 	ix *gitindex.Index
 }
 
+// notRun is a finding for each Application deploying here that Argo CD
+// does not run, because its namespace is not watched.
+func notRun(apps argoapp.Applications, tr argoapp.Tracking) []Finding {
+	var fs []Finding
+	for _, s := range apps.Specs {
+		if s.Pending == "" && !tr.Runs(s.Namespace) {
+			fs = append(fs, Finding{Code: CodeAppNotRun, Severity: Warning, Message: tr.NotRun(s.Key()) + "; what it would sync counts as untracked"})
+		}
+	}
+	return fs
+}
+
 // existingRenders renders every source of every existing Application that
 // reads the plan's repo (its repoURL and where that came from; compared
 // as argoapp.SameRepo compares them). A source adopt cannot render is a
 // finding naming the Application and why, and so are the sources that
 // read other repos (otherRepos).
-func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, repoFrom, argoNS string, charts helmrelease.Renderer) (appRenders, []Finding) {
+func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, repoFrom string, tr argoapp.Tracking, charts helmrelease.Renderer) (appRenders, []Finding) {
+	argoNS := tr.Namespace
 	specs := apps.Specs
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
 	if ix == nil {
@@ -97,6 +113,9 @@ func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, rep
 			fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
 				Message: fmt.Sprintf("Application %s could not be read (%s): objects it syncs may be proposed again", s.Key(), s.Err)})
 			continue
+		}
+		if s.Pending == "" && !tr.Runs(s.Namespace) {
+			continue // never syncs (notRun says so)
 		}
 		s.Instance = s.InstanceName(argoNS)
 		for _, src := range s.Sources {

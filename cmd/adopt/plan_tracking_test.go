@@ -75,7 +75,8 @@ func plNames(p *plan.Plan, ns string) map[string]*plan.Object {
 }
 
 // TestPlanTrackingMethods runs every tracking method of argocd-cm (with a
-// custom instance label key, apps in any namespace and an installation id)
+// custom instance label key, apps in any namespace enabled or not by
+// argocd-cmd-params-cm's application.namespaces, and an installation id)
 // against real Application CRs, and checks which objects count as tracked
 // and which tracking marks are stale.
 func TestPlanTrackingMethods(t *testing.T) {
@@ -93,6 +94,9 @@ func TestPlanTrackingMethods(t *testing.T) {
 		tracked []string          // counted as tracked: absent from the plan
 		stale   map[string]string // in the plan with stale tracking containing
 		plain   []string          // in the plan, no stale tracking
+		// appNamespaces is application.namespaces of argocd-cmd-params-cm
+		// (the team's namespace when "").
+		appNamespaces string
 	}{
 		{
 			name:    "annotation",
@@ -100,6 +104,15 @@ func TestPlanTrackingMethods(t *testing.T) {
 			tracked: []string{"by-id", "any-ns"},
 			stale: map[string]string{"to-missing-app": "does not exist", "copied-id": "not this object",
 				"blue-install": "installation", "green-install": "installation"},
+			plain: []string{"by-label", "untracked"},
+		},
+		{
+			name:          "annotation, apps in the team's namespace not enabled",
+			cm:            map[string]string{"application.resourceTrackingMethod": "annotation"},
+			appNamespaces: "other-*",
+			tracked:       []string{"by-id"},
+			stale: map[string]string{"to-missing-app": "does not exist", "copied-id": "not this object",
+				"blue-install": "installation", "green-install": "installation", "any-ns": "is not run by Argo CD"},
 			plain: []string{"by-label", "untracked"},
 		},
 		{
@@ -135,6 +148,12 @@ func TestPlanTrackingMethods(t *testing.T) {
 			}
 			plKubectl(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: %s\ndata:\n%s", argo, cmData), "apply", "-f", "-")
 			defer cp.Kubectl(context.Background(), nil, "-n", argo, "delete", "cm", "argocd-cm")
+			appNamespaces := tc.appNamespaces
+			if appNamespaces == "" {
+				appNamespaces = team
+			}
+			plKubectl(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cmd-params-cm\n  namespace: %s\ndata:\n  application.namespaces: %q\n", argo, appNamespaces), "apply", "-f", "-")
+			defer cp.Kubectl(context.Background(), nil, "-n", argo, "delete", "cm", "argocd-cmd-params-cm")
 			objs := []string{
 				plCM(ns, "by-id", nil, id("web", ns, "by-id")),
 				plCM(ns, "any-ns", nil, id(team+"_api", ns, "any-ns")),
