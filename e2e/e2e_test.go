@@ -33,9 +33,10 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-// Versions are the Argo CD releases of the matrix (issue 10): the last v2,
-// and a v3 in 3.1.0-3.3.1, where the client-side-apply migration trap is.
-var versions = []string{"v2.14.21", "v3.2.6"}
+// endToEndVersions are the Argo CD releases the end-to-end story runs on:
+// the oldest still common, one in 3.1.0-3.3.1, where the client-side-apply
+// migration trap is (issue 10: apply must avoid it), and the current GA.
+var endToEndVersions = []string{testenv.ArgoCDOldest, testenv.ArgoCDTrap, testenv.ArgoCDCurrent}
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -52,7 +53,7 @@ const (
 // other (each starts its own control plane, scheduler and Argo CD; two at
 // once do not fit on 2 cores).
 func TestEndToEnd(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range endToEndVersions {
 		t.Run(v, func(t *testing.T) { endToEnd(t, v) })
 	}
 }
@@ -69,7 +70,7 @@ func startControlPlane(ctx context.Context, t *testing.T) *testenv.ControlPlane 
 }
 
 // startArgoCD starts Argo CD version on cp, stopped when t ends, and logs
-// how long each step took. It tracks by annotation on both versions: the
+// how long each step took. It tracks by annotation on every version: the
 // incident's cluster does (its ConfigMap "carries no
 // argocd.argoproj.io/tracking-id").
 func startArgoCD(ctx context.Context, t *testing.T, cp *testenv.ControlPlane, version string) *testenv.ArgoCD {

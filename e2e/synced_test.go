@@ -53,7 +53,7 @@ const replicaManager = "replica-manager"
 // Application stays Synced while it scales. And a replica count a person
 // changes with kubectl after the plan is not ignored: Argo CD sets it back.
 func TestAdoptedStaysSynced(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range testenv.ArgoCDMatrix {
 		t.Run(v, func(t *testing.T) { staysSynced(t, v) })
 	}
 }

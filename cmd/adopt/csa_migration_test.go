@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -238,4 +239,81 @@ func TestCSAMigrationPredictionMatchesKubectl(t *testing.T) {
 	if got := budget.AnnotationBytes(cm.Annotations); got != ob.CSAMigration.Bytes {
 		t.Errorf("kubectl wrote %d B of annotations, plan predicted %d B", got, ob.CSAMigration.Bytes)
 	}
+}
+
+// TestCSATrapFromControllerWorkload: adopt learns the Argo CD version from
+// the application controller's workload, here the StatefulSet of each
+// release's own install manifest (manifests/install.yaml of the module
+// the tests build Argo CD from, with the release's image tag), applied to
+// a namespace of its own. The incident's hook at 98.1% of the cap, its Git
+// copy 4.8 KB larger, is then a critical first-sync failure on v3.2.6 and
+// nothing on v3.6.2, where the trap rule does not apply.
+func TestCSATrapFromControllerWorkload(t *testing.T) {
+	ns := cp.Namespace(t)
+	n := seedHook(t, cp, ns, 257270)
+	g, err := testenv.StartGitServer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	url, err := g.CreateRepo("gitops", map[string]string{"k8s/system/hook.yaml": csaHook(ns, n+4800, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version string
+		trap    bool
+	}{{testenv.ArgoCDTrap, true}, {testenv.ArgoCDCurrent, false}} {
+		t.Run(tc.version, func(t *testing.T) {
+			argoNS := cp.Namespace(t)
+			sts := controllerStatefulSet(t, tc.version)
+			kc(t, sts, "apply", "-n", argoNS, "-f", "-")
+			out, errOut, code := adopt(t, "plan", "-n", ns, "-q", "-o", "json", "--repo", url, "--argocd-namespace", argoNS)
+			if code != 0 && code != ExitFindings {
+				t.Fatalf("plan exited %d: %s", code, errOut)
+			}
+			var p plan.Plan
+			if err := json.Unmarshal([]byte(out), &p); err != nil {
+				t.Fatalf("plan -o json: %v", err)
+			}
+			if p.Tracking.Version != tc.version || !strings.Contains(p.Tracking.VersionSource, "image tag") {
+				t.Fatalf("version %q from %q; want %s from the controller's image tag", p.Tracking.Version, p.Tracking.VersionSource, tc.version)
+			}
+			ob := p.Object("ConfigMap " + ns + "/litellm-test-usage-hook")
+			if ob == nil {
+				t.Fatalf("the hook is not in the plan:\n%s", out)
+			}
+			f := finding(ob, plan.CodeCSAMigrationFails)
+			if tc.trap != (f != nil) || tc.trap != ob.CSAMigration.Fails {
+				t.Fatalf("on %s: trap finding %+v, csaMigration %+v; want the trap %v", tc.version, f, ob.CSAMigration, tc.trap)
+			}
+		})
+	}
+}
+
+// controllerStatefulSet is the argocd-application-controller StatefulSet
+// of Argo CD version's install manifest, as YAML.
+func controllerStatefulSet(t *testing.T, version string) []byte {
+	t.Helper()
+	dir, err := testenv.ArgoCDBinaries(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var m struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if yaml.Unmarshal([]byte(doc), &m) == nil && m.Kind == "StatefulSet" && m.Metadata.Name == "argocd-application-controller" {
+			return []byte(doc)
+		}
+	}
+	t.Fatalf("Argo CD %s's install.yaml has no StatefulSet argocd-application-controller", version)
+	return nil
 }

@@ -40,14 +40,15 @@ import (
 // Applications; finalize --plan DIR --sync starts their first sync, the
 // real application controller syncs into both workload clusters, and the
 // annotation is removed on both, with one journal per cluster, the objects
-// still there. On v3.2.6 a third sprint takes the clusters from the
+// still there. On the current GA a third sprint takes the clusters from the
 // management cluster (--argocd-clusters=fleet=sprint) with a kubeconfig
 // that has no workload context: plan, apply and finalize reach both
 // clusters through their cluster Secrets' credentials alone. The cluster
 // Secrets' tokens and CA data appear in no output, plan file, journal or
-// commit.
+// commit. On v3.2.6 only the client-side-apply migration trap runs
+// (fleetCSATrap).
 func TestFleetOnRealArgoCD(t *testing.T) {
-	for _, v := range []string{"v3.2.6", "v2.14.21"} {
+	for _, v := range []string{testenv.ArgoCDCurrent, testenv.ArgoCDOldest, testenv.ArgoCDTrap} {
 		t.Run(v, func(t *testing.T) { fleetOnArgoCD(t, v) })
 	}
 }
@@ -295,30 +296,19 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		}
 		return f, applyArgs
 	}
-	f, applyArgs := sprint([2]string{"print(1)", "print(1)"}, false)
-	sprint([2]string{"print('eu')", "print('us')"}, false)
-	if version == "v3.2.6" { // one version is enough for the same flow
-		sprint([2]string{"print(2)", "print(2)"}, true)
-		// v3.2.6 has the client-side-apply migration trap.
+	switch version {
+	case testenv.ArgoCDTrap:
+		// The client-side-apply migration trap of 3.1.0-3.3.1; the rest of
+		// the flow runs on the other versions.
 		fleetCSATrap(ctx, t, a, mgmt, w2, run, url, bare)
+	default:
+		f, applyArgs := sprint([2]string{"print(1)", "print(1)"}, false)
+		sprint([2]string{"print('eu')", "print('us')"}, false)
+		if version == testenv.ArgoCDCurrent { // one version is enough for the same flow
+			sprint([2]string{"print(2)", "print(2)"}, true)
+		}
+		fleetRefusesOtherClusters(t, f, applyArgs, mgmt, w2, run)
 	}
-
-	// A fleet plan for other clusters (the contexts now name each other's
-	// servers), and a plan file edited after planning, are refused.
-	swapped := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": w2, "w2": cp, "mgmt": mgmt})
-	var sw, swErr bytes.Buffer
-	if code := runAdopt(t, "adopt", append([]string{"--kubeconfig", swapped}, append(applyArgs, "--dry-run")...), strings.NewReader(""), &sw, &swErr); code != ExitUsage || !strings.Contains(swErr.String(), "was made for cluster") {
-		t.Errorf("apply of a fleet plan for other clusters: exit %d: %s", code, swErr.String())
-	}
-	w1File := f.Files["w1"]
-	b, _ := os.ReadFile(w1File)
-	if err := os.WriteFile(w1File, bytes.Replace(b, []byte("context: w1"), []byte("context: w9"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errOut, code := run(append(applyArgs, "--dry-run")...); code != ExitUsage || !strings.Contains(errOut, w1File+" was edited after it was planned") {
-		t.Errorf("apply of an edited plan file: exit %d: %s", code, errOut)
-	}
-	_ = os.WriteFile(w1File, b, 0o644)
 
 	for _, dir := range planDirs {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -336,6 +326,28 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		scan.add(fmt.Sprintf("output %d", i), o)
 	}
 	scan.check(t)
+}
+
+// fleetRefusesOtherClusters: a fleet plan for other clusters (the contexts
+// now name each other's servers), and a plan file edited after planning,
+// are refused.
+func fleetRefusesOtherClusters(t *testing.T, f *fleet.Fleet, applyArgs []string, mgmt, w2 *testenv.ControlPlane, run func(...string) (string, string, int)) {
+	t.Helper()
+	swapped := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": w2, "w2": cp, "mgmt": mgmt})
+	var sw, swErr bytes.Buffer
+	if code := runAdopt(t, "adopt", append([]string{"--kubeconfig", swapped}, append(applyArgs, "--dry-run")...), strings.NewReader(""), &sw, &swErr); code != ExitUsage || !strings.Contains(swErr.String(), "was made for cluster") {
+		t.Errorf("apply of a fleet plan for other clusters: exit %d: %s", code, swErr.String())
+	}
+	w1File := f.Files["w1"]
+	b, _ := os.ReadFile(w1File)
+	if err := os.WriteFile(w1File, bytes.Replace(b, []byte("context: w1"), []byte("context: w9"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(append(applyArgs, "--dry-run")...); code != ExitUsage || !strings.Contains(errOut, w1File+" was edited after it was planned") {
+		t.Errorf("apply of an edited plan file: exit %d: %s", code, errOut)
+	}
+	_ = os.WriteFile(w1File, b, 0o644)
+
 }
 
 // fleetCSATrap: the client-side-apply migration trap under the names an

@@ -22,7 +22,7 @@ import (
 // must never reach a plan, a commit, or anything adopt prints.
 const helmPassword = "helmpw-CANARY-5e6f7a8b"
 
-func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, "v3.2.6") }
+func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, testenv.ArgoCDCurrent) }
 
 // helmE2E: three real Helm releases on a real control plane, installed by
 // the real helm CLI from a chart repository served on loopback:
@@ -336,4 +336,4 @@ func equalUIDs(a, b map[string]types.UID) bool {
 
 // TestHelmReleaseOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label, so the Applications are named after their releases.
-func TestHelmReleaseOnRealArgoCDv2(t *testing.T) { helmE2E(t, "v2.14.21") }
+func TestHelmReleaseOnRealArgoCDv2(t *testing.T) { helmE2E(t, testenv.ArgoCDOldest) }

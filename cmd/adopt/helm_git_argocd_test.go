@@ -22,11 +22,11 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-func TestHelmChartInGitOnRealArgoCDv3(t *testing.T) { helmGitE2E(t, "v3.2.6") }
+func TestHelmChartInGitOnRealArgoCDv3(t *testing.T) { helmGitE2E(t, testenv.ArgoCDCurrent) }
 
 // TestHelmChartInGitOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label, so the Applications are named after their releases.
-func TestHelmChartInGitOnRealArgoCDv2(t *testing.T) { helmGitE2E(t, "v2.14.21") }
+func TestHelmChartInGitOnRealArgoCDv2(t *testing.T) { helmGitE2E(t, testenv.ArgoCDOldest) }
 
 // helmGitE2E: three releases installed by the real helm CLI from a
 // checkout of the GitOps repo (`helm upgrade --install NAME

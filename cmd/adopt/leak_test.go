@@ -143,7 +143,7 @@ func TestLeakSuite(t *testing.T) {
 	// Gitea starts while the control plane and Argo CD do.
 	giteaUp := giteaInBackground(ctx, t)
 	c := startControlPlane(ctx, t)
-	a, err := testenv.StartArgoCD(ctx, c, "v3.2.6")
+	a, err := testenv.StartArgoCD(ctx, c, testenv.ArgoCDCurrent)
 	if err != nil {
 		t.Fatal(err) // never a skip: Argo CD must start here and in CI
 	}

@@ -20,11 +20,11 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-func TestRealRepoOnRealArgoCDv3(t *testing.T) { realRepoOracle(t, "v3.2.6") }
+func TestRealRepoOnRealArgoCDv3(t *testing.T) { realRepoOracle(t, testenv.ArgoCDCurrent) }
 
 // TestRealRepoOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label.
-func TestRealRepoOnRealArgoCDv2(t *testing.T) { realRepoOracle(t, "v2.14.21") }
+func TestRealRepoOnRealArgoCDv2(t *testing.T) { realRepoOracle(t, testenv.ArgoCDOldest) }
 
 // realRepoOracle (issue 34, Oracle): the example-apps fixture (modelled on
 // argoproj/argocd-example-apps, see testdata/realrepos) is applied by hand

@@ -40,14 +40,14 @@ import (
 // never syncing it without --sync; a Lease another run holds stops the
 // run. Every answer comes from Gitea's API and the cluster, never from
 // local state.
-func TestReconcileOnRealArgoCDv3(t *testing.T) { reconcileLoop(t, "v3.2.6", true) }
+func TestReconcileOnRealArgoCDv3(t *testing.T) { reconcileLoop(t, testenv.ArgoCDCurrent, true) }
 
 // TestReconcileOnRealArgoCDv2: on Argo CD v2.14.21, run as the chart's
 // ServiceAccount (impersonated) with the chart's RBAC: a hand-applied
 // object opens one pull request, and once merged and synced it is
 // finalized; without any one of the grants the run fails at the step that
 // needs it, naming what is missing (sufficient and minimal).
-func TestReconcileOnRealArgoCDv2(t *testing.T) { reconcileLoop(t, "v2.14.21", false) }
+func TestReconcileOnRealArgoCDv2(t *testing.T) { reconcileLoop(t, testenv.ArgoCDOldest, false) }
 
 func reconcileLoop(t *testing.T, version string, full bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

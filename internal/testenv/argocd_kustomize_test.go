@@ -10,11 +10,11 @@ import (
 )
 
 func TestArgoCDv2RendersKustomizeOverlay(t *testing.T) {
-	testArgoCDRendersKustomizeOverlay(t, "v2.14.21")
+	testArgoCDRendersKustomizeOverlay(t, ArgoCDOldest)
 }
 
 func TestArgoCDv3RendersKustomizeOverlay(t *testing.T) {
-	testArgoCDRendersKustomizeOverlay(t, "v3.2.6")
+	testArgoCDRendersKustomizeOverlay(t, ArgoCDCurrent)
 }
 
 // kustomizeRepo is a base and a prod overlay that renames, moves, patches

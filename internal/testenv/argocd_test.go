@@ -2,23 +2,26 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestArgoCDv2AdoptsHandAppliedConfigMap(t *testing.T) {
-	testArgoCDAdoptsHandAppliedConfigMap(t, "v2.14.21")
+	testArgoCDAdoptsHandAppliedConfigMap(t, ArgoCDOldest)
 }
 
 func TestArgoCDv3AdoptsHandAppliedConfigMap(t *testing.T) {
-	testArgoCDAdoptsHandAppliedConfigMap(t, "v3.2.6")
+	testArgoCDAdoptsHandAppliedConfigMap(t, ArgoCDCurrent)
 }
 
 // testArgoCDAdoptsHandAppliedConfigMap hand-applies a large ConfigMap with
@@ -200,16 +203,45 @@ func apiSyncStatus(ctx context.Context, server, token, app string) (string, erro
 	return out.Status.Sync.Status, nil
 }
 
-// TestArgoCDv3ClientSideApplyMigrationTrap reproduces issue 10 on a real
-// Argo CD v3.2.6: a hand-applied ConfigMap at about 98% of the annotation
-// cap, whose Git copy is about 6 KB larger, fails its first sync with
-// ServerSideApply=true, because the client-side apply migration writes the
-// last-applied annotation with the old manager and passes the cap; the
-// object is left untouched. The same object with
-// ClientSideApplyMigration=false syncs.
-func TestArgoCDv3ClientSideApplyMigrationTrap(t *testing.T) {
-	cp, a := sharedArgoCD(t, "v3.2.6")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+// TestFirstSyncByVersion measures what each tested Argo CD does at the
+// first sync (ServerSideApply=true) of a hand-applied object, on real
+// controllers, for docs/argocd-versions.md. Each case is a ConfigMap of its
+// own namespace with its own Application:
+//
+//   - big: applied client-side at 98.1% of the annotation cap, its Git copy
+//     6 KB larger. On 3.1.0-3.3.1 the client-side-apply migration writes
+//     last-applied as the old manager, passes the cap and fails the sync,
+//     leaving the object as it was (issue 10); elsewhere it syncs.
+//   - big-fixed: the same with ClientSideApplyMigration=false: syncs on all.
+//   - csa: a small one applied client-side (manager
+//     kubectl-client-side-apply, an Update): last-applied is gone after the
+//     first sync.
+//   - runbook: applied client-side, then `kubectl apply --server-side` (the
+//     runbook's migration; kubectl-last-applied owns the annotation, an
+//     Apply): last-applied stays, for finalize to remove.
+//
+// It also counts the dry-run requests the API server serves for
+// ConfigMaps while the synced csa Application is refreshed: server-side
+// diff does one per resource, client-side diff none.
+func TestFirstSyncByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version        string
+		trap           bool // the big one fails its first sync
+		serverSideDiff bool // a refresh does dry-run applies
+	}{
+		{ArgoCDOldest, false, false},
+		{ArgoCDTrap, true, false},
+		{ArgoCDCurrent, false, true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			firstSync(t, tc.version, tc.trap, tc.serverSideDiff)
+		})
+	}
+}
+
+func firstSync(t *testing.T, version string, trap, serverSideDiff bool) {
+	cp, a := sharedArgoCD(t, version)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	g, err := StartGitServer("", "")
 	if err != nil {
@@ -221,19 +253,35 @@ func TestArgoCDv3ClientSideApplyMigrationTrap(t *testing.T) {
 	extra := usageHook(6 << 10)
 	files := map[string]string{}
 	namespaces := map[string]string{}
-	for _, name := range []string{"trap", "fixed"} {
+	for _, name := range []string{"big", "big-fixed"} {
 		ns := cp.Namespace(t)
 		namespaces[name] = ns
 		hook := hookForAnnotationBytes(t, cp, ns, target)
 		files["apps/"+name+"/configmap.yaml"] = configMapYAML(ns, map[string]string{"usage_hook.py": hook, "added-in-git": extra})
+	}
+	for _, name := range []string{"csa", "runbook"} {
+		ns := cp.Namespace(t)
+		namespaces[name] = ns
+		modes := []string{"--server-side=false"}
+		if name == "runbook" {
+			modes = append(modes, "--server-side")
+		}
+		for _, m := range modes {
+			if out, err := cp.Kubectl(ctx, []byte(configMapYAML(ns, map[string]string{"usage_hook.py": "v1"})), "apply", m, "-f", "-"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+		files["apps/"+name+"/configmap.yaml"] = configMapYAML(ns, map[string]string{"usage_hook.py": "v1", "added-in-git": "yes"})
 	}
 	repoURL, err := g.CreateRepo("gitops", files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, opts := range map[string]string{
-		"trap":  "[ServerSideApply=true]",
-		"fixed": "[ServerSideApply=true, ClientSideApplyMigration=false]",
+		"big":       "[ServerSideApply=true]",
+		"big-fixed": "[ServerSideApply=true, ClientSideApplyMigration=false]",
+		"csa":       "[ServerSideApply=true]",
+		"runbook":   "[ServerSideApply=true]",
 	} {
 		app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -253,49 +301,103 @@ spec:
 	}
 	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer waitCancel()
+	get := func(name string) *corev1.ConfigMap {
+		t.Helper()
+		cm, err := cp.Clientset().CoreV1().ConfigMaps(namespaces[name]).Get(ctx, "usage-hook", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-	st, err := a.WaitApplication(waitCtx, "trap", func(s AppStatus) bool { return s.Failed() || s.Sync == "Synced" })
+	st, err := a.WaitApplication(waitCtx, "big", func(s AppStatus) bool { return s.Failed() || SyncedHealthy(s) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("trap: %s", st)
-	if !st.Failed() {
-		t.Fatalf("without ClientSideApplyMigration=false the first sync should fail on v3.2.6; got %s", st)
+	t.Logf("%s big: %s", version, st)
+	if st.Failed() != trap {
+		t.Fatalf("%s: the first sync of the 98.1%% object without ClientSideApplyMigration=false failed: %v, want %v (%s)", version, st.Failed(), trap, st)
 	}
-	msg := strings.Join(st.Resources, "; ")
-	for _, want := range []string{"client-side apply migration", "Too long: may not be more than 262144 bytes"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("sync failure %q does not contain %q", msg, want)
+	if trap {
+		msg := strings.Join(st.Resources, "; ")
+		for _, want := range []string{"client-side apply migration", "Too long: may not be more than 262144 bytes"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("sync failure %q does not contain %q", msg, want)
+			}
+		}
+		if _, ok := get("big").Data["added-in-git"]; ok {
+			t.Errorf("the failed sync changed the object: key added-in-git is present")
 		}
 	}
-	cms := cp.Clientset().CoreV1().ConfigMaps(namespaces["trap"])
-	cm, err := cms.Get(ctx, "usage-hook", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"big-fixed", "csa", "runbook"} {
+		if st, err := a.WaitApplication(waitCtx, name, SyncedHealthy); err != nil {
+			t.Fatalf("%s %s: %v", version, name, err)
+		} else {
+			t.Logf("%s %s: %s", version, name, st)
+		}
+		cm := get(name)
+		if _, ok := cm.Data["added-in-git"]; !ok {
+			t.Errorf("%s %s: the Git copy was not applied", version, name)
+		}
+		_, kept := cm.Annotations[lastApplied]
+		t.Logf("%s %s after the first sync: last-applied kept %v, managers %v", version, name, kept, managers(cm.ManagedFields))
+		if want := name == "runbook"; kept != want {
+			t.Errorf("%s %s: last-applied kept %v after the first sync, want %v (managers %v)", version, name, kept, want, managers(cm.ManagedFields))
+		}
 	}
-	if _, ok := cm.Data["added-in-git"]; ok {
-		t.Errorf("the failed sync changed the object: key added-in-git is present")
-	}
-	t.Logf("trap object after the failed sync: annotations %d B, managers %v", annotationBytes(cm.Annotations), managers(cm.ManagedFields))
 
-	st, err = a.WaitApplication(waitCtx, "fixed", SyncedHealthy)
+	// Server-side diff: dry-run requests while the synced csa Application
+	// is refreshed (the hard-refresh annotation is removed when it is done).
+	before, err := dryRunRequests(ctx, cp, "configmaps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err = cp.Clientset().CoreV1().ConfigMaps(namespaces["fixed"]).Get(ctx, "usage-hook", metav1.GetOptions{})
+	if out, err := cp.Kubectl(ctx, nil, "-n", a.Namespace, "annotate", "applications.argoproj.io", "csa", "argocd.argoproj.io/refresh=hard", "--overwrite"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := a.WaitApplication(waitCtx, "csa", func(s AppStatus) bool { return s.Refresh == "" }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := dryRunRequests(ctx, cp, "configmaps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cm.Data["added-in-git"]; !ok {
-		t.Errorf("fixed: the Git copy was not applied")
+	t.Logf("%s: a hard refresh of csa made %d dry-run requests for ConfigMaps", version, after-before)
+	if got := after > before; got != serverSideDiff {
+		t.Errorf("%s: a refresh made %d dry-run requests; want server-side diff %v", version, after-before, serverSideDiff)
 	}
-	if _, ok := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-		t.Errorf("fixed: the last-applied annotation survived the sync")
+}
+
+// dryRunRequests is the API server's count of dry-run requests for
+// resource so far (apiserver_request_total with dry_run="All").
+func dryRunRequests(ctx context.Context, cp *ControlPlane, resource string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.Server+"/metrics", nil)
+	if err != nil {
+		return 0, err
 	}
-	if got := managers(cm.ManagedFields); strings.Join(got, ",") != "argocd-controller Apply" {
-		t.Errorf("fixed: managers after sync %v, want [argocd-controller Apply]", got)
+	req.Header.Set("Authorization", "Bearer "+cp.AdminToken)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
 	}
-	t.Logf("fixed: %s; annotations %d B, managers %v", st, annotationBytes(cm.Annotations), managers(cm.ManagedFields))
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `dry_run="All"`) || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+			n += int(v)
+		}
+	}
+	return n, nil
 }
 
 // hookForAnnotationBytes hand-applies ConfigMap ns/usage-hook with the real

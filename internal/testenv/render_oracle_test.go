@@ -19,9 +19,9 @@ import (
 // Issue 28: adopt's render of an Application's source (gitindex.Render)
 // equals what Argo CD's repo-server renders for it, object for object.
 
-func TestRenderOracleV2(t *testing.T) { testRenderOracle(t, "v2.14.21") }
+func TestRenderOracleV2(t *testing.T) { testRenderOracle(t, ArgoCDOldest) }
 
-func TestRenderOracleV3(t *testing.T) { testRenderOracle(t, "v3.2.6") }
+func TestRenderOracleV3(t *testing.T) { testRenderOracle(t, ArgoCDCurrent) }
 
 // oracleDirFiles is a directory source's tree: nested directories with
 // .yaml, .yml and .json files, some left out by include, some by exclude,
