@@ -280,29 +280,31 @@ func TestDeploymentImageRollout(t *testing.T) {
 }
 
 // TestImmutableFieldWouldFail: Git gives a Service another clusterIP; the
-// API server refuses, and the preview quotes it.
+// API server refuses, and the preview quotes it. The live Service's address
+// is allocated by the API server (from the dynamic band); Git's comes from
+// the static band, so the two differ.
 func TestImmutableFieldWouldFail(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := cp.Namespace(t)
-	svc := func(ip string) string {
+	svc := func(clusterIP string) string {
 		return fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata:
   name: litellm
   namespace: %s
 spec:
-  clusterIP: %s
-  selector: {app: litellm}
+%s  selector: {app: litellm}
   ports:
   - port: 4000
-`, ns, ip)
+`, ns, clusterIP)
 	}
-	handApply(t, ctx, svc("10.0.0.201"))
-	r := run(t, ctx, &preview.Previewer{Client: dyn()}, services, svc("10.0.0.202"))
+	handApply(t, ctx, svc(""))
+	gitIP := cp.StaticClusterIP(t)
+	r := run(t, ctx, &preview.Previewer{Client: dyn()}, services, svc("  clusterIP: "+gitIP+"\n"))
 	if r.Outcome != preview.WouldFail {
 		t.Fatalf("outcome %s, want would-fail", r.Outcome)
 	}
-	for _, s := range []string{`Service "litellm" is invalid`, "spec.clusterIPs[0]", "10.0.0.202", "may not change once set"} {
+	for _, s := range []string{`Service "litellm" is invalid`, "spec.clusterIPs[0]", `["` + gitIP + `"]`, "may not change once set"} {
 		if !strings.Contains(r.Verdict, s) {
 			t.Errorf("verdict %q does not quote %q", r.Verdict, s)
 		}
@@ -485,7 +487,10 @@ func TestPreviewWritesNothing(t *testing.T) {
 	ns := cp.Namespace(t)
 	cm := configMap(ns, "hook", map[string]string{"usage_hook.py": "a", "debug.py": "b"}, "")
 	d := deployment(ns, "litellm", "registry.invalid/litellm:1", 2, "")
-	svc := fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: litellm, namespace: %s}\nspec:\n  clusterIP: 10.0.0.211\n  ports: [{port: 80}]\n", ns)
+	// The live Service's clusterIP is allocated; Git's, from the static
+	// band, differs and makes the would-fail case.
+	svc := fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: litellm, namespace: %s}\nspec:\n  ports: [{port: 80}]\n", ns)
+	gitSvc := strings.Replace(svc, "spec:\n", "spec:\n  clusterIP: "+cp.StaticClusterIP(t)+"\n", 1)
 	for _, m := range []string{cm, d, svc} {
 		handApply(t, ctx, m)
 	}
@@ -517,7 +522,7 @@ func TestPreviewWritesNothing(t *testing.T) {
 		{configMaps, configMap(ns, "hook", map[string]string{"usage_hook.py": "a2"}, "")},
 		{deployments, deployment(ns, "litellm", "registry.invalid/litellm:2", 4, "")},
 		{deployments, d},
-		{services, strings.Replace(svc, "10.0.0.211", "10.0.0.212", 1)},
+		{services, gitSvc},
 	} {
 		outcomes[run(t, ctx, p, c.gvr, c.yaml).Outcome]++
 	}

@@ -15,7 +15,8 @@ import (
 
 // TestPlanPreview runs `adopt plan --preview` on hand-applied objects whose
 // Git copies differ: a newer ConfigMap, a Deployment with a new image, and a
-// Service whose clusterIP Git tries to change. It checks the per-object
+// Service whose clusterIP Git tries to change (the live address is
+// allocated, Git's comes from the static band). It checks the per-object
 // verdicts, --fail-on, and that nothing in the cluster moved.
 func TestPlanPreview(t *testing.T) {
 	ctx := context.Background()
@@ -36,18 +37,19 @@ spec:
       containers: [{name: web, image: %s}]
 `, ns, image)
 	}
-	svc := func(ip string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: %s}\nspec:\n  clusterIP: %s\n  selector: {app: web}\n  ports: [{port: 80}]\n", ns, ip)
+	svc := func(clusterIP string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: %s}\nspec:\n%s  selector: {app: web}\n  ports: [{port: 80}]\n", ns, clusterIP)
 	}
+	gitIP := cp.StaticClusterIP(t)
 	live := strings.Repeat("a", 1000)
-	if _, err := cp.Kubectl(ctx, []byte(cm(live)+"---\n"+deploy("nginx:1.27")+"---\n"+svc("10.0.0.201")), "apply", "-f", "-"); err != nil {
+	if _, err := cp.Kubectl(ctx, []byte(cm(live)+"---\n"+deploy("nginx:1.27")+"---\n"+svc("")), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(t.TempDir(), "gitops")
 	err := testenv.InitRepo(repo, map[string]string{
 		"apps/hook.yaml": cm(live + strings.Repeat("b", 500)),
 		"apps/web.yaml":  deploy("nginx:1.28"),
-		"apps/svc.yaml":  svc("10.0.0.202"),
+		"apps/svc.yaml":  svc("  clusterIP: " + gitIP + "\n"),
 		"apps/README.md": "kubectl apply -f apps/\n",
 	})
 	if err != nil {
@@ -74,7 +76,7 @@ spec:
 	if r := get("Deployment"); r.Outcome != preview.Changes || r.Rollout == nil || r.Rollout.PodsReplaced != 2 {
 		t.Fatalf("Deployment preview: %+v", r)
 	}
-	if r := get("Service"); r.Outcome != preview.WouldFail || !strings.Contains(r.Verdict, "may not change once set") {
+	if r := get("Service"); r.Outcome != preview.WouldFail || !strings.Contains(r.Verdict, `["`+gitIP+`"]`) || !strings.Contains(r.Verdict, "may not change once set") {
 		t.Fatalf("Service preview: %+v", r)
 	}
 	if p.Summary.Preview.WouldFail != 1 {

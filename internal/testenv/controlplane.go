@@ -53,6 +53,11 @@ type ControlPlane struct {
 
 	procs    []*process
 	stopOnce sync.Once
+
+	// staticIPs are the ClusterIPs StaticClusterIP has handed to tests
+	// that are still running.
+	staticMu  sync.Mutex
+	staticIPs map[string]bool
 }
 
 // Options tune Start.
@@ -146,7 +151,13 @@ func (cp *ControlPlane) start(ctx context.Context, o Options) error {
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--cert-dir="+filepath.Join(cp.Dir, "certs"),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		// A /16 so that the static band, where tests pin ClusterIPs, is a
+		// whole /24 the API server never allocates from while the rest has
+		// room: it allocates dynamic ClusterIPs from above the first
+		// min(max(16, size/16), 256) addresses first, so on a /24 a pinned
+		// 10.0.0.201 could already belong to another test's Service. Tests
+		// take pinned addresses from StaticClusterIP.
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--disable-admission-plugins=ServiceAccount",
 		"--endpoint-reconciler-type=none",
 	)

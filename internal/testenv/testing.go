@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,4 +61,46 @@ func (cp *ControlPlane) Namespace(t testing.TB) string {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// StaticClusterIP returns a ClusterIP from the static band of the service
+// range, 10.0.0.2 to 10.0.0.255 (10.0.0.1 is the kubernetes Service's),
+// which the API server does not allocate from while the rest of the range
+// has room. No live Service holds it (its networking.k8s.io/v1 IPAddress
+// does not exist) and no other running test of this process has it; it
+// goes back to the pool when t ends. Pin it where a test needs an address
+// of its own, such as a Git copy whose clusterIP differs from the live
+// one; where any address will do, leave clusterIP out and let the API
+// server allocate.
+func (cp *ControlPlane) StaticClusterIP(t testing.TB) string {
+	t.Helper()
+	cp.staticMu.Lock()
+	defer cp.staticMu.Unlock()
+	if cp.staticIPs == nil {
+		cp.staticIPs = map[string]bool{}
+	}
+	// client-go stays at v0.31, whose typed client has no networking/v1.
+	api := cp.Clientset().Discovery().RESTClient()
+	for i := 2; i <= 255; i++ {
+		ip := fmt.Sprintf("10.0.0.%d", i)
+		if cp.staticIPs[ip] {
+			continue
+		}
+		err := api.Get().AbsPath("/apis/networking.k8s.io/v1/ipaddresses", ip).Do(context.Background()).Error()
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("is ClusterIP %s free: %v", ip, err)
+		}
+		cp.staticIPs[ip] = true
+		t.Cleanup(func() {
+			cp.staticMu.Lock()
+			delete(cp.staticIPs, ip)
+			cp.staticMu.Unlock()
+		})
+		return ip
+	}
+	t.Fatalf("no free ClusterIP in 10.0.0.2-10.0.0.255: %d held by running tests, the rest by Services", len(cp.staticIPs))
+	return ""
 }
