@@ -16,7 +16,8 @@ func TestApplyOpenPRCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	g := giteaInBackground(ctx, t)()
-	cloneURL, err := g.CreateRepo(ctx, "estate")
+	repo := giteaName(t, "estate")
+	cloneURL, err := g.CreateRepo(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestApplyOpenPRCommand(t *testing.T) {
 		if strings.Contains(out+errOut, g.Token) {
 			t.Fatalf("run %d: output leaks the token", run)
 		}
-		prs, err := g.PullRequests(ctx, "estate")
+		prs, err := g.PullRequests(ctx, repo)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,7 +96,8 @@ func TestOpenPROnGitea(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	g := giteaInBackground(ctx, t)()
-	cloneURL, err := g.CreateRepo(ctx, "gitops")
+	repo := giteaName(t, "gitops")
+	cloneURL, err := g.CreateRepo(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestOpenPROnGitea(t *testing.T) {
 		t.Errorf("output leaks the token")
 	}
 	wantTitle, wantBody, _ := apply.RenderPR(in, "")
-	prs, err := g.PullRequests(ctx, "gitops")
+	prs, err := g.PullRequests(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +149,13 @@ func TestOpenPROnGitea(t *testing.T) {
 	if err != nil || url2 != url || !strings.Contains(out.String(), "Updated pull request #1") {
 		t.Fatalf("second Open = %s, %v; output %s", url2, err, out.String())
 	}
-	prs, _ = g.PullRequests(ctx, "gitops")
+	prs, _ = g.PullRequests(ctx, repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "| identical |") {
 		t.Fatalf("after the second run: %d pull requests, body updated %v", len(prs), len(prs) == 1 && strings.Contains(prs[0].Body, "| identical |"))
 	}
 
 	// A read-only token given as --git-token: the one-line error.
-	ro, err := g.CreateToken(ctx, "read-only", "read:repository")
+	ro, err := g.CreateToken(ctx, giteaName(t, "read-only"), "read:repository")
 	if err != nil {
 		t.Fatal(err)
 	}

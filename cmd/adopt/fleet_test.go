@@ -280,7 +280,8 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": cp.Server, "workload-2": w2.Server}, tokens)
 	ns := handApplyHook(ctx, t, w2)
 	g := giteaInBackground(ctx, t)()
-	cloneURL, err := g.CreateRepo(ctx, "fleet")
+	repo := giteaName(t, "fleet")
+	cloneURL, err := g.CreateRepo(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "+kind: ApplicationSet") || !strings.Contains(out, "+  name: "+set.Name) || !strings.Contains(out, "nothing was written") {
 		t.Fatalf("apply --dry-run exited %d: %s\n%s", code, errOut, out)
 	}
-	if prs, err := g.PullRequests(ctx, "fleet"); err != nil || len(prs) != 0 {
+	if prs, err := g.PullRequests(ctx, repo); err != nil || len(prs) != 0 {
 		t.Fatalf("after --dry-run: %d pull requests (%v), want none", len(prs), err)
 	}
 	for i := 1; i <= 2; i++ {
@@ -319,7 +320,7 @@ func TestFleetApplyOpenPR(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run %d: apply --open-pr exited %d: %s\n%s", i, code, errOut, out)
 		}
-		prs, err := g.PullRequests(ctx, "fleet")
+		prs, err := g.PullRequests(ctx, repo)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +337,7 @@ func TestFleetApplyOpenPR(t *testing.T) {
 	}
 	// status follows the fleet: the fleet branch's pull request, on each
 	// cluster, under the generated names.
-	prs, err := g.PullRequests(ctx, "fleet")
+	prs, err := g.PullRequests(ctx, repo)
 	if err != nil || len(prs) != 1 {
 		t.Fatalf("%d pull requests (%v)", len(prs), err)
 	}

@@ -296,13 +296,13 @@ func TestLeakSuite(t *testing.T) {
 
 	// Gitea: the GitOps repo, the admin token (ADOPT_GIT_TOKEN only) and a
 	// second token for --repo's URL.
-	const giteaRepo = "leak"
+	giteaRepo := giteaName(t, "leak")
 	cloneURL, err := g.CreateRepo(ctx, giteaRepo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	plants.external("the Gitea token in ADOPT_GIT_TOKEN", g.Token)
-	urlToken, err := g.CreateToken(ctx, "leak-url", "read:repository")
+	urlToken, err := g.CreateToken(ctx, giteaName(t, "leak-url"), "read:repository")
 	if err != nil {
 		t.Fatal(err)
 	}

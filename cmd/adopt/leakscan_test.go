@@ -1044,7 +1044,8 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	// A pull request on the real Gitea, its title and body holding probes;
 	// its repository is scanned too, and holds neither.
 	g := giteaUp()
-	cloneURL, err := g.CreateRepo(ctx, "probe")
+	probeRepo := giteaName(t, "probe")
+	cloneURL, err := g.CreateRepo(ctx, probeRepo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1055,14 +1056,14 @@ func TestLeakSuiteCatchesEachChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := client.CreatePullRequest(g.User, "probe", gitea.CreatePullRequestOption{Head: "side", Base: "main",
+	if _, _, err := client.CreatePullRequest(g.User, probeRepo, gitea.CreatePullRequestOption{Head: "side", Base: "main",
 		Title: "adopt " + probe(chPullRequest, "a pull request's title"), Body: "Objects:\n\n" + probe(chPullRequest, "a pull request's body") + "\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := col.addGiteaPRs(ctx, t, g, "probe"); n != 1 {
+	if n := col.addGiteaPRs(ctx, t, g, probeRepo); n != 1 {
 		t.Fatalf("%d pull requests read back, want 1", n)
 	}
-	col.addGitRepo(t, giteaRepoDir(g, "probe"))
+	col.addGitRepo(t, giteaRepoDir(g, probeRepo))
 	col.collectFiles(t)
 
 	got := map[string]map[leakChannel]bool{}
@@ -1119,9 +1120,14 @@ func giteaInBackground(ctx context.Context, t *testing.T) func() *testenv.Gitea 
 	}
 }
 
+// giteaName is base with a random suffix, for a repository or token on the
+// shared Gitea: it outlives the test, so a second run in the same process
+// (-count=2) would otherwise meet the first's name and be refused.
+func giteaName(t testing.TB, base string) string { return base + "-" + randomHex(t, 8) }
+
 // sharedGitea is the real Gitea the package's tests share (a start costs
 // seconds): started on first use, in the background, and stopped when the
-// tests end. Each test works in repositories of its own names.
+// tests end. Each test works in repositories of its own names (giteaName).
 var sharedGitea struct {
 	once sync.Once
 	up   chan struct{}

@@ -55,7 +55,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	giteaUp := giteaInBackground(ctx, t)
 	cp, a := argoCDPlane(ctx, t, version)
 	g := giteaUp()
-	repoName := "reconcile-" + strings.ReplaceAll(version, ".", "-")
+	repoName := giteaName(t, "reconcile-"+strings.ReplaceAll(version, ".", "-"))
 	repoURL, err := g.CreateRepo(ctx, repoName)
 	if err != nil {
 		t.Fatal(err)
@@ -513,7 +513,7 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 		configMap(ns, "settings")
 	}
 	g := giteaUp()
-	repoName := "reconcile-teams"
+	repoName := giteaName(t, "reconcile-teams")
 	repoURL, err := g.CreateRepo(ctx, repoName)
 	if err != nil {
 		t.Fatal(err)

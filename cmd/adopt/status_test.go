@@ -129,7 +129,8 @@ func TestStatusSevenStages(t *testing.T) {
 	defer cancel()
 	installApplicationCRD(t)
 	g := giteaInBackground(ctx, t)()
-	repoURL, err := g.CreateRepo(ctx, "status")
+	repo := giteaName(t, "status")
+	repoURL, err := g.CreateRepo(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestStatusSevenStages(t *testing.T) {
 			t.Fatalf("apply %s: exit %d\n%s%s", f, code, out, errOut)
 		}
 	}
-	mergePR(ctx, t, g, "status", "adopt/"+apply.AdoptionID(pC))
+	mergePR(ctx, t, g, repo, "adopt/"+apply.AdoptionID(pC))
 
 	app := map[string]string{}
 	for _, n := range names {

@@ -111,6 +111,14 @@ func testAppSetOracle(t *testing.T, ctx context.Context, a *ArgoCD, ix *gitindex
 			t.Fatal(err)
 		}
 		set.Namespace, set.Name = a.Namespace, (&unstructured.Unstructured{Object: u}).GetName()
+		// The plane is shared and its sets have fixed names: a set left
+		// behind would keep its Applications coming back after the test,
+		// and a second run (-count=2) would read the first's status.
+		// Cleanups run last first: the set goes before sharedArgoCD
+		// deletes the Applications it generated.
+		t.Cleanup(func() {
+			_ = dyn.Resource(applicationSets).Namespace(a.Namespace).Delete(context.Background(), set.Name, metav1.DeleteOptions{})
+		})
 		b, _ := json.Marshal(u["spec"])
 		if err := json.Unmarshal(b, &set.Spec); err != nil {
 			t.Fatal(err)
