@@ -33,7 +33,20 @@ trap 'rm -rf "$tmp"' EXIT
 # As kustomize's own release does: `kustomize version` prints $version.
 pkg=sigs.k8s.io/kustomize/api/provenance
 ldflags="-s -w -X $pkg.version=kustomize/$version -X $pkg.buildDate=1970-01-01T00:00:00Z"
-(cd "$dir" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=${toolchain:-local} go build -trimpath -ldflags "$ldflags" -o "$tmp/kustomize" .)
+src=$dir mod=readonly
+case "$version" in
+v5.8.3)
+  # The module proxy refuses the k8s.io/kube-openapi pseudo-version v5.8.3
+  # requires (v0.0.0-20261001230523-97fa35140926: "not available"). It is
+  # built, in a copy of its directory, with the kube-openapi of v5.8.2
+  # (v0.0.0-20260721132016-d427ff9ee9ad); kustomize's own modules (api,
+  # kyaml, cmd/config) stay v5.8.3's.
+  cp -r "$dir" "$tmp/src" && chmod -R u+w "$tmp/src"
+  src=$tmp/src mod=mod
+  (cd "$src" && GOTOOLCHAIN=${toolchain:-local} go mod edit -replace k8s.io/kube-openapi=k8s.io/kube-openapi@v0.0.0-20260721132016-d427ff9ee9ad)
+  ;;
+esac
+(cd "$src" && CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=$mod" GOTOOLCHAIN=${toolchain:-local} go build -trimpath -ldflags "$ldflags" -o "$tmp/kustomize" .)
 "$tmp/kustomize" version >&2
 mv -f "$tmp/kustomize" "$cache/kustomize"
 echo "built kustomize $version in $(( $(date +%s) - start ))s, $(du -m "$cache/kustomize" | cut -f1) MB" >&2
