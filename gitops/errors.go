@@ -20,8 +20,11 @@ var (
 	ErrDirty          = errors.New("working tree has uncommitted changes")
 	ErrNoBase         = errors.New("base branch not found")
 	ErrNonFastForward = errors.New("non-fast-forward")
-	ErrPushRejected   = errors.New("push rejected")
-	ErrGit            = errors.New("git operation failed")
+	// ErrBranchMoved is a branch that is not where the caller decided
+	// from (PublishOptions.Expect): nothing was pushed over it.
+	ErrBranchMoved  = errors.New("branch moved")
+	ErrPushRejected = errors.New("push rejected")
+	ErrGit          = errors.New("git operation failed")
 )
 
 // userinfo matches the user:password@ part of a URL anywhere in a string.

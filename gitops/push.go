@@ -28,12 +28,20 @@ import (
 // compressed at zlib.BestSpeed on every core. go-git's encoder compresses
 // one object after another at the default level, which was most of the
 // time of a push of 2,500 new files (see bench row 5).
-func (r *Repo) push(ctx context.Context, branch string, force bool) error {
-	return wrap("push "+branch+" to", r.display, r.sendPack(ctx, branch, force), r.secrets)
+// With old set, the branch must be at *old (zero: absent) when the remote
+// advertises it, and the command names *old as the ref's old value, so the
+// server refuses the update if the branch moved after that
+// (compare-and-swap).
+func (r *Repo) push(ctx context.Context, branch string, force bool, old *plumbing.Hash) error {
+	return wrap("push "+branch+" to", r.display, r.sendPack(ctx, branch, force, old), r.secrets)
 }
 
+// errMoved is sendPack's answer to a branch not at the old value it was
+// given; Publish tells the caller with ErrBranchMoved.
+var errMoved = errors.New("the branch is not at the commit the push builds on")
+
 // sendPack is push's work; push wraps its error once.
-func (r *Repo) sendPack(ctx context.Context, branch string, force bool) error {
+func (r *Repo) sendPack(ctx context.Context, branch string, force bool, old *plumbing.Hash) error {
 	remote, err := r.repo.Remote(remoteName)
 	if err != nil {
 		return err
@@ -61,6 +69,12 @@ func (r *Repo) sendPack(ctx context.Context, branch string, force bool) error {
 		return err
 	}
 	cmd := &packp.Command{Name: name, Old: ar.References[name.String()], New: local.Hash()}
+	if old != nil && cmd.Old != *old {
+		return errMoved
+	}
+	if r.advertised != nil {
+		r.advertised()
+	}
 	if cmd.Old == cmd.New {
 		return nil // already up to date
 	}

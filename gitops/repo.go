@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -88,6 +89,9 @@ type Repo struct {
 	fetched map[string]bool
 	// tree is the tree Build reads: the commit's start point's.
 	tree *object.Tree
+	// advertised, when set, is called by a push once the remote has
+	// advertised its refs and before the pack is sent (a test's barrier).
+	advertised func()
 }
 
 // Clone opens the repository: it lists the remote's branches and fetches
@@ -395,7 +399,24 @@ type PublishOptions struct {
 	// Diff asks for Result.Diff, the unified diff (for a dry run's
 	// report): building it reads every changed file twice.
 	Diff bool
+	// Expect, when set, are the tips of the branch the caller decided
+	// from (BranchAbsent: the branch does not exist). Publish builds only
+	// on one of them, and its push names the tip it built on as the
+	// ref's old value, so the server refuses it if the branch moved after
+	// that (compare-and-swap). A branch found elsewhere, before the build
+	// or at the push, is an error wrapping ErrBranchMoved: nothing is
+	// pushed, rebuilt or retried. Not with Force.
+	Expect []string
+	// BeforePush, when set, is called with the built commit before it is
+	// pushed (so a caller can record what it is about to push); its error
+	// stops Publish with nothing pushed. It is called again for each
+	// rebuild after a concurrent push (never with Expect).
+	BeforePush func(ctx context.Context, res *Result) error
 }
+
+// BranchAbsent in PublishOptions.Expect says the caller decided from a
+// branch that does not exist (git's zero object name).
+const BranchAbsent = "0000000000000000000000000000000000000000"
 
 // Result says what Publish did.
 type Result struct {
@@ -421,8 +442,9 @@ type Result struct {
 // anything, and pushes it. It first fetches the tips of Base and Branch
 // that the clone does not hold yet. When the branch moved on the remote
 // meanwhile, it lists and fetches both again, rebuilds the commit on the new
-// tip and retries, a bounded number of times. It never force-pushes unless
-// Force is set.
+// tip and retries, a bounded number of times; with Expect it never
+// rebuilds, and returns ErrBranchMoved instead. It never force-pushes
+// unless Force is set.
 func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result, error) {
 	attempts := o.Attempts
 	if attempts <= 0 {
@@ -439,6 +461,12 @@ func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result
 			return nil, err
 		}
 	}
+	expect := len(o.Expect) > 0 && !o.Force
+	if expect {
+		if tip := r.tip(c.Branch); !slices.Contains(o.Expect, tip) {
+			return nil, r.moved(c.Branch, tip)
+		}
+	}
 	for i := 1; ; i++ {
 		res, err := r.commit(c, o)
 		if err != nil {
@@ -448,10 +476,32 @@ func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result
 		if !res.Changed || o.NoPush {
 			return res, nil
 		}
-		err = r.push(ctx, c.Branch, o.Force)
+		if o.BeforePush != nil {
+			if err := o.BeforePush(ctx, res); err != nil {
+				return nil, err
+			}
+		}
+		var old *plumbing.Hash
+		if expect {
+			h := plumbing.NewHash(res.Start)
+			if res.NewBranch {
+				h = plumbing.ZeroHash
+			}
+			old = &h
+		}
+		err = r.push(ctx, c.Branch, o.Force, old)
 		if err == nil {
 			res.Pushed = true
 			return res, nil
+		}
+		if expect {
+			// Refused, or not sent: say so when the branch moved.
+			if r.list(ctx) == nil {
+				if tip := r.tip(c.Branch); tip != old.String() && tip != res.Commit {
+					return nil, r.moved(c.Branch, tip)
+				}
+			}
+			return nil, err
 		}
 		if !errors.Is(err, ErrNonFastForward) || o.Force {
 			return nil, err
@@ -468,6 +518,31 @@ func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result
 			return nil, err
 		}
 	}
+}
+
+// tip is the branch's commit as last listed (or, in a clone of the whole
+// history, as fetched), or BranchAbsent.
+func (r *Repo) tip(branch string) string {
+	if r.refs == nil {
+		if ref := r.remoteRef(branch); ref != nil {
+			return ref.Hash().String()
+		}
+		return BranchAbsent
+	}
+	if h, ok := r.refs[plumbing.NewBranchReferenceName(branch)]; ok {
+		return h.String()
+	}
+	return BranchAbsent
+}
+
+// moved is the error of a branch found at tip, not where the caller
+// decided from.
+func (r *Repo) moved(branch, tip string) error {
+	at := "is at " + tip[:12]
+	if tip == BranchAbsent {
+		at = "does not exist"
+	}
+	return newError(ErrBranchMoved, r.secrets, "branch %s of %s %s, not at a commit this change was decided from: nothing was pushed over it", branch, r.display, at)
 }
 
 // remoteRef returns the remote-tracking ref of branch, or nil.

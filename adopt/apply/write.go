@@ -30,6 +30,12 @@ type WriteOptions struct {
 	NoPush bool
 	// Force resets the branch onto the base and force-pushes it.
 	Force bool
+	// Expect and BeforePush are gitops.PublishOptions': the branch tips
+	// the caller decided from (a branch elsewhere is left alone, an error
+	// wrapping gitops.ErrBranchMoved), and what runs once the commit is
+	// built, before it is pushed.
+	Expect     []string
+	BeforePush func(ctx context.Context, res *gitops.Result) error
 }
 
 // Write commits c on its branch of co, built on co.Base, and pushes it
@@ -46,5 +52,5 @@ func Write(ctx context.Context, co *Checkout, c Change, o WriteOptions) (*gitops
 	c.Target(repoURL, co.Base)
 	build := func(r *gitops.Repo) (gitops.Content, error) { return c.Build(r) }
 	return co.Repo.Publish(ctx, gitops.Change{Branch: branch, Base: co.Base, Build: build, Author: o.Author},
-		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun})
+		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun, Expect: o.Expect, BeforePush: o.BeforePush})
 }

@@ -7,11 +7,19 @@
 // limits how many pull requests are open and how big one grows. It
 // reports what it did, group by group.
 //
-// What a pull request remembers lives in its own body, as one HTML
-// comment: the digest of the group's content when it was proposed and the
-// commit reconcile last pushed. A decline is the closed pull request
-// itself: the team sees it where they closed it, and reopening it undoes
-// it.
+// What reconcile remembers of a group is in two places. The store (Store,
+// one ConfigMap per branch) records, before each push, the group's plan,
+// the commit about to be pushed and the digest of the group's content
+// (Record); the pull request's body ends with the same record as one HTML
+// comment, written after the push (Mark). A branch is adopt's while its
+// head is the commit either names, so a run that fails between the push
+// and the pull request's edit converges on the next. A push that finds
+// the branch moved since the pull requests were read pushes nothing over
+// it (gitops.ErrBranchMoved): the group is held. A decline is the closed
+// pull request itself, compared with the store's record of what it
+// proposed (the body's only when the store has none), so an edited
+// description does not undo it: the team sees it where they closed it, and
+// reopening it undoes it.
 package reconcile
 
 import (
@@ -19,8 +27,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,20 +124,34 @@ type Seams struct {
 	Lock func(ctx context.Context) (release func(), err error)
 	// PRs lists the pull requests of reconcile's branches.
 	PRs gitops.PRStateReader
-	// Write commits sub (a plan of one Application) on branch and pushes.
-	Write func(ctx context.Context, sub *plan.Plan, branch string) (Written, error)
+	// Write commits sub (a plan of one Application) on branch and pushes
+	// it as p says: over one of p.Expect only (else an error wrapping
+	// gitops.ErrBranchMoved, nothing pushed), calling p.Record with the
+	// commit first.
+	Write func(ctx context.Context, sub *plan.Plan, branch string, p Push) (Written, error)
 	// Open opens or updates the pull request from branch, its body ending
 	// with trailer.
 	Open func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error)
 	// Fetch reads a live object, for the group's digest (LiveDigest).
 	Fetch apply.Fetcher
-	// Save records sub as what branch proposes (Store.Save), before its
-	// pull request is opened or updated.
-	Save func(ctx context.Context, branch string, sub *plan.Plan) error
+	// Save records sub and rec as what branch proposes (Store.Save):
+	// before the push, or when nothing is pushed, before the pull request
+	// is opened or updated.
+	Save func(ctx context.Context, branch string, sub *plan.Plan, rec Record) error
 	// Finalize runs finalize's guarded cleanup of what branch's merged
 	// pull request proposed, once its Applications are Synced and Healthy
 	// (FinalizeMerged).
 	Finalize func(ctx context.Context, branch string) (FinalizeResult, error)
+}
+
+// Push is how Seams.Write may push a group's branch.
+type Push struct {
+	// Expect are the branch tips the group was decided from
+	// (gitops.BranchAbsent: no branch), as gitops.PublishOptions.Expect.
+	Expect []string
+	// Record is called with the built commit before it is pushed: the run
+	// records what it is about to push (Seams.Save) before pushing it.
+	Record func(ctx context.Context, commit string) error
 }
 
 // FinalizeResult is what finalizing a merged group did: its outcome
@@ -149,10 +173,10 @@ type Options struct {
 	// MaxOpenPRs caps open pull requests (0: no cap); MaxObjects the
 	// objects of one (0: no cap).
 	MaxOpenPRs, MaxObjects int
-	// Unfinalized are the branches whose stored plan is not finalized
-	// yet. With none, and no group to propose, the run asks the provider
+	// Records are the store's records, by branch (Store.Records). With
+	// none unfinalized, and no group to propose, the run asks the provider
 	// nothing: there is nothing to do.
-	Unfinalized []string
+	Records map[string]Record
 	// Settings are apply's options that change what a branch holds, and
 	// adopt's version, in one string (PlanDigest): a change to them is
 	// something new.
@@ -182,7 +206,8 @@ func ClusterName(context string) string {
 // Mark is what a pull request's body records of its group, as one HTML
 // comment: the digest of the group's objects when proposed (LiveDigest),
 // the commit reconcile last pushed, the digest of what else shapes the
-// branch (PlanDigest), and which object versions were seen (Seen).
+// branch (PlanDigest), and which object versions were seen (Seen). The
+// store's Record holds the same, written before the push.
 type Mark struct {
 	Digest, Head, Plan, Seen string
 }
@@ -337,7 +362,7 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 	}
 	// No group to propose and no merged group left to finalize: nothing to
 	// do, so no lock, no question to the provider, no write.
-	if len(apps) == 0 && len(o.Unfinalized) == 0 {
+	if len(apps) == 0 && !unfinalized(o.Records) {
 		rep.NothingToDo = true
 		return rep, nil
 	}
@@ -405,17 +430,13 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 				g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
 			}
 		}
-		if d != nil && d.outcome != Updated && g.Outcome != Failed {
+		if g.Outcome == Opened || g.Outcome == Reproposed {
 			open++
 		}
 		rep.Groups = append(rep.Groups, g)
 	}
 	// Merged branches: finalize what they proposed once their
 	// Applications are ready.
-	unfinalized := map[string]bool{}
-	for _, b := range o.Unfinalized {
-		unfinalized[b] = true
-	}
 	var heads []string
 	for h := range newest {
 		heads = append(heads, h)
@@ -431,7 +452,7 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 			continue
 		}
 		rep.MergedPRs++
-		if !act && unfinalized[h] {
+		if rec, ok := o.Records[h]; !act && ok && !rec.Finalized {
 			writes++
 			continue
 		}
@@ -455,19 +476,34 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 	return writes, nil
 }
 
+// unfinalized says whether a record is of a group not finalized yet.
+func unfinalized(records map[string]Record) bool {
+	for _, r := range records {
+		if !r.Finalized {
+			return true
+		}
+	}
+	return false
+}
+
 // decision is a group that needs a write: its plan, what its pull request
 // will record, and the outcome once written (Opened, Reproposed or
-// Updated).
+// Updated); the branch tips it was decided from (Push.Expect), the closed
+// pull request a re-proposal replaces, and the store's record (nil: none).
 type decision struct {
-	sub     *plan.Plan
-	mark    Mark
-	outcome string
+	sub        *plan.Plan
+	mark       Mark
+	outcome    string
+	expect     []string
+	reproposes int64
+	rec        *Record
 }
 
 // decide reads what one group (apps) needs. A group that needs no write
 // gets its outcome in g and a nil decision. The group's objects are read
 // again (LiveDigest) only when one of them was written since its pull
-// request recorded them (Seen), and at most once a run (live).
+// request or the store recorded them (Seen), and at most once a run
+// (live).
 func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, apps []plan.Application, g *Group, open int) (*decision, error) {
 	sub, err := Sub(o.Plan, apps...)
 	if err != nil {
@@ -485,32 +521,56 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 	if pr != nil {
 		was, marked = readMarker(pr.Body)
 	}
-	if marked && was.Seen == now.Seen {
+	rec, recorded := o.Records[g.Branch]
+	switch {
+	case marked && was.Seen == now.Seen:
 		now.Digest = was.Digest // no object was written since
-	} else if now.Digest, err = live.of(ctx, fetch, g.Branch, sub); err != nil {
-		return nil, err
+	case recorded && rec.Digest != "" && rec.Seen == now.Seen:
+		now.Digest = rec.Digest
+	default:
+		if now.Digest, err = live.of(ctx, fetch, g.Branch, sub); err != nil {
+			return nil, err
+		}
+	}
+	// adopt's commits on the branch: the one the pull request's body
+	// names, and the one the store recorded before adopt's last push.
+	var heads []string
+	for _, h := range []string{was.Head, rec.Head} {
+		if h != "" && !slices.Contains(heads, h) {
+			heads = append(heads, h)
+		}
 	}
 	d := &decision{sub: sub, mark: now, outcome: Opened}
+	if recorded {
+		d.rec = &rec
+	}
 	switch {
 	case pr != nil && pr.State == gitops.PROpen:
-		if !marked || was.Head != pr.HeadSHA {
+		if !slices.Contains(heads, pr.HeadSHA) {
 			g.Outcome = HeldByUser
-			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not the commit adopt pushed): left alone, review or close %s", g.Branch, pr.HeadSHA, pr.URL)
+			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not a commit adopt pushed): left alone, review or close %s", g.Branch, pr.HeadSHA, pr.URL)
 			return nil, nil
 		}
-		if was.Digest == now.Digest && was.Plan == now.Plan {
+		switch {
+		case marked && was.Head == pr.HeadSHA && was.Digest == now.Digest && was.Plan == now.Plan:
 			g.Outcome, g.Why = Unchanged, "nothing new since the last run"
 			return nil, nil
+		case !marked && rec.Head == pr.HeadSHA && rec.Digest == now.Digest && rec.Plan == now.Plan:
+			// Someone removed the record from the description: the
+			// store's says nothing is new, and the description stays
+			// as they left it.
+			g.Outcome, g.Why = Unchanged, "nothing new since the last run (as the store records it: the description no longer holds adopt's record)"
+			return nil, nil
 		}
-		d.outcome = Updated
+		d.outcome, d.expect = Updated, []string{pr.HeadSHA}
 		return d, nil
 	case pr != nil && pr.State == gitops.PRClosed:
-		if marked && was.Digest == now.Digest {
+		if declined(pr, was, marked, rec, recorded, now.Digest) {
 			g.Outcome = Declined
 			g.Why = fmt.Sprintf("%s was closed without merging; not proposed again until one of its objects changes (reopen it to undo the decline)", pr.URL)
 			return nil, nil
 		}
-		d.outcome = Reproposed
+		d.outcome, d.reproposes = Reproposed, pr.Number
 	case pr != nil && pr.State == gitops.PRMerged:
 		g.Outcome = Merged
 		g.Why = fmt.Sprintf("%s was merged; the plan still proposes %d object(s): they are adopted once Argo CD creates and syncs its Applications", pr.URL, g.Objects)
@@ -521,21 +581,67 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 		g.Why = fmt.Sprintf("%d pull requests open, --max-open-prs %d: waits for one to merge or close", open, o.MaxOpenPRs)
 		return nil, nil
 	}
+	// No open pull request: the branch is absent, or at a commit adopt
+	// pushed; anything else is someone's, and left alone.
+	d.expect = append([]string{gitops.BranchAbsent}, heads...)
 	return d, nil
 }
 
-// write pushes the group's branch, records its plan (Seams.Save) and opens
-// or updates its pull request. An update that finds Git already holding
-// the group only brings the pull request's record up to date.
+// declined says whether the closed pull request pr declines the group
+// whose content is now digest. It is keyed on pr and the store's record of
+// what pr proposed (the record is of pr when its head is pr's), which no
+// reviewer edits; the body's record counts only when the store's is not
+// of pr. A record of a re-proposal replacing pr is one begun and not
+// finished: no decline.
+func declined(pr *gitops.PRStatus, body Mark, marked bool, rec Record, recorded bool, digest string) bool {
+	switch {
+	case recorded && rec.Reproposes == pr.Number:
+		return false
+	case recorded && rec.Digest != "" && rec.Head == pr.HeadSHA:
+		return rec.Digest == digest
+	case marked:
+		return body.Digest == digest
+	case recorded && rec.Digest != "":
+		return rec.Digest == digest
+	}
+	return false
+}
+
+// write records the group in the store (Seams.Save, under Push.Record:
+// before the push, or when nothing is pushed, after it), pushes its
+// branch, and opens or updates its pull request. A branch that moved
+// since it was read is left alone: the group is held. An update that
+// finds Git already holding the group only brings the records up to date.
+// Each step failing leaves records the next run reads as adopt's.
 func write(ctx context.Context, s Seams, g *Group, d *decision) error {
-	w, err := s.Write(ctx, d.sub, g.Branch)
+	rec := Record{Mark: d.mark, Reproposes: d.reproposes}
+	saved := false
+	w, err := s.Write(ctx, d.sub, g.Branch, Push{Expect: d.expect, Record: func(ctx context.Context, commit string) error {
+		rec.Head = commit
+		if err := s.Save(ctx, g.Branch, d.sub, rec); err != nil {
+			return err
+		}
+		saved = true
+		return nil
+	}})
+	if errors.Is(err, gitops.ErrBranchMoved) {
+		g.Outcome = HeldByUser
+		if d.outcome == Updated {
+			g.Why = fmt.Sprintf("someone pushed to %s during this run: left alone, review or close %s", g.Branch, g.PR.URL)
+		} else {
+			g.Why = fmt.Sprintf("branch %s holds a commit adopt did not push: left alone; delete the branch to have the group proposed again", g.Branch)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if err := s.Save(ctx, g.Branch, d.sub); err != nil {
-		return err
+	d.mark.Head, rec.Head = w.Commit, w.Commit
+	if !saved && (d.rec == nil || d.rec.Mark != rec.Mark || d.rec.Reproposes != rec.Reproposes) {
+		if err := s.Save(ctx, g.Branch, d.sub, rec); err != nil {
+			return err
+		}
 	}
-	d.mark.Head = w.Commit
 	pr, err := s.Open(ctx, d.sub, g.Branch, Trailer(d.mark))
 	if err != nil {
 		return err

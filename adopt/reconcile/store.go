@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,18 +21,28 @@ import (
 
 // Store keeps the plan each group's pull request proposed, in a ConfigMap
 // of its own, so that a later run (on any runner) finalizes exactly what
-// was merged. A plan holds no secret value (plan files never do). Every
-// write is guarded by the ConfigMap's resourceVersion.
+// was merged; and the group's Record in the ConfigMap's annotations,
+// written before each push, so that a run knows adopt's own commits and
+// what a closed pull request proposed. A plan holds no secret value (plan
+// files never do). Every write is guarded by the ConfigMap's
+// resourceVersion.
 type Store struct {
 	Kube      kubernetes.Interface
 	Namespace string
 }
 
-// Annotations and the data key of a stored plan.
+// Annotations and the data key of a stored plan. The record of a group
+// (Record) is in annotations, so that one list of the ConfigMaps'
+// metadata reads every group's.
 const (
-	branchAnnotation    = "adopt.dev/branch"
-	finalizedAnnotation = "adopt.dev/finalized-at"
-	planKey             = "plan.yaml"
+	branchAnnotation     = "adopt.dev/branch"
+	finalizedAnnotation  = "adopt.dev/finalized-at"
+	headAnnotation       = "adopt.dev/head"
+	digestAnnotation     = "adopt.dev/digest"
+	planAnnotation       = "adopt.dev/plan"
+	seenAnnotation       = "adopt.dev/seen"
+	reproposesAnnotation = "adopt.dev/reproposes"
+	planKey              = "plan.yaml"
 	// maxStored leaves room under the API server's 1 MiB object cap.
 	maxStored = 900 << 10
 )
@@ -42,8 +53,26 @@ func storeName(branch string) string {
 	return "adopt-reconcile-" + hex.EncodeToString(h[:8])
 }
 
-// Save records p as what branch proposes, clearing any finalized mark.
-func (s Store) Save(ctx context.Context, branch string, p *plan.Plan) error {
+// Record is what the store holds of a group besides its plan: what
+// reconcile last wrote to the group's branch, recorded before the push
+// (Save), so that a run that fails after it still knows the commit for
+// adopt's own.
+type Record struct {
+	// Mark is as a pull request body records it: the group's digests, and
+	// in Head the commit reconcile built and was about to push.
+	Mark
+	// Reproposes is the number of the closed pull request a re-proposal
+	// replaces (0: the write was no re-proposal): while that pull request
+	// is still the newest, the re-proposal is unfinished, not a decline.
+	Reproposes int64
+	// Finalized says the group's merged plan was finalized (Save clears
+	// it).
+	Finalized bool
+}
+
+// Save records p as what branch proposes, with rec, clearing any
+// finalized mark.
+func (s Store) Save(ctx context.Context, branch string, p *plan.Plan, rec Record) error {
 	b, err := plan.Marshal(p)
 	if err != nil {
 		return err
@@ -55,18 +84,49 @@ func (s Store) Save(ctx context.Context, branch string, p *plan.Plan) error {
 	name := storeName(branch)
 	cur, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
 			Labels:      map[string]string{"app.kubernetes.io/managed-by": "adopt"},
-			Annotations: map[string]string{branchAnnotation: branch}}, Data: map[string]string{planKey: string(b)}}, metav1.CreateOptions{})
+			Annotations: map[string]string{branchAnnotation: branch}}, Data: map[string]string{planKey: string(b)}}
+		rec.annotate(cm.Annotations)
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		return s.explain("create", name, err)
 	}
 	if err != nil {
 		return s.explain("read", name, err)
 	}
 	cur.Data = map[string]string{planKey: string(b)}
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	rec.annotate(cur.Annotations)
 	delete(cur.Annotations, finalizedAnnotation)
 	_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
 	return s.explain("update", name, err)
+}
+
+// annotate writes r into a stored ConfigMap's annotations (an empty field
+// removes its annotation; Finalized is MarkFinalized's).
+func (r Record) annotate(a map[string]string) {
+	for k, v := range map[string]string{headAnnotation: r.Head, digestAnnotation: r.Digest, planAnnotation: r.Plan, seenAnnotation: r.Seen} {
+		if v == "" {
+			delete(a, k)
+		} else {
+			a[k] = v
+		}
+	}
+	if r.Reproposes == 0 {
+		delete(a, reproposesAnnotation)
+	} else {
+		a[reproposesAnnotation] = strconv.FormatInt(r.Reproposes, 10)
+	}
+}
+
+// recordOf is the Record a stored ConfigMap's metadata holds.
+func recordOf(m metav1.ObjectMeta) Record {
+	a := m.Annotations
+	n, _ := strconv.ParseInt(a[reproposesAnnotation], 10, 64)
+	return Record{Mark: Mark{Head: a[headAnnotation], Digest: a[digestAnnotation], Plan: a[planAnnotation], Seen: a[seenAnnotation]},
+		Reproposes: n, Finalized: a[finalizedAnnotation] != ""}
 }
 
 // Stored is a group's recorded plan and when it was finalized (zero: not
@@ -153,9 +213,9 @@ func (s Store) List(ctx context.Context) ([]StoredGroup, error) {
 	return out, nil
 }
 
-// Unfinalized are the branches whose stored plan is not finalized yet,
-// from one list of the ConfigMaps' metadata (their plans are not read).
-func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
+// Records are every group's Record, by branch, from one list of the
+// stored ConfigMaps' metadata (their plans are not read).
+func (s Store) Records(ctx context.Context) (map[string]Record, error) {
 	var list metav1.PartialObjectMetadataList
 	err := s.Kube.CoreV1().RESTClient().Get().Namespace(s.Namespace).Resource("configmaps").
 		Param("labelSelector", storeSelector).
@@ -164,13 +224,12 @@ func (s Store) Unfinalized(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, s.explain("list", "adopt-reconcile-*", err)
 	}
-	var out []string
+	out := map[string]Record{}
 	for _, m := range list.Items {
-		if branch := stored(m.ObjectMeta); branch != "" && m.Annotations[finalizedAnnotation] == "" {
-			out = append(out, branch)
+		if branch := stored(m.ObjectMeta); branch != "" {
+			out[branch] = recordOf(m.ObjectMeta)
 		}
 	}
-	sort.Strings(out)
 	return out, nil
 }
 

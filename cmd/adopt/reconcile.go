@@ -164,7 +164,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
 	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
 	seams := o.seams(ro, repoErr, store)
-	unfinalized, err := store.Unfinalized(ctx)
+	records, err := store.Records(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Unfinalized: unfinalized, Settings: o.settings(), Teams: teams}, seams)
+		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Records: records, Settings: o.settings(), Teams: teams}, seams)
 	if err != nil {
 		return err
 	}

@@ -59,9 +59,10 @@ func (o *ReconcileOptions) seams(ro apply.RunOptions, repoErr error, store recon
 			}
 			return func() { _ = lock.Release(context.WithoutCancel(ctx)) }, nil
 		},
-		Write: func(ctx context.Context, sub *plan.Plan, branch string) (reconcile.Written, error) {
+		Write: func(ctx context.Context, sub *plan.Plan, branch string, p reconcile.Push) (reconcile.Written, error) {
 			r := ro
-			r.Plan, r.Write.Branch = sub, branch
+			r.Plan, r.Write.Branch, r.Write.Expect = sub, branch, p.Expect
+			r.Write.BeforePush = func(ctx context.Context, c *gitops.Result) error { return p.Record(ctx, c.Commit) }
 			res, err := apply.Run(ctx, r)
 			if err != nil {
 				return reconcile.Written{}, err
