@@ -168,7 +168,7 @@ func TestOpenPROnGitea(t *testing.T) {
 	line := stderr.String()
 	t.Logf("read-only token: %s", strings.TrimSpace(line))
 	if code != ExitError || strings.Count(line, "\n") != 1 || strings.Contains(line, ro) || !errors.Is(err, gitops.ErrForbidden) ||
-		!strings.HasPrefix(line, "error: token lacks pull-request write permission on "+g.User+"/gitops (403") {
+		!strings.HasPrefix(line, "error: token lacks pull-request write permission on "+g.User+"/"+repo+" (403") {
 		t.Errorf("exit %d, line %q", code, line)
 	}
 }
