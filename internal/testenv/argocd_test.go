@@ -16,129 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestArgoCDv2AdoptsHandAppliedConfigMap(t *testing.T) {
-	testArgoCDAdoptsHandAppliedConfigMap(t, ArgoCDOldest)
-}
-
-func TestArgoCDv3AdoptsHandAppliedConfigMap(t *testing.T) {
-	testArgoCDAdoptsHandAppliedConfigMap(t, ArgoCDCurrent)
-}
-
-// testArgoCDAdoptsHandAppliedConfigMap hand-applies a large ConfigMap with
-// the real kubectl (client-side, so it carries the last-applied
-// annotation), puts a slightly newer copy in a repo on the real git server
-// (with basic auth, so the repo-server's git askpass runs), and has a real
-// Argo CD Application with ServerSideApply=true take it over. It expects
-// Synced/Healthy, the Git copy in the cluster, the tracking id, and
-// argocd-controller as the only field manager.
-func testArgoCDAdoptsHandAppliedConfigMap(t *testing.T, version string) {
-	// A plane of its own: it sets annotation tracking in argocd-cm, which
-	// the shared planes' other tests must not see.
-	cp := startTestControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	a, err := StartArgoCD(ctx, cp, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	if err := a.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
-		t.Fatal(err)
-	}
-
-	ns := cp.Namespace(t)
-	hook := usageHook(150 << 10)
-	handApplied := configMapYAML(ns, map[string]string{"usage_hook.py": hook})
-	if _, err := cp.Kubectl(ctx, []byte(handApplied), "apply", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
-	cms := cp.Clientset().CoreV1().ConfigMaps(ns)
-	before, err := cms.Get(ctx, "usage-hook", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := before.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; !ok {
-		t.Fatalf("kubectl apply left no last-applied annotation on ConfigMap %s/usage-hook", ns)
-	}
-	t.Logf("before: annotations %d B, managers %v", annotationBytes(before.Annotations), managers(before.ManagedFields))
-
-	g, err := StartGitServer("argocd", "git-"+randomToken()[:8])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	inGit := configMapYAML(ns, map[string]string{"usage_hook.py": hook, "added-in-git": "yes"})
-	repoURL, err := g.CreateRepo("gitops", map[string]string{"apps/usage-hook/configmap.yaml": inGit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.AddRepository(ctx, "gitops", repoURL, g.User, g.Password); err != nil {
-		t.Fatal(err)
-	}
-	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: usage-hook
-spec:
-  project: default
-  source: {repoURL: %q, path: apps/usage-hook, targetRevision: main}
-  destination: {server: https://kubernetes.default.svc, namespace: %s}
-  syncPolicy:
-    automated: {}
-    syncOptions: [ServerSideApply=true]
-`, repoURL, ns)
-	syncStart := time.Now()
-	if err := a.CreateApplication(ctx, []byte(app)); err != nil {
-		t.Fatal(err)
-	}
-	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer waitCancel()
-	st, err := a.WaitApplication(waitCtx, "usage-hook", SyncedHealthy)
-	if err != nil {
-		t.Fatalf("%v\nrepo-server: %s\ncontroller: %s", err, lastLines(a.LogTail("argocd-repo-server", 3000), 5), lastLines(a.LogTail("argocd-application-controller", 3000), 5))
-	}
-	t.Logf("argocd %s: Application %s in %s", version, st, time.Since(syncStart).Round(time.Millisecond))
-
-	after, err := cms.Get(ctx, "usage-hook", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.Data["added-in-git"] != "yes" {
-		t.Errorf("the Git copy was not applied: data key added-in-git = %q", after.Data["added-in-git"])
-	}
-	wantID := "usage-hook:/ConfigMap:" + ns + "/usage-hook"
-	if got := after.Annotations["argocd.argoproj.io/tracking-id"]; got != wantID {
-		t.Errorf("tracking id %q, want %q", got, wantID)
-	}
-	_, lastApplied := after.Annotations["kubectl.kubernetes.io/last-applied-configuration"]
-	t.Logf("after: annotations %d B (last-applied kept: %v), managers %v", annotationBytes(after.Annotations), lastApplied, managers(after.ManagedFields))
-	if got := managers(after.ManagedFields); strings.Join(got, ",") != "argocd-controller Apply" {
-		t.Errorf("managers after sync %v, want [argocd-controller Apply]", got)
-	}
-
-	// API mode: a token from logging in as admin reads the same Application.
-	token, err := a.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiSync, err := apiSyncStatus(ctx, a.Server, token, "usage-hook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if apiSync != "Synced" {
-		t.Errorf("argocd-server API says sync status %q, want Synced", apiSync)
-	}
-	v, err := a.ServerVersion(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(v, version) {
-		t.Errorf("argocd-server reports version %q, want %s", v, version)
-	}
-	t.Logf("argocd-server version %s", v)
-}
-
-// usageHook is n bytes of Python-like text, like the incident's hook.
 func usageHook(n int) string {
 	var b strings.Builder
 	for i := 0; b.Len() < n; i++ {
@@ -222,7 +99,12 @@ func apiSyncStatus(ctx context.Context, server, token, app string) (string, erro
 //
 // It also counts the dry-run requests the API server serves for
 // ConfigMaps while the synced csa Application is refreshed: server-side
-// diff does one per resource, client-side diff none.
+// diff does one per resource, client-side diff none. The repository needs
+// basic auth, so the repo-server's git askpass runs; the csa object carries
+// the version's default tracking mark (the instance label on v2, the
+// tracking id on v3) and argocd-controller as its only manager; and
+// argocd-server's API, with a token from logging in as admin, reads the
+// same Application and reports the version.
 func TestFirstSyncByVersion(t *testing.T) {
 	for _, tc := range []struct {
 		version        string
@@ -243,7 +125,7 @@ func firstSync(t *testing.T, version string, trap, serverSideDiff bool) {
 	cp, a := sharedArgoCD(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	g, err := StartGitServer("", "")
+	g, err := StartGitServer("argocd", "git-"+randomToken()[:8])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +157,9 @@ func firstSync(t *testing.T, version string, trap, serverSideDiff bool) {
 	}
 	repoURL, err := g.CreateRepo("gitops", files)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddRepository(ctx, "first-sync", repoURL, g.User, g.Password); err != nil {
 		t.Fatal(err)
 	}
 	for name, opts := range map[string]string{
@@ -345,6 +230,27 @@ spec:
 		if want := name == "runbook"; kept != want {
 			t.Errorf("%s %s: last-applied kept %v after the first sync, want %v (managers %v)", version, name, kept, want, managers(cm.ManagedFields))
 		}
+	}
+	csa := get("csa")
+	if got := managers(csa.ManagedFields); strings.Join(got, ",") != "argocd-controller Apply" {
+		t.Errorf("%s csa: managers after sync %v, want [argocd-controller Apply]", version, got)
+	}
+	if strings.HasPrefix(version, "v2.") {
+		if got := csa.Labels["app.kubernetes.io/instance"]; got != "csa" {
+			t.Errorf("%s csa: instance label %q, want csa (label tracking, v2's default)", version, got)
+		}
+	} else if got, want := csa.Annotations["argocd.argoproj.io/tracking-id"], "csa:/ConfigMap:"+namespaces["csa"]+"/usage-hook"; got != want {
+		t.Errorf("%s csa: tracking id %q, want %q (annotation tracking, v3's default)", version, got, want)
+	}
+	token, err := a.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apiSync, err := apiSyncStatus(ctx, a.Server, token, "csa"); err != nil || apiSync != "Synced" {
+		t.Errorf("%s: argocd-server's API says csa is %q (%v), want Synced", version, apiSync, err)
+	}
+	if v, err := a.ServerVersion(ctx); err != nil || !strings.HasPrefix(v, version) {
+		t.Errorf("argocd-server reports version %q (%v), want %s", v, err, version)
 	}
 
 	// Server-side diff: dry-run requests while the synced csa Application

@@ -17,10 +17,6 @@ const (
 	ArgoCDCurrent = "v3.6.2"
 )
 
-// ArgoCDMatrix is the versions a story that matters to users runs on: the
-// oldest still common and the current GA.
-var ArgoCDMatrix = []string{ArgoCDOldest, ArgoCDCurrent}
-
 // HelmVersion is the helm CLI the tests install releases with (and that
 // Argo CD v2.14 and v3.2 render with here).
 const HelmVersion = "v3.18.6"
