@@ -31,3 +31,5 @@ phase "kustomize v5.7.0" "$here/build-kustomize.sh" v5.7.0
 phase "kustomize v5.8.3" "$here/build-kustomize.sh" v5.8.3
 # The release test: krew's manifest validator and krew itself.
 phase "krew" "$here/build-krew.sh"
+# reconcile's --metrics-pushgateway test.
+phase "pushgateway" "$here/build-pushgateway.sh"
