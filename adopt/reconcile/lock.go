@@ -64,6 +64,57 @@ func (l *Lock) Acquire(ctx context.Context) error {
 	return nil
 }
 
+// Renew moves the Lease's renew time to now while this run holds it. A
+// Lease another holder took is ErrLocked.
+func (l *Lock) Renew(ctx context.Context) error {
+	leases := l.Kube.CoordinationV1().Leases(l.Namespace)
+	cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
+	if err != nil {
+		return l.explain("read", err)
+	}
+	if h := cur.Spec.HolderIdentity; h == nil || *h != l.Holder {
+		return fmt.Errorf("%w: Lease %s/%s is no longer held by this run (%s)", ErrLocked, l.Namespace, l.Name, l.Holder)
+	}
+	now := metav1.NewMicroTime(l.Now())
+	cur.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+	return l.explain("renew", err)
+}
+
+// Hold takes the Lease (Acquire) and renews it every third of its
+// duration until the returned release is called, which stops renewing and
+// releases it, even when ctx was cancelled (SIGTERM): a long run keeps its
+// lock, and a stopped one frees it at once. A renewal that fails is tried
+// again at the next tick; renewing stops when another holder took the
+// Lease.
+func (l *Lock) Hold(ctx context.Context) (release func(), err error) {
+	if err := l.Acquire(ctx); err != nil {
+		return nil, err
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(l.Duration / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if err := l.Renew(bg); errors.Is(err, ErrLocked) {
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		_ = l.Release(bg)
+	}, nil
+}
+
 // Release clears the holder, if it is still this run.
 func (l *Lock) Release(ctx context.Context) error {
 	leases := l.Kube.CoordinationV1().Leases(l.Namespace)
