@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,8 +14,9 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-// Auth holds the credentials for one repository. The zero value means
-// anonymous HTTPS, or the SSH agent for SSH URLs.
+// Auth holds the credentials for one repository, and how long one network
+// call to it may take. The zero value means anonymous HTTPS, or the SSH
+// agent for SSH URLs, and DefaultTimeout.
 type Auth struct {
 	// Token is an HTTPS access token, sent with basic auth. Username
 	// defaults to "git" when only a token is given (GitHub, Gitea and GitLab
@@ -31,6 +33,9 @@ type Auth struct {
 	// InsecureIgnoreHostKey is set.
 	KnownHostsFile        string
 	InsecureIgnoreHostKey bool
+	// Timeout bounds each network call to the remote (a listing, a fetch,
+	// a push); 0 means DefaultTimeout.
+	Timeout time.Duration
 }
 
 // secrets are the values that must never appear in output.
@@ -117,6 +122,8 @@ type AuthFlags struct {
 	KnownHosts string
 	// Insecure skips SSH host key checking (for tests and throwaway hosts).
 	Insecure bool
+	// Timeout bounds each network call to the GitOps repo.
+	Timeout time.Duration
 }
 
 // Environment variables read by AuthFlags.Complete when a flag is not set.
@@ -135,6 +142,7 @@ func (f *AuthFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SSHKey, "ssh-key", "", "private key for ssh:// and git@host:path repos (default $"+EnvSSHKey+", else the SSH agent); its passphrase comes from $"+EnvSSHPassphrase)
 	fs.StringVar(&f.KnownHosts, "known-hosts", "", "known_hosts file the SSH host key is checked against (default $"+EnvKnownHosts+", else ~/.ssh/known_hosts)")
 	fs.BoolVar(&f.Insecure, "insecure-skip-host-key-check", false, "do not check the SSH host key (never on a network you do not control)")
+	fs.DurationVar(&f.Timeout, "git-timeout", DefaultTimeout, "how long one call to the GitOps repo's server (a listing, a fetch, a push) may take before it is given up")
 }
 
 // InsecureWarning is what every command that reads or writes the GitOps
@@ -177,6 +185,6 @@ func (f AuthFlags) Complete(getenv func(string) string) (Auth, string) {
 	return Auth{
 		Token: pick(f.Token, EnvToken), Username: pick(f.User, EnvUser),
 		SSHKeyFile: pick(f.SSHKey, EnvSSHKey), SSHKeyPassphrase: getenv(EnvSSHPassphrase),
-		KnownHostsFile: pick(f.KnownHosts, EnvKnownHosts), InsecureIgnoreHostKey: f.Insecure,
+		KnownHostsFile: pick(f.KnownHosts, EnvKnownHosts), InsecureIgnoreHostKey: f.Insecure, Timeout: f.Timeout,
 	}, from
 }

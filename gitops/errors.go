@@ -24,7 +24,10 @@ var (
 	// from (PublishOptions.Expect): nothing was pushed over it.
 	ErrBranchMoved  = errors.New("branch moved")
 	ErrPushRejected = errors.New("push rejected")
-	ErrGit          = errors.New("git operation failed")
+	// ErrTimeout is a remote that did not answer one network call within
+	// Auth.Timeout.
+	ErrTimeout = errors.New("the git server did not answer in time")
+	ErrGit     = errors.New("git operation failed")
 )
 
 // userinfo matches the user:password@ part of a URL anywhere in a string.
@@ -85,6 +88,8 @@ func newError(kind error, secrets []string, format string, a ...any) error {
 func classify(err error) (kind error, hint string) {
 	s := err.Error()
 	switch {
+	case errors.Is(err, ErrTimeout):
+		return ErrTimeout, "Check that the git server is up and reachable, or raise --git-timeout"
 	case errors.Is(err, transport.ErrAuthenticationRequired), strings.Contains(s, "unable to authenticate"), strings.Contains(s, "ssh: handshake failed: ssh: unable"):
 		return ErrAuth, "Check --git-token (or ADOPT_GIT_TOKEN), the user name in the URL, or the SSH key"
 	case errors.Is(err, transport.ErrAuthorizationFailed):

@@ -33,7 +33,7 @@ import (
 // server refuses the update if the branch moved after that
 // (compare-and-swap).
 func (r *Repo) push(ctx context.Context, branch string, force bool, old *plumbing.Hash) error {
-	return wrap("push "+branch+" to", r.display, r.sendPack(ctx, branch, force, old), r.secrets)
+	return wrap("push "+branch+" to", r.display, r.call(ctx, func(ctx context.Context) error { return r.sendPack(ctx, branch, force, old) }), r.secrets)
 }
 
 // errMoved is sendPack's answer to a branch not at the old value it was

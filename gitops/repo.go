@@ -38,6 +38,11 @@ import (
 // of a branch that moved while it was pushing.
 const DefaultAttempts = 4
 
+// DefaultTimeout bounds each network call to the remote (a listing, a
+// fetch, a push) when Auth.Timeout is 0: a server that accepts and
+// never answers ends the call with ErrTimeout instead of hanging the run.
+const DefaultTimeout = 2 * time.Minute
+
 const remoteName = "origin"
 
 // CloneOptions says which repository to clone and how.
@@ -79,6 +84,7 @@ type Repo struct {
 	defaultBranch string
 	dir           string
 	history       bool
+	timeout       time.Duration
 	// spool is the private temporary object store, removed by Close.
 	spool   string
 	storage *filesystem.Storage
@@ -115,7 +121,10 @@ func clone(ctx context.Context, o CloneOptions) (*Repo, error) {
 	if err != nil {
 		return nil, newError(ErrNotFound, o.Auth.secrets(), "%v", err)
 	}
-	r := &Repo{url: strings.TrimSpace(o.URL), display: loc.Clean(), secrets: o.Auth.secrets(), dir: o.Dir, history: o.History, fetched: map[string]bool{}}
+	r := &Repo{url: strings.TrimSpace(o.URL), display: loc.Clean(), secrets: o.Auth.secrets(), dir: o.Dir, history: o.History, timeout: o.Auth.Timeout, fetched: map[string]bool{}}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
 	if loc.Scheme == SchemeLocal {
 		root, err := localRoot(loc.Path)
 		if err != nil {
@@ -199,7 +208,11 @@ func (r *Repo) list(ctx context.Context) error {
 	if err != nil {
 		return wrap("list the branches of", r.display, err, r.secrets)
 	}
-	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	var refs []*plumbing.Reference
+	err = r.call(ctx, func(ctx context.Context) (err error) {
+		refs, err = rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+		return err
+	})
 	if err != nil {
 		return wrap("list the branches of", r.display, err, r.secrets)
 	}
@@ -707,6 +720,19 @@ func (w *remoteText) String() string {
 	return strings.Join(lines, " / ")
 }
 
+// call runs one network call to the remote within the repository's
+// timeout; a call that ran out of it (and not the caller's context)
+// wraps ErrTimeout.
+func (r *Repo) call(ctx context.Context, fn func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	err := fn(cctx)
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("%w: no answer within %s (%v)", ErrTimeout, r.timeout, err)
+	}
+	return err
+}
+
 // fetch updates the remote-tracking refs of branches: with History every
 // branch, whole; else the tips of those branches the last listing found
 // (depth 1), forgetting those it did not.
@@ -733,7 +759,7 @@ func (r *Repo) fetch(ctx context.Context, branches ...string) error {
 			return nil
 		}
 	}
-	err := r.repo.FetchContext(ctx, fo)
+	err := r.call(ctx, func(ctx context.Context) error { return r.repo.FetchContext(ctx, fo) })
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}
