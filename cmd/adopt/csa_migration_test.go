@@ -60,6 +60,25 @@ func seedHook(t *testing.T, c *testenv.ControlPlane, ns string, want int) int {
 	return n
 }
 
+// incidentRepo hand-applies the incident's hook in ns at 98.1% of the cap
+// (seedHook) and serves a repo whose copy of it, 4.8 KB larger, is at
+// k8s/system/, on a git server stopped with the test; it returns the
+// server and the repo's URL.
+func incidentRepo(t *testing.T, ns string) (*testenv.GitServer, string) {
+	t.Helper()
+	n := seedHook(t, cp, ns, 257270)
+	g, err := testenv.StartGitServer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	url, err := g.CreateRepo("gitops", map[string]string{"k8s/system/litellm-test-usage-hook-cm.yaml": csaHook(ns, n+4800, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, url
+}
+
 // csaPlan runs adopt plan with the given Argo CD version and returns the
 // plan and the hook's entry.
 func csaPlan(t *testing.T, run func(args ...string) (string, string, int), ns, repo, version, file string) (*plan.Plan, *plan.Object) {
@@ -100,17 +119,7 @@ func finding(ob *plan.Object, code string) *plan.Finding {
 // the strict v1alpha1 decoding and a server-side dry-run create.
 func TestCSAMigrationPlanAndApply(t *testing.T) {
 	ns := cp.Namespace(t)
-	n := seedHook(t, cp, ns, 257270)
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	gitPath := "k8s/system/litellm-test-usage-hook-cm.yaml"
-	url, err := g.CreateRepo("gitops", map[string]string{gitPath: csaHook(ns, n+4800, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, url := incidentRepo(t, ns)
 	dir := t.TempDir()
 	run := func(args ...string) (string, string, int) { return adopt(t, args...) }
 
@@ -250,16 +259,7 @@ func TestCSAMigrationPredictionMatchesKubectl(t *testing.T) {
 // nothing on v3.6.2, where the trap rule does not apply.
 func TestCSATrapFromControllerWorkload(t *testing.T) {
 	ns := cp.Namespace(t)
-	n := seedHook(t, cp, ns, 257270)
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	url, err := g.CreateRepo("gitops", map[string]string{"k8s/system/hook.yaml": csaHook(ns, n+4800, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url := incidentRepo(t, ns)
 	for _, tc := range []struct {
 		version string
 		trap    bool

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,15 +28,18 @@ import (
 // ReconcileOptions are the inputs of `adopt reconcile`: apply's (the plan
 // computed now, the repository, the pull requests) and its own.
 type ReconcileOptions struct {
-	apply         *ApplyOptions
-	ClusterName   string
-	MaxOpenPRs    int
-	MaxObjects    int
-	MetricsFile   string
-	Output        string
-	LockNamespace string
-	GroupPRsBy    string
-	LockDuration  time.Duration
+	apply       *ApplyOptions
+	ClusterName string
+	MaxOpenPRs  int
+	MaxObjects  int
+	MetricsFile string
+	// MetricsPushgateway is a Pushgateway's base URL the run's metrics
+	// are pushed to.
+	MetricsPushgateway string
+	Output             string
+	LockNamespace      string
+	GroupPRsBy         string
+	LockDuration       time.Duration
 	// Finalize's: where journals go, how long to wait for a merged
 	// group's Applications, the settle window, and whether to start the
 	// first sync.
@@ -47,7 +55,7 @@ type ReconcileOptions struct {
 // scheduled run.
 var reconcileApplyFlags = []string{"config", "all-namespaces", "repo", "base", "author", "templates", "argocd-namespace", "repo-url",
 	"apps-dir", "secrets", "auto-sync", "prune", "argocd-version", "csa-migration", "provider", "api-url", "pr-label", "pr-reviewer", "draft",
-	"git-token", "git-user", "ssh-key", "known-hosts", "insecure-skip-host-key-check", "quiet"}
+	"git-token", "git-user", "ssh-key", "known-hosts", "insecure-skip-host-key-check", "git-timeout", "quiet"}
 
 func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ReconcileOptions{Output: "table", LockDuration: 30 * time.Minute, MaxOpenPRs: 10, JournalDir: ".", FinalizeWait: 30 * time.Second,
@@ -96,7 +104,8 @@ Lease (--lock-namespace) stops two runs from overlapping.
 	f.StringVar(&o.ClusterName, "cluster-name", "", "the cluster's name in branch names adopt/<cluster>/<app> (default: the kube context's name)")
 	f.IntVar(&o.MaxOpenPRs, "max-open-prs", o.MaxOpenPRs, "at most this many of reconcile's pull requests open at once (0: no cap); the other groups wait in the report")
 	f.IntVar(&o.MaxObjects, "max-objects-per-pr", 0, "a group with more objects is not proposed, and the report says so (0: no cap)")
-	f.StringVar(&o.MetricsFile, "metrics-file", "", "write the run's metrics in Prometheus text format to this file")
+	f.StringVar(&o.MetricsFile, "metrics-file", "", "write the run's metrics in Prometheus text format to this file, failed runs included")
+	f.StringVar(&o.MetricsPushgateway, "metrics-pushgateway", "", "push the run's metrics, failed runs included, to this Prometheus Pushgateway (its base URL), in the group job=adopt-reconcile, cluster=<--cluster-name>")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table|json|yaml")
 	f.StringVar(&o.GroupPRsBy, "group-prs-by", "", "one pull request per value of this namespace label (e.g. team) for the Applications whose destination namespace carries it; the others get one each")
 	f.StringVar(&o.LockNamespace, "lock-namespace", "", "namespace of the Lease adopt-reconcile that stops two runs from overlapping (default: the Argo CD namespace)")
@@ -149,47 +158,70 @@ func (o *ReconcileOptions) Validate() error {
 }
 
 // Run plans, reconciles every group (taking the lock only to write) and
-// reports.
+// reports. SIGTERM (a pod's eviction) and Ctrl-C cancel the run, which
+// then releases its lock. Every run writes its metrics, a failed one
+// included. A run that finds the lock held does nothing and exits 0
+// (ExitOK), saying so: it is not a failed Job.
 func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	began := time.Now()
+	rep, err := o.run(ctx)
+	m := reconcile.RunMetrics{Cluster: o.ClusterName, Report: rep, Took: time.Since(began), Ended: time.Now(), Err: err}
+	if o.MetricsFile != "" {
+		if merr := reconcile.WriteMetrics(o.MetricsFile, m); merr != nil && err == nil {
+			err = merr
+		}
+	}
+	if o.MetricsPushgateway != "" {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if merr := reconcile.PushMetrics(pctx, &http.Client{}, o.MetricsPushgateway, m); merr != nil && err == nil {
+			err = merr
+		}
+	}
+	if errors.Is(err, reconcile.ErrLocked) {
+		fmt.Fprintf(o.apply.ErrOut, "nothing done: %v\n", err)
+		return nil
+	}
+	return err
+}
+
+// run is one run: the plan, the groups, the report.
+func (o *ReconcileOptions) run(ctx context.Context) (*reconcile.Report, error) {
 	ao := o.apply
 	ro := ao.runOptions()
 	p, err := planner.Plan(ctx, ro.Scan)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
 	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
 	seams := o.seams(ro, repoErr, store)
 	records, err := store.Records(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	teams, err := o.teams(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
 		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Records: records, Settings: o.settings(), Teams: teams}, seams)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := printer.Reconcile(o.apply.Out, rep, o.Output); err != nil {
-		return err
-	}
-	if o.MetricsFile != "" {
-		if err := reconcile.WriteMetrics(o.MetricsFile, rep, time.Since(began)); err != nil {
-			return err
-		}
+		return rep, err
 	}
 	if n := len(rep.NotScanned); n > 0 {
-		return &exitError{code: ExitPartial, err: fmt.Errorf("%d resource type(s) could not be read (first: %s), so the untracked count is only a lower bound: grant get, list and watch on them (deploy/helm/adopt), then run again", n, rep.NotScanned[0])}
+		return rep, &exitError{code: ExitPartial, err: fmt.Errorf("%d resource type(s) could not be read (first: %s), so the untracked count is only a lower bound: grant get, list and watch on them (deploy/helm/adopt), then run again", n, rep.NotScanned[0])}
 	}
 	if n := rep.Count(reconcile.Failed); n > 0 {
-		return &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d groups failed; the report says why, and the next run tries again", n, len(rep.Groups))}
+		return rep, &exitError{code: ExitPartial, err: fmt.Errorf("%d of %d groups failed; the report says why, and the next run tries again", n, len(rep.Groups))}
 	}
-	return nil
+	return rep, nil
 }

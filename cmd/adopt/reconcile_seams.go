@@ -54,10 +54,7 @@ func (o *ReconcileOptions) seams(ro apply.RunOptions, repoErr error, store recon
 			host, _ := os.Hostname()
 			lock := &reconcile.Lock{Kube: ao.cluster.kube, Namespace: o.LockNamespace, Name: "adopt-reconcile",
 				Holder: host + "-" + rand.String(6), Duration: o.LockDuration, Now: time.Now}
-			if err := lock.Acquire(ctx); err != nil {
-				return nil, err
-			}
-			return func() { _ = lock.Release(context.WithoutCancel(ctx)) }, nil
+			return lock.Hold(ctx) // renewed during the run, released on SIGTERM too
 		},
 		Write: func(ctx context.Context, sub *plan.Plan, branch string, p reconcile.Push) (reconcile.Written, error) {
 			r := ro

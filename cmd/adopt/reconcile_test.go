@@ -266,7 +266,8 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	case r := <-first:
 		t.Fatalf("the first run ended before calling Gitea: exit %d: %s", r.code, r.err)
 	}
-	if _, errOut, code := run(); code == 0 || !strings.Contains(errOut, "Lease") || !strings.Contains(errOut, "held by") {
+	// A held Lease is not a failed Job: exit 0, saying nothing was done.
+	if _, errOut, code := run(); code != 0 || !strings.Contains(errOut, "nothing done") || !strings.Contains(errOut, "Lease") || !strings.Contains(errOut, "held by") {
 		t.Errorf("a second run while the first holds the Lease: exit %d: %s", code, errOut)
 	}
 	close(release)
@@ -336,8 +337,13 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Fatal(err)
 	}
 	configMap(ns2, "y", "1")
-	if _, errOut, code := run(); code == 0 || !strings.Contains(errOut, "other-runner") {
+	if _, errOut, code := run(); code != 0 || !strings.Contains(errOut, "nothing done") || !strings.Contains(errOut, "other-runner") {
 		t.Errorf("a run with the Lease held by another: exit %d, %s", code, errOut)
+	}
+	// Its metrics say the run did not succeed, and keep the last success.
+	if b, err := os.ReadFile(metrics); err != nil || !strings.Contains(string(b), `adopt_last_run_success{cluster="`) ||
+		!regexp.MustCompile(`adopt_last_run_success\{cluster="[^"]*"\} 0\n`).Match(b) || !strings.Contains(string(b), "adopt_last_success_timestamp_seconds{") {
+		t.Errorf("metrics after a run that found the Lease held (%v):\n%s", err, b)
 	}
 }
 
