@@ -11,19 +11,20 @@ import (
 
 // Exit codes. They are documented in the README and in `adopt --help`.
 const (
-	ExitOK       = 0 // success
+	ExitOK       = 0 // success (reconcile: also a run that found the Lease held and did nothing)
 	ExitError    = 1 // the work failed: cluster, Git or file error
 	ExitUsage    = 2 // bad flags or bad input
 	ExitFindings = 3 // findings at or above --fail-on
-	ExitPartial  = 4 // some objects could not be finalized
+	ExitPartial  = 4 // partly done: objects not finalized, groups failed or types not read
 )
 
-const exitCodesHelp = `Exit codes:
-  0  success
+const exitCodesHelp = `Exit codes (every command):
+  0  success; reconcile: also a run that found the Lease held and did nothing
   1  the work failed (cluster, Git or file error)
   2  bad flags or bad input
   3  findings at or above --fail-on
-  4  some objects could not be finalized`
+  4  partly done: some objects could not be finalized, or some reconcile
+     groups failed or types could not be read; a re-run carries on`
 
 // exitError carries an exit code with the error.
 type exitError struct {
