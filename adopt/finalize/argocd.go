@@ -18,6 +18,11 @@ type ArgoCDOptions struct {
 	Dynamic   dynamic.Interface
 	Namespace string
 	API       *argoapp.APIOptions
+	// SyncOnly, with API, reads the Applications through the Kubernetes
+	// API and uses argocd-server only to start syncs: the Argo CD account
+	// then needs nothing but get and sync on Applications, and the
+	// Kubernetes credentials no write on them.
+	SyncOnly bool
 	// Version is --argocd-version; Plan's recorded version is the last
 	// resort.
 	Version string
@@ -43,7 +48,14 @@ func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
 	c := &ArgoCDConn{Close: func() {}}
 	q := argoapp.VersionQuery{Flag: o.Version, Kube: o.Kube, Namespace: o.Namespace,
 		Recorded: o.Plan.Tracking.Version, RecordedSource: o.Plan.Tracking.VersionSource, RecordedBy: o.Plan.ID}
-	if o.API != nil {
+	if o.API != nil && o.SyncOnly {
+		api, err := argoapp.DialAPI(*o.API, o.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		c.Reader, c.Syncer, c.Close = argoapp.KubeStatus{Client: o.Dynamic, Namespace: o.Namespace}, serverSyncer{api}, func() { _ = api.Close() }
+		c.Info = &ArgoCD{Mode: "kubernetes", Server: api.Server()}
+	} else if o.API != nil {
 		api, err := argoapp.DialAPI(*o.API, o.Namespace)
 		if err != nil {
 			return nil, err
@@ -66,4 +78,22 @@ func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
 		c.Info.Version = ver.Version.String()
 	}
 	return c, nil
+}
+
+// ServerError is an error of argocd-server's, met starting a sync in
+// Kubernetes mode (ArgoCDOptions.SyncOnly): it already says where, so it
+// is not worded as the Kubernetes API server's.
+type ServerError struct{ Err error }
+
+func (e *ServerError) Error() string { return e.Err.Error() }
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// serverSyncer starts syncs through argocd-server, its errors marked.
+type serverSyncer struct{ api *argoapp.API }
+
+func (s serverSyncer) Sync(ctx context.Context, name, revision string, v argoapp.Version) error {
+	if err := s.api.Sync(ctx, name, revision, v); err != nil {
+		return &ServerError{Err: err}
+	}
+	return nil
 }

@@ -26,7 +26,8 @@ type ArgoCD struct {
 	// Mode is "kubernetes" (Application resources read through the
 	// Kubernetes API) or "api" (through argocd-server).
 	Mode string `json:"mode" yaml:"mode"`
-	// Server is argocd-server's host:port in API mode.
+	// Server is argocd-server's host:port in API mode, or in Kubernetes
+	// mode when syncs are started through it (ArgoCDOptions.SyncOnly).
 	Server string `json:"server,omitempty" yaml:"server,omitempty"`
 	// Version is the Argo CD version, "" when unknown; VersionSource says
 	// where it was learnt, or why it is unknown.
@@ -38,6 +39,8 @@ func (a *ArgoCD) String() string {
 	how := "Applications read through the Kubernetes API"
 	if a.Mode == "api" {
 		how = "Applications read through argocd-server at " + a.Server + " (Argo CD API mode)"
+	} else if a.Server != "" {
+		how += ", syncs started through argocd-server at " + a.Server
 	}
 	v := "Argo CD version unknown (" + a.VersionSource + ")"
 	if a.Version != "" {

@@ -45,6 +45,9 @@ type FinalizeOptions struct {
 	// API is Argo CD API mode.
 	API argoAPIFlags
 	Hub hubFlags
+	// APISyncOnly (reconcile's) reads the Applications through the
+	// Kubernetes API and uses API only to start syncs.
+	APISyncOnly bool
 
 	genericiooptions.IOStreams
 	cluster *cluster

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -88,8 +89,11 @@ func (a *argoAPIFlags) Options() *argoapp.APIOptions {
 // checkAccess asks SelfSubjectAccessReview for everything the run will do,
 // before it does anything.
 func (o *FinalizeOptions) checkAccess(ctx context.Context, kube kubernetes.Interface) error {
+	// Syncs started through argocd-server need no patch of Applications;
+	// with APISyncOnly they are still read through the Kubernetes API.
+	apiSync := o.API.Server != ""
 	q := finalize.AccessQuery{Workload: kube, ExplainWorkload: o.cluster.explain, Targets: o.sel.All(), Namespace: o.ArgoCDNamespace,
-		DryRun: o.DryRun, Undo: o.Undo, API: o.API.Server != "", Sync: o.Sync}
+		DryRun: o.DryRun, Undo: o.Undo, API: apiSync && !o.APISyncOnly, Sync: o.Sync && !apiSync}
 	if o.RetireHelmRecords {
 		q.Records = finalize.RetireNeeds(finalize.HelmReleases(o.sel), o.DryRun)
 	}
@@ -122,7 +126,8 @@ func (o *FinalizeOptions) connectArgoCD(ctx context.Context) (*finalize.ArgoCDCo
 	if o.hub != nil {
 		on = o.hub
 	}
-	opts := finalize.ArgoCDOptions{Kube: on.kube, Dynamic: on.clients.Dynamic, Namespace: o.ArgoCDNamespace, Version: o.ArgoCDVersion, Plan: o.plan, API: o.API.Options()}
+	opts := finalize.ArgoCDOptions{Kube: on.kube, Dynamic: on.clients.Dynamic, Namespace: o.ArgoCDNamespace, Version: o.ArgoCDVersion, Plan: o.plan, API: o.API.Options(),
+		SyncOnly: o.APISyncOnly}
 	argo, err := finalize.ConnectArgoCD(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +138,12 @@ func (o *FinalizeOptions) connectArgoCD(ctx context.Context) (*finalize.ArgoCDCo
 	if argo.API {
 		return argo, func(err error) error { return err }, nil
 	}
-	return argo, on.explain, nil
+	return argo, func(err error) error {
+		if se := (*finalize.ServerError)(nil); errors.As(err, &se) {
+			return err // argocd-server's, starting a sync: it says where
+		}
+		return on.explain(err)
+	}, nil
 }
 
 // session checks permissions and connects to Argo CD (unless --undo), and

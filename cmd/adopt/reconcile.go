@@ -48,6 +48,9 @@ type ReconcileOptions struct {
 	PollInterval time.Duration
 	Settle       time.Duration
 	Sync         bool
+	// API, with --sync, is argocd-server, through which syncs are started
+	// (the Applications are still read through the Kubernetes API).
+	API argoAPIFlags
 }
 
 // reconcileApplyFlags are the flags of apply that reconcile takes as they
@@ -115,6 +118,8 @@ Lease (--lock-namespace) stops two runs from overlapping.
 	f.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "how often to read the Applications while waiting")
 	f.DurationVar(&o.Settle, "settle", o.Settle, "after cleanup, how long each Application must stay Synced (0: do not watch)")
 	f.BoolVar(&o.Sync, "sync", false, "start a merged group's first sync when Argo CD has not (default: wait for Argo CD)")
+	o.API.AddFlags(f)
+	f.Lookup("argocd-server").Usage = "with --sync: start syncs through argocd-server at this address, as an Argo CD account that may only get and sync Applications, instead of patching them through the Kubernetes API (Applications are still read through the Kubernetes API)"
 	return cmd
 }
 
@@ -125,6 +130,7 @@ func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
 	if err := o.apply.Complete(cmd); err != nil {
 		return err
 	}
+	o.API.Complete()
 	if o.ClusterName == "" {
 		o.ClusterName = o.apply.cluster.context
 	}
@@ -148,8 +154,13 @@ func (o *ReconcileOptions) Validate() error {
 		return usageErrorf("--finalize-wait and --settle must be 0 or more, and --poll-interval more than 0")
 	case o.GroupPRsBy != "" && len(validation.IsQualifiedName(o.GroupPRsBy)) > 0:
 		return usageErrorf("--group-prs-by %q is not a label key: %s", o.GroupPRsBy, strings.Join(validation.IsQualifiedName(o.GroupPRsBy), "; "))
+	case o.API.Server != "" && !o.Sync:
+		return usageErrorf("--argocd-server is used only to start syncs: add --sync, or drop it")
 	case o.LockDuration < time.Minute:
 		return usageErrorf("--lock-duration %s is shorter than a minute: a slow run would lose its lock", o.LockDuration)
+	}
+	if err := o.API.Validate(true); err != nil {
+		return err
 	}
 	if l, err := gitops.ParseLocation(o.apply.Repo); err != nil || !l.Remote() {
 		return usageErrorf("--repo %q: reconcile opens pull requests, so the repo must be a remote URL (https://host/owner/name.git or git@host:owner/name.git)", gitops.Redact(o.apply.Repo))

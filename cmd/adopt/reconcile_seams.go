@@ -134,7 +134,8 @@ func (o *ReconcileOptions) finalize(ctx context.Context, p *plan.Plan, journal s
 	fo := &FinalizeOptions{ConfigFlags: o.apply.ConfigFlags, IOStreams: genericiooptions.IOStreams{In: o.apply.In, Out: io.Discard, ErrOut: io.Discard},
 		plan: p, sel: sel, cluster: o.apply.cluster, JournalFile: journal,
 		ArgoCDNamespace: p.ArgoCDNamespace(), Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle,
-		Parallel: finalize.DefaultParallel, Sync: o.Sync, Quiet: true, Output: "json", ArgoCDVersion: o.apply.ArgoCDVersion}
+		Parallel: finalize.DefaultParallel, Sync: o.Sync, Quiet: true, Output: "json", ArgoCDVersion: o.apply.ArgoCDVersion,
+		API: o.API, APISyncOnly: true}
 	s, closeConn, err := fo.session(ctx)
 	if err != nil {
 		return nil, err

@@ -20,11 +20,17 @@ import (
 	"time"
 
 	"code.gitea.io/sdk/gitea"
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient"
+	accountpkg "github.com/argoproj/argo-cd/v2/pkg/apiclient/account"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/adopt-dev/adopt/adopt/reconcile"
+	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -43,10 +49,14 @@ import (
 func TestReconcileOnRealArgoCDv3(t *testing.T) { reconcileLoop(t, testenv.ArgoCDCurrent, true) }
 
 // TestReconcileOnRealArgoCDv2: on Argo CD v2.14.21, run as the chart's
-// ServiceAccount (impersonated) with the chart's RBAC: a hand-applied
-// object opens one pull request, and once merged and synced it is
-// finalized; without any one of the grants the run fails at the step that
-// needs it, naming what is missing (sufficient and minimal).
+// ServiceAccount (impersonated) with the chart's RBAC, scoped to the two
+// namespaces, and its adopt.yaml, its state in the release namespace, and
+// syncs started through argocd-server as an Argo CD account whose RBAC
+// allows only get and sync on Applications: a hand-applied object opens
+// one pull request, and once merged and synced it is finalized; without
+// any one of the grants (the Lease's, the records', plan's reads,
+// finalize's patch, the Argo CD account's sync) the run fails at the step
+// that needs it, naming what is missing (sufficient and minimal).
 func TestReconcileOnRealArgoCDv2(t *testing.T) { reconcileLoop(t, testenv.ArgoCDOldest, false) }
 
 func reconcileLoop(t *testing.T, version string, full bool) {
@@ -67,11 +77,17 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 	ns1, ns2 := cp.Namespace(t), cp.Namespace(t)
 	configMap := func(ns, name, value string) { t.Helper(); kubectlApplyConfigMap(ctx, t, cp, ns, name, value) }
-	lockNS, as := ns1, []string(nil)
+	lockNS, as, syncArgs := ns1, []string(nil), []string{"--sync"}
 	var grants *chartGrants
+	var account *argoCDAccount
 	if !full {
-		grants = installChartRBAC(ctx, t, cp, a.Namespace)
-		lockNS, as = a.Namespace, []string{"--as", grants.user}
+		grants = installChartRBAC(ctx, t, cp, a, ns1, ns2)
+		lockNS, as = grants.stateNS, []string{"--as", grants.user, "--config", grants.config}
+		// The chart's sync: through argocd-server, as an account that may
+		// only get and sync Applications (docs/reconcile.md).
+		account = newArgoCDSyncAccount(ctx, t, cp, a, "adopt-"+ns1[len(ns1)-6:])
+		t.Setenv("ARGOCD_AUTH_TOKEN", account.token)
+		syncArgs = []string{"--sync", "--argocd-server", a.Address, "--plaintext"}
 	}
 	metrics := filepath.Join(t.TempDir(), "adopt.prom")
 	journals := t.TempDir()
@@ -137,12 +153,12 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	if !full {
 		// Without the lock's grant, the group plan's, or the read-only
 		// view plan needs, the run fails, naming what is missing.
-		for _, d := range []struct{ kind, name, ns, resource string }{
-			{"Role", grants.state, a.Namespace, "leases"},
-			{"Role", grants.state, a.Namespace, "configmaps"},
-			{"ClusterRole", grants.read, "", "*"},
+		for _, d := range []grantDrop{
+			{"Role", grants.state, grants.stateNS, "leases", authorizationv1.ResourceAttributes{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: "adopt-reconcile", Namespace: grants.stateNS}},
+			{"Role", grants.state, grants.stateNS, "configmaps", authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps", Namespace: grants.stateNS}},
+			{"ClusterRole", grants.read, "", "configmaps", authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps", Namespace: ns1}},
 		} {
-			restore := grants.drop(ctx, t, cp, d.kind, d.name, d.ns, d.resource)
+			restore := grants.drop(ctx, t, cp, d)
 			rep, errOut, code := run()
 			said := errOut
 			for _, gr := range rep.Groups {
@@ -162,22 +178,34 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		t.Errorf("branch %q is not adopt/<cluster>/<app>", gr1.Branch)
 	}
 	if !full {
-		finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, func() {
-			// finalize's patch of the adopted type, and the sync's patch
-			// of Applications: each missing one stops finalize before any
-			// change, naming it.
-			for _, d := range []struct{ kind, name, ns, resource string }{
-				{"ClusterRole", grants.finalize, "", "configmaps"},
-				{"Role", grants.state, a.Namespace, "applications"},
-			} {
-				restore := grants.drop(ctx, t, cp, d.kind, d.name, d.ns, d.resource)
-				rep, errOut, code := run("--sync", "--finalize-wait", "3m", "--settle", "2s")
-				if g := outcome(rep, gr1.Branch); code != ExitPartial || g.Outcome != reconcile.Failed || !strings.Contains(g.Why, d.resource) {
-					t.Errorf("without patch on %s: exit %d, %s %q; want the group failed naming %s (%s)", d.resource, code, g.Outcome, g.Why, d.resource, errOut)
-				}
-				restore()
+		finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, syncArgs, func() {
+			// finalize's patch of the adopted type stops finalize before
+			// any change, naming it; without the Argo CD account's sync,
+			// argocd-server refuses the sync, and the group fails naming
+			// the policy line to grant.
+			restore := grants.drop(ctx, t, cp, grantDrop{"ClusterRole", grants.finalize, "", "configmaps",
+				authorizationv1.ResourceAttributes{Verb: "patch", Resource: "configmaps", Namespace: ns1}})
+			rep, errOut, code := run(append(syncArgs, "--finalize-wait", "3m", "--settle", "2s")...)
+			if g := outcome(rep, gr1.Branch); code != ExitPartial || g.Outcome != reconcile.Failed || !strings.Contains(g.Why, "patch configmaps in "+ns1) {
+				t.Errorf("without patch on configmaps: exit %d, %s %q; want the group failed naming it (%s)", code, g.Outcome, g.Why, errOut)
 			}
+			restore()
+			restore = account.drop(ctx, t, "sync", gr1.App)
+			rep, errOut, code = run(append(syncArgs, "--finalize-wait", "3m", "--settle", "2s")...)
+			if g := outcome(rep, gr1.Branch); code != ExitPartial || g.Outcome != reconcile.Failed || !strings.Contains(g.Why, "Grant applications, sync") {
+				t.Errorf("without the Argo CD account's sync: exit %d, %s %q; want the group failed naming applications, sync (%s)", code, g.Outcome, g.Why, errOut)
+			}
+			restore()
 		})
+		// The sync was started through argocd-server by the account, not
+		// by a patch of the Application.
+		u, err := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(argoapp.ApplicationGVR).Namespace(a.Namespace).Get(ctx, gr1.App, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if by, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "operation", "initiatedBy", "username"); by != account.name {
+			t.Errorf("the first sync of %s was initiated by %q, want the Argo CD account %s", gr1.App, by, account.name)
+		}
 		return
 	}
 	tip := head(gr1.Branch)
@@ -310,7 +338,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 
 	// 7. Merged: finalized once synced.
-	finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, nil)
+	finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, syncArgs, nil)
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -348,11 +376,12 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 }
 
 // finalizeMerged merges gr's pull request, then: reconcile does not sync
-// its Application (no --sync) and reports it waiting; with --sync it
-// starts the first sync and finalizes (the hand-apply annotation gone from
-// the objects, a journal written); the next run says it is done.
+// its Application (no --sync) and reports it waiting; with syncArgs
+// (--sync, and how to reach argocd-server) it starts the first sync and
+// finalizes (the hand-apply annotation gone from the objects, a journal
+// written); the next run says it is done.
 func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo string, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
-	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, beforeSync func()) {
+	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, syncArgs []string, beforeSync func()) {
 	t.Helper()
 	mergePR(ctx, t, g, repo, gr.Branch)
 	step(gr.Branch, reconcile.Merged, "--finalize-wait", "1s")
@@ -368,7 +397,7 @@ func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo st
 	if beforeSync != nil {
 		beforeSync()
 	}
-	done := step(gr.Branch, reconcile.Finalized, "--sync", "--finalize-wait", "3m", "--settle", "2s")
+	done := step(gr.Branch, reconcile.Finalized, append(syncArgs, "--finalize-wait", "3m", "--settle", "2s")...)
 	t.Logf("with --sync: %s", done.Why)
 	cm, err := c.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
 	if err != nil {
@@ -396,23 +425,30 @@ func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo st
 	}
 }
 
-// chartGrants are the chart's RBAC objects installed for a test, and the
-// ServiceAccount's user name to impersonate.
+// chartGrants are the chart's RBAC objects installed for a test, the
+// ServiceAccount's user name to impersonate, the state namespace and the
+// chart's adopt.yaml (a file) that reconcile runs with.
 type chartGrants struct {
 	user, read, finalize, state string
+	stateNS, config             string
 	rendered                    string
 }
 
-// installChartRBAC applies the ServiceAccount and RBAC of the chart's
-// render (sync on, ConfigMaps as the adopted type), with Argo CD in argoNS.
-func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane, argoNS string) *chartGrants {
+// installChartRBAC applies the ServiceAccount, RBAC and adopt.yaml of the
+// chart's render as a release of its own (named after its namespace),
+// scoped to namespaces, with Argo CD a, sync on through a's argocd-server,
+// and ConfigMaps as the adopted type.
+func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane, a *testenv.ArgoCD, namespaces ...string) *chartGrants {
 	t.Helper()
 	h, err := testenv.NewHelm(c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := c.Namespace(t)
-	rendered := renderDeploy(ctx, t, h, ns, "--set", "argocdNamespace="+argoNS, "--set", "sync=true",
+	release := "adopt-" + ns[len(ns)-6:]
+	scope, _ := json.Marshal(namespaces)
+	rendered := renderDeploy(ctx, t, h, release, ns, "--set", "argocdNamespace="+a.Namespace, "--set-json", "namespaces="+string(scope),
+		"--set", "sync=true", "--set", "argocd.server="+a.Address, "--set", "argocd.plaintext=true", "--set", "argocd.tokenSecret.name=adopt-argocd",
 		"--set-json", `finalize.types=[{"apiGroup":"","resources":["configmaps"]}]`)
 	var keep []string
 	for _, doc := range strings.Split(rendered, "\n---") {
@@ -420,8 +456,16 @@ func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane
 			keep = append(keep, doc)
 		}
 	}
-	gr := &chartGrants{user: "system:serviceaccount:" + ns + ":adopt-reconcile", read: "adopt-reconcile-read", finalize: "adopt-reconcile-finalize",
-		state: "adopt-reconcile-state", rendered: strings.Join(keep, "\n---")}
+	config := filepath.Join(t.TempDir(), "adopt.yaml")
+	if err := os.WriteFile(config, []byte(chartConfigText(t, rendered)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := release + "-reconcile"
+	gr := &chartGrants{user: "system:serviceaccount:" + ns + ":" + name, read: name + "-read", finalize: name + "-finalize",
+		state: name + "-state", stateNS: ns, config: config, rendered: strings.Join(keep, "\n---")}
+	t.Cleanup(func() {
+		_, _ = c.Kubectl(context.Background(), nil, "delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/instance="+release, "--ignore-not-found")
+	})
 	gr.apply(ctx, t, c)
 	return gr
 }
@@ -433,18 +477,25 @@ func (gr *chartGrants) apply(ctx context.Context, t *testing.T, c *testenv.Contr
 	}
 }
 
-// drop removes the rules naming resource from the (Cluster)Role, waits
-// until the API server's authorizer denies it, and returns what puts the
-// grants back (and waits until they are allowed again).
-func (gr *chartGrants) drop(ctx context.Context, t *testing.T, c *testenv.ControlPlane, kind, name, ns, resource string) func() {
+// grantDrop names the rules of a (Cluster)Role to remove, those naming
+// resource, and what the authorizer then denies.
+type grantDrop struct {
+	kind, name, ns, resource string
+	denies                   authorizationv1.ResourceAttributes
+}
+
+// drop removes d's rules, waits until the API server's authorizer denies
+// d.denies, and returns what puts the grants back (and waits until it is
+// allowed again).
+func (gr *chartGrants) drop(ctx context.Context, t *testing.T, c *testenv.ControlPlane, d grantDrop) func() {
 	t.Helper()
 	rbac := c.Clientset().RbacV1()
-	var verb, group string
+	found := false
 	keep := func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 		var out []rbacv1.PolicyRule
 		for _, r := range rules {
-			if slices.Contains(r.Resources, resource) {
-				verb, group = r.Verbs[len(r.Verbs)-1], r.APIGroups[0] // the last verb: get is the read-only view's too
+			if slices.Contains(r.Resources, d.resource) {
+				found = true
 				continue
 			}
 			out = append(out, r)
@@ -452,40 +503,36 @@ func (gr *chartGrants) drop(ctx context.Context, t *testing.T, c *testenv.Contro
 		return out
 	}
 	var err error
-	if kind == "Role" {
+	if d.kind == "Role" {
 		var r *rbacv1.Role
-		if r, err = rbac.Roles(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if r, err = rbac.Roles(d.ns).Get(ctx, d.name, metav1.GetOptions{}); err == nil {
 			r.Rules = keep(r.Rules)
-			_, err = rbac.Roles(ns).Update(ctx, r, metav1.UpdateOptions{})
+			_, err = rbac.Roles(d.ns).Update(ctx, r, metav1.UpdateOptions{})
 		}
 	} else {
 		var r *rbacv1.ClusterRole
-		if r, err = rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if r, err = rbac.ClusterRoles().Get(ctx, d.name, metav1.GetOptions{}); err == nil {
 			r.Rules = keep(r.Rules)
 			_, err = rbac.ClusterRoles().Update(ctx, r, metav1.UpdateOptions{})
 		}
 	}
-	if err != nil || verb == "" {
-		t.Fatalf("drop %s from %s %s: %v (rule found: %v)", resource, kind, name, err, verb != "")
+	if err != nil || !found {
+		t.Fatalf("drop %s from %s %s: %v (rule found: %v)", d.resource, d.kind, d.name, err, found)
 	}
-	gr.waitCan(ctx, t, c, verb, group, resource, ns, false)
+	gr.waitCan(ctx, t, c, d.denies, false)
 	return func() {
 		gr.apply(ctx, t, c)
-		gr.waitCan(ctx, t, c, verb, group, resource, ns, true)
+		gr.waitCan(ctx, t, c, d.denies, true)
 	}
 }
 
 // waitCan waits until the authorizer answers want for the user: a barrier
 // on the RBAC cache, read through SubjectAccessReviews.
-func (gr *chartGrants) waitCan(ctx context.Context, t *testing.T, c *testenv.ControlPlane, verb, group, resource, ns string, want bool) {
+func (gr *chartGrants) waitCan(ctx context.Context, t *testing.T, c *testenv.ControlPlane, ra authorizationv1.ResourceAttributes, want bool) {
 	t.Helper()
-	if resource == "*" {
-		resource, group = "pods", ""
-	}
 	for ctx.Err() == nil {
 		r, err := c.Clientset().AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: gr.user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}}}, metav1.CreateOptions{})
+			User: gr.user, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: &ra}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,7 +541,142 @@ func (gr *chartGrants) waitCan(ctx context.Context, t *testing.T, c *testenv.Con
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the authorizer never answered %v for %s %s %s: %v", want, verb, resource, ns, ctx.Err())
+	t.Fatalf("the authorizer never answered %v for %s %s %s: %v", want, ra.Verb, ra.Resource, ra.Namespace, ctx.Err())
+}
+
+// argoCDAccount is an Argo CD local account (apiKey) whose RBAC is what
+// docs/reconcile.md tells for the chart's sync: get and sync on
+// Applications, nothing else.
+type argoCDAccount struct {
+	name, token string
+	a           *testenv.ArgoCD
+	c           *testenv.ControlPlane
+}
+
+// argoCDSyncPolicy is the account's policy, without the actions left out.
+func argoCDSyncPolicy(name string, without ...string) string {
+	var b strings.Builder
+	for _, action := range []string{"get", "sync"} {
+		if !slices.Contains(without, action) {
+			fmt.Fprintf(&b, "p, role:%s, applications, %s, */*, allow\n", name, action)
+		}
+	}
+	fmt.Fprintf(&b, "g, %s, role:%s\n", name, name)
+	return b.String()
+}
+
+// newArgoCDSyncAccount declares account name in argocd-cm, its policy in
+// argocd-rbac-cm (a policy.<name>.csv key of its own, which Argo CD adds
+// to policy.csv), and has argocd-server, as admin, generate its token.
+func newArgoCDSyncAccount(ctx context.Context, t *testing.T, c *testenv.ControlPlane, a *testenv.ArgoCD, name string) *argoCDAccount {
+	t.Helper()
+	acc := &argoCDAccount{name: name, a: a, c: c}
+	if err := a.SetConfig(ctx, map[string]string{"accounts." + name: "apiKey"}); err != nil {
+		t.Fatal(err)
+	}
+	acc.setPolicy(ctx, t, argoCDSyncPolicy(name))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for cm, key := range map[string]string{"argocd-cm": "accounts." + name, "argocd-rbac-cm": "policy." + name + ".csv"} {
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				m, err := c.Clientset().CoreV1().ConfigMaps(a.Namespace).Get(ctx, cm, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				delete(m.Data, key)
+				_, err = c.Clientset().CoreV1().ConfigMaps(a.Namespace).Update(ctx, m, metav1.UpdateOptions{})
+				return err
+			})
+		}
+	})
+	admin, err := a.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := apiclient.NewClient(&apiclient.ClientOptions{ServerAddr: a.Address, PlainText: true, AuthToken: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closer, accounts, err := client.NewAccountClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	// argocd-server learns of the account from argocd-cm's informer.
+	for {
+		r, err := accounts.CreateToken(ctx, &accountpkg.CreateTokenRequest{Name: name})
+		if err == nil {
+			acc.token = r.Token
+			return acc
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("argocd-server never generated a token for account %s: %v", name, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (acc *argoCDAccount) setPolicy(ctx context.Context, t *testing.T, csv string) {
+	t.Helper()
+	cms := acc.c.Clientset().CoreV1().ConfigMaps(acc.a.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, "argocd-rbac-cm", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["policy."+acc.name+".csv"] = csv
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// canI asks argocd-server, with the account's own token, whether it may
+// action Application app of project default.
+func (acc *argoCDAccount) canI(ctx context.Context, t *testing.T, action, app string) bool {
+	t.Helper()
+	client, err := apiclient.NewClient(&apiclient.ClientOptions{ServerAddr: acc.a.Address, PlainText: true, AuthToken: acc.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closer, accounts, err := client.NewAccountClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	r, err := accounts.CanI(ctx, &accountpkg.CanIRequest{Resource: "applications", Action: action, Subresource: "default/" + app})
+	if err != nil {
+		t.Fatalf("argocd-server: can-i %s applications default/%s: %v", action, app, err)
+	}
+	return r.Value == "yes"
+}
+
+// drop removes action from the account's policy, waits until
+// argocd-server denies it, and returns what puts it back.
+func (acc *argoCDAccount) drop(ctx context.Context, t *testing.T, action, app string) func() {
+	t.Helper()
+	wait := func(want bool) {
+		for acc.canI(ctx, t, action, app) != want {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("argocd-server never answered %v to can-i %s for account %s", want, action, acc.name)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	wait(true)
+	acc.setPolicy(ctx, t, argoCDSyncPolicy(acc.name, action))
+	wait(false)
+	return func() {
+		acc.setPolicy(ctx, t, argoCDSyncPolicy(acc.name))
+		wait(true)
+	}
 }
 
 // TestReconcileGroupsByTeam: with --group-prs-by team, the Applications of
@@ -559,6 +741,9 @@ func TestReconcileGroupsByTeam(t *testing.T) {
 	}
 	if _, errOut, code := run("--group-prs-by", "team!"); code != ExitUsage || !strings.Contains(errOut, "not a label key") {
 		t.Errorf("--group-prs-by team!: exit %d, %s; want a usage error", code, errOut)
+	}
+	if _, errOut, code := run("--argocd-server", "127.0.0.1:1", "--argocd-token", "x"); code != ExitUsage || !strings.Contains(errOut, "--argocd-server is used only to start syncs") {
+		t.Errorf("--argocd-server without --sync: exit %d, %s; want a usage error", code, errOut)
 	}
 
 	groups, errOut, code := run("--group-prs-by", "team")
