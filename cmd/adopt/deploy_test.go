@@ -25,7 +25,7 @@ const (
 )
 
 var (
-	deploySampleValues = []string{"--set", "git.repo=https://git.example.invalid/org/gitops.git", "--set", "git.provider=gitea"}
+	deploySampleValues = []string{"--set", "git.repo=https://git.example.invalid/org/gitops.git", "--set", "git.provider=gitea", "--set", "clusterName=prod-eu"}
 	// deployManifestValues scope the sample install to two namespaces.
 	deployManifestValues = []string{"--set-json", `namespaces=["team-a","team-b"]`}
 )
@@ -63,6 +63,7 @@ func TestDeployChart(t *testing.T) {
 		{[]string{"--set", "sync=true"}, "set argocd.server (host:port) and argocd.tokenSecret.name"},
 		{[]string{"--set", "sync=true", "--set", "argocd.server=argocd-server.argocd:443"}, "set argocd.server (host:port) and argocd.tokenSecret.name"},
 		{[]string{"--set", "stateNamespace=argocd"}, `the state namespace "argocd" is the Argo CD namespace`},
+		{[]string{"--set", "clusterName="}, "clusterName is required"},
 		{[]string{"--namespace", "argocd"}, `the state namespace "argocd" is the Argo CD namespace`},
 		{[]string{"--set-json", "namespaces=[]"}, "a cluster-wide install (namespaces empty) grants finalize's patches only where finalize.namespaces lists"},
 		{[]string{"--set-json", `finalize.namespaces=["argocd"]`}, `finalize.namespaces names the Argo CD namespace "argocd"`},
@@ -72,6 +73,17 @@ func TestDeployChart(t *testing.T) {
 		args := append(append(append([]string{"template", "adopt", deployChart, "--namespace", "adopt"}, deploySampleValues...), deployManifestValues...), r.set...)
 		if out, err := h.Run(ctx, args...); err == nil || !strings.Contains(out, r.want) {
 			t.Errorf("helm template %s: %v; want it refused with %q: %.300s", strings.Join(r.set, " "), err, r.want, out)
+		}
+	}
+	// Metrics: pushed to a Pushgateway, and written to a file on a
+	// writable volume of its own (the root filesystem is read-only); a
+	// hung run is stopped and a late one skipped.
+	withMetrics := renderDeploy(ctx, t, h, "adopt", "adopt", append(append([]string(nil), deployManifestValues...),
+		"--set", "metrics.file=/var/run/adopt-metrics/adopt.prom", "--set", "metrics.pushgateway=http://pushgateway.monitoring:9091")...)
+	for _, want := range []string{"- --metrics-file=/var/run/adopt-metrics/adopt.prom", "- --metrics-pushgateway=http://pushgateway.monitoring:9091",
+		"mountPath: /var/run/adopt-metrics", "activeDeadlineSeconds: 1500", "startingDeadlineSeconds: 300", "- --cluster-name=prod-eu"} {
+		if !strings.Contains(withMetrics, want) {
+			t.Errorf("the render with metrics lacks %q", want)
 		}
 	}
 	// finalize.clusterWide is the one way to patch in every namespace.
