@@ -187,6 +187,37 @@ type Options struct {
 	Teams map[string]string
 }
 
+// ErrOtherName is a run whose cluster name differs from the one the
+// cluster's records were written under: it would open a duplicate of
+// every pull request.
+var ErrOtherName = errors.New("this cluster's records name it differently")
+
+// sameCluster refuses a run named cluster when the cluster's own records
+// (kept in the cluster, so every runner of it sees them) were written by
+// runs that named it otherwise, naming both.
+func sameCluster(cluster string, records map[string]Record) error {
+	prefix := BranchPrefix(cluster)
+	others := map[string]int{}
+	for branch := range records {
+		if strings.HasPrefix(branch, prefix) {
+			return nil // runs of this name wrote here before
+		}
+		if name, _, ok := strings.Cut(strings.TrimPrefix(branch, "adopt/"), "/"); ok && strings.HasPrefix(branch, "adopt/") {
+			others[name]++
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(others))
+	for n := range others {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("%w: its records are on branches adopt/%s/…, and this run is named %q, so it would open a duplicate of every pull request: run with --cluster-name %s (the chart's clusterName), or, to rename the cluster for good, close the old pull requests and delete their records (ConfigMaps labelled app.kubernetes.io/managed-by=adopt in the lock namespace)",
+		ErrOtherName, strings.Join(names, "/…, adopt/"), cluster, names[0])
+}
+
 // BranchPrefix is where a cluster's groups live: adopt/<cluster>/.
 func BranchPrefix(cluster string) string { return "adopt/" + cluster + "/" }
 
@@ -355,6 +386,9 @@ func secretsLeft(p *plan.Plan, apps []plan.Application) int {
 // the lock, read the pull requests again under it, and act: so a run with
 // nothing new writes nothing, to the provider or to the cluster.
 func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
+	if err := sameCluster(o.Cluster, o.Records); err != nil {
+		return nil, err
+	}
 	apps := proposed(o.Plan)
 	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: secretsLeft(o.Plan, apps)}
 	for _, n := range o.Plan.NotScanned {

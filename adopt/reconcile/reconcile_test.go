@@ -1,8 +1,12 @@
 package reconcile
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
 // TestMarker: a pull request body's record reads back as written, with or
@@ -23,5 +27,29 @@ func TestMarker(t *testing.T) {
 	}
 	if _, ok := readMarker("no record <!-- adopt-reconcile digest=sha256:short head=1 -->"); ok {
 		t.Errorf("a malformed record was read")
+	}
+}
+
+// TestOneRunnerIdentity (issue 43): a run named otherwise than the runs
+// whose records the cluster holds refuses before it asks anything, naming
+// both names and the fix; the same name, or a cluster with no records,
+// goes on.
+func TestOneRunnerIdentity(t *testing.T) {
+	recs := map[string]Record{"adopt/prod-eu/payments": {}, "adopt/prod-eu/search": {}}
+	err := sameCluster("cluster", recs)
+	if !errors.Is(err, ErrOtherName) || !strings.Contains(err.Error(), "adopt/prod-eu/") || !strings.Contains(err.Error(), `named "cluster"`) ||
+		!strings.Contains(err.Error(), "--cluster-name prod-eu") {
+		t.Errorf("a second name: %v", err)
+	}
+	if _, err := Run(context.Background(), Options{Plan: &plan.Plan{}, Cluster: "cluster", Records: recs}, Seams{}); !errors.Is(err, ErrOtherName) {
+		t.Errorf("Run with a second name: %v; want ErrOtherName before any seam is used", err)
+	}
+	for _, ok := range []struct {
+		name string
+		recs map[string]Record
+	}{{"prod-eu", recs}, {"prod-eu", nil}, {"new", map[string]Record{}}} {
+		if err := sameCluster(ok.name, ok.recs); err != nil {
+			t.Errorf("sameCluster(%q, %d records): %v", ok.name, len(ok.recs), err)
+		}
 	}
 }
