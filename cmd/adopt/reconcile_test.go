@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -593,14 +594,7 @@ func newArgoCDSyncAccount(ctx context.Context, t *testing.T, c *testenv.ControlP
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := apiclient.NewClient(&apiclient.ClientOptions{ServerAddr: a.Address, PlainText: true, AuthToken: admin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closer, accounts, err := client.NewAccountClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	closer, accounts := accountClient(t, a.Address, admin)
 	defer closer.Close()
 	// argocd-server learns of the account from argocd-cm's informer.
 	for {
@@ -637,11 +631,10 @@ func (acc *argoCDAccount) setPolicy(ctx context.Context, t *testing.T, csv strin
 	}
 }
 
-// canI asks argocd-server, with the account's own token, whether it may
-// action Application app of project default.
-func (acc *argoCDAccount) canI(ctx context.Context, t *testing.T, action, app string) bool {
+// accountClient is argocd-server's account service at addr, as token.
+func accountClient(t *testing.T, addr, token string) (io.Closer, accountpkg.AccountServiceClient) {
 	t.Helper()
-	client, err := apiclient.NewClient(&apiclient.ClientOptions{ServerAddr: acc.a.Address, PlainText: true, AuthToken: acc.token})
+	client, err := apiclient.NewClient(&apiclient.ClientOptions{ServerAddr: addr, PlainText: true, AuthToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -649,6 +642,14 @@ func (acc *argoCDAccount) canI(ctx context.Context, t *testing.T, action, app st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return closer, accounts
+}
+
+// canI asks argocd-server, with the account's own token, whether it may
+// action Application app of project default.
+func (acc *argoCDAccount) canI(ctx context.Context, t *testing.T, action, app string) bool {
+	t.Helper()
+	closer, accounts := accountClient(t, acc.a.Address, acc.token)
 	defer closer.Close()
 	r, err := accounts.CanI(ctx, &accountpkg.CanIRequest{Resource: "applications", Action: action, Subresource: "default/" + app})
 	if err != nil {
