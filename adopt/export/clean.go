@@ -10,6 +10,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/redact"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Options tune Clean.
@@ -29,8 +30,8 @@ var droppedMetadata = []string{
 func droppedAnnotation(k string) bool {
 	switch k {
 	case budget.LastAppliedKey,
-		"argocd.argoproj.io/tracking-id",
-		"argocd.argoproj.io/installation-id",
+		argoapp.AnnotationTrackingID,
+		argoapp.AnnotationInstallationID,
 		"deployment.kubernetes.io/revision",
 		"volume.beta.kubernetes.io/storage-provisioner",
 		"volume.kubernetes.io/storage-provisioner",

@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/adopt-dev/adopt/adopt/budget"
 	"sort"
 	"strings"
+
+	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Drift is how a live object differs from its manifest.
@@ -29,9 +31,9 @@ var comparedMeta = []string{"labels", "annotations"}
 
 // ignoredAnnotations are written by tools, not by the author of a manifest.
 var ignoredAnnotations = map[string]bool{
-	budget.LastAppliedKey:                true,
-	"argocd.argoproj.io/tracking-id":     true,
-	"argocd.argoproj.io/installation-id": true,
+	budget.LastAppliedKey:            true,
+	argoapp.AnnotationTrackingID:     true,
+	argoapp.AnnotationInstallationID: true,
 }
 
 // Compare reports the fields the manifest sets that the live object does not

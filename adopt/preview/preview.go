@@ -31,15 +31,11 @@ import (
 	"github.com/adopt-dev/adopt/adopt/capacity"
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/redact"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // FieldManager is the manager Argo CD's server-side apply writes as.
 const FieldManager = "argocd-controller"
-
-// TrackingAnnotation is the annotation Argo CD adds to every object it
-// syncs under annotation tracking. The preview adds it as the sync would and
-// does not count it as a change.
-const TrackingAnnotation = "argocd.argoproj.io/tracking-id"
 
 // Previewer runs previews against one cluster.
 type Previewer struct {
@@ -271,7 +267,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) 
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[TrackingAnnotation] = in.TrackingID
+		ann[argoapp.AnnotationTrackingID] = in.TrackingID
 		obj.SetAnnotations(ann)
 	}
 	body, err := obj.MarshalJSON()
@@ -374,7 +370,7 @@ func normalized(u *unstructured.Unstructured) map[string]any {
 	for _, f := range []string{"resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink", "uid"} {
 		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
-	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", TrackingAnnotation)
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", argoapp.AnnotationTrackingID)
 	if a, ok, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); ok && len(a) == 0 {
 		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
 	}
