@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/adopt-dev/adopt/gitops"
@@ -40,4 +41,16 @@ func (l *LazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.
 		return nil, err
 	}
 	return l.p.PRState(ctx, o)
+}
+
+// ClosePR is the provider's (gitops.PRCloser).
+func (l *LazyPRs) ClosePR(ctx context.Context, o gitops.ClosePROptions) error {
+	if err := l.resolve(ctx); err != nil {
+		return err
+	}
+	c, ok := l.p.(gitops.PRCloser)
+	if !ok {
+		return fmt.Errorf("the provider cannot close a pull request")
+	}
+	return c.ClosePR(ctx, o)
 }

@@ -30,7 +30,7 @@ type RunMetrics struct {
 }
 
 // outcomes are every Group outcome, each counted by adopt_groups.
-var outcomes = []string{Opened, Updated, Unchanged, Declined, Reproposed, HeldByUser, Waiting, TooBig, Merged, Finalized, Done, Failed}
+var outcomes = []string{Opened, Updated, Unchanged, Declined, Reproposed, HeldByUser, Waiting, TooBig, Merged, Finalized, Done, Obsolete, Failed}
 
 // lastSuccessName is the metric a failed run carries over from the run
 // before it.

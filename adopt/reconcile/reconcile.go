@@ -4,8 +4,10 @@
 // finds those pull requests through the provider's API only (never local
 // state), treats one closed without merging as a decline until the group's
 // content changes, leaves alone a branch someone else pushed to, and
-// limits how many pull requests are open and how big one grows. It
-// reports what it did, group by group.
+// limits how many pull requests are open and how big one grows. An open
+// pull request whose objects are all gone or tracked now is closed with a
+// comment (obsolete.go), as Renovate's "autoclosed". It reports what it
+// did, group by group.
 //
 // What reconcile remembers of a group is in two places. The store (Store,
 // one ConfigMap per branch) records, before each push, the group's plan,
@@ -54,6 +56,11 @@ const (
 	Finalized  = "finalized"   // merged, and finalized this run
 	Done       = "done"        // merged and finalized by an earlier run
 	Failed     = "failed"      // writing or opening failed (Error says why)
+	// Obsolete is an open pull request of a group this run does not
+	// propose, whose objects are all gone or tracked now: closed with a
+	// comment, as Renovate's "autoclosed"; it no longer counts toward
+	// --max-open-prs, and is no decline.
+	Obsolete = "closed-obsolete"
 )
 
 // Group is one pull request's worth of the plan: one proposed
@@ -142,6 +149,12 @@ type Seams struct {
 	// pull request proposed, once its Applications are Synced and Healthy
 	// (FinalizeMerged).
 	Finalize func(ctx context.Context, branch string) (FinalizeResult, error)
+	// Load reads the plan the store recorded of branch (Store.Load); nil
+	// when none. Close comments on a pull request and closes it
+	// (gitops.PRCloser). Without either, no pull request is closed as
+	// obsolete.
+	Load  func(ctx context.Context, branch string) (*plan.Plan, error)
+	Close func(ctx context.Context, o gitops.ClosePROptions) error
 }
 
 // Push is how Seams.Write may push a group's branch.
@@ -443,7 +456,35 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 		}
 	}
 	writes := 0
-	for _, tg := range grouped(apps, o.Teams) {
+	groups := grouped(apps, o.Teams)
+	// Open pull requests of groups this run does not propose whose
+	// objects are all gone or tracked: closed as obsolete (under the lock),
+	// so they count toward --max-open-prs no longer.
+	proposing := map[string]bool{}
+	for _, tg := range groups {
+		proposing[prefix+tg.name] = true
+	}
+	obs, judged := obsoletes(ctx, o, s, newest, proposing)
+	var closed []Group
+	for i := range obs {
+		g := obs[i].g
+		switch {
+		case !act:
+			writes++
+			g.Outcome, g.Why = Obsolete, "to be closed"
+			open--
+		default:
+			if err := closeObsolete(ctx, o, s, &obs[i]); err != nil {
+				g.Outcome, g.Why = Failed, gitops.OneLine(fmt.Sprintf("closing %s as obsolete: %v", g.PR.URL, err))
+				break
+			}
+			g.Outcome = Obsolete
+			g.Why = fmt.Sprintf("%s was closed with a comment: its objects are gone or tracked by Argo CD now (%d gone, %d tracked)", g.PR.URL, obs[i].gone, obs[i].tracked)
+			open--
+		}
+		closed = append(closed, g)
+	}
+	for _, tg := range groups {
 		g := Group{App: tg.name, Branch: prefix + tg.name, PR: newest[prefix+tg.name]}
 		for _, app := range tg.apps {
 			g.Objects += len(app.Objects)
@@ -469,6 +510,8 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 		}
 		rep.Groups = append(rep.Groups, g)
 	}
+	rep.Groups = append(rep.Groups, closed...)
+	rep.Groups = append(rep.Groups, judged...)
 	// Merged branches: finalize what they proposed once their
 	// Applications are ready.
 	var heads []string
@@ -626,10 +669,11 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 // what pr proposed (the record is of pr when its head is pr's), which no
 // reviewer edits; the body's record counts only when the store's is not
 // of pr. A record of a re-proposal replacing pr is one begun and not
-// finished: no decline.
+// finished, and pr closed as obsolete by reconcile (Record.Autoclosed) was
+// closed by no one: neither is a decline.
 func declined(pr *gitops.PRStatus, body Mark, marked bool, rec Record, recorded bool, digest string) bool {
 	switch {
-	case recorded && rec.Reproposes == pr.Number:
+	case recorded && rec.Reproposes == pr.Number, recorded && rec.Autoclosed == pr.Number:
 		return false
 	case recorded && rec.Digest != "" && rec.Head == pr.HeadSHA:
 		return rec.Digest == digest

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
 
@@ -58,10 +60,20 @@ type world struct {
 	// liveHeads: the provider shows a closed pull request's head as its
 	// branch's tip now (else as it was when it closed).
 	liveHeads bool
+	// gone objects are NotFound; tracked ones carry Argo CD's tracking id.
+	gone, tracked map[string]bool
+	// refused objects are read with this error.
+	refused map[string]error
+	// plans are the store's plans, by branch; closes and comments what
+	// the runs closed as obsolete.
+	plans    map[string]*plan.Plan
+	closes   int
+	comments []string
 }
 
 func newWorld(t *testing.T) *world {
-	return &world{t: t, tips: map[string]string{}, content: map[string]string{}, records: map[string]Record{}, live: map[string]string{}}
+	return &world{t: t, tips: map[string]string{}, content: map[string]string{}, records: map[string]Record{}, live: map[string]string{},
+		gone: map[string]bool{}, tracked: map[string]bool{}, refused: map[string]error{}, plans: map[string]*plan.Plan{}}
 }
 
 func (w *world) commit() string {
@@ -70,9 +82,12 @@ func (w *world) commit() string {
 }
 
 // newest is the branch's newest pull request, or nil.
-func (w *world) newest() *gitops.PRStatus {
+func (w *world) newest() *gitops.PRStatus { return w.newestOf(branch) }
+
+// newestOf is branch b's newest pull request, or nil.
+func (w *world) newestOf(b string) *gitops.PRStatus {
 	for i := range w.prs {
-		if w.prs[i].Head == branch {
+		if w.prs[i].Head == b {
 			return &w.prs[i]
 		}
 	}
@@ -81,9 +96,12 @@ func (w *world) newest() *gitops.PRStatus {
 
 // moveTo puts the branch at c, as the provider then shows an open pull
 // request's head (with liveHeads, a closed one's too).
-func (w *world) moveTo(c string) {
-	w.tips[branch] = c
-	if pr := w.newest(); pr != nil && (pr.State == gitops.PROpen || w.liveHeads && pr.State == gitops.PRClosed) {
+func (w *world) moveTo(c string) { w.moveOn(branch, c) }
+
+// moveOn is moveTo on branch b.
+func (w *world) moveOn(b, c string) {
+	w.tips[b] = c
+	if pr := w.newestOf(b); pr != nil && (pr.State == gitops.PROpen || w.liveHeads && pr.State == gitops.PRClosed) {
 		pr.HeadSHA = c
 	}
 }
@@ -105,8 +123,17 @@ func (w *world) failing(step string) error {
 }
 
 func (w *world) fetch(_ context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	if err := w.refused[name]; err != nil {
+		return nil, err
+	}
+	if w.gone[name] {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"v": w.live[name]}}}
+	if w.tracked[name] {
+		u.SetAnnotations(map[string]string{argoapp.AnnotationTrackingID: "adopt-" + ns + ":/ConfigMap:" + ns + "/" + name})
+	}
 	return u, nil
 }
 
@@ -151,14 +178,15 @@ func (w *world) seams() Seams {
 				return Written{}, err
 			}
 			w.pushes++
-			w.moveTo(c)
+			w.moveOn(b, c)
 			return Written{Commit: c, Changed: true}, nil
 		},
-		Save: func(_ context.Context, b string, _ *plan.Plan, rec Record) error {
+		Save: func(_ context.Context, b string, sub *plan.Plan, rec Record) error {
 			if err := w.failing("save"); err != nil {
 				return err
 			}
 			w.records[b] = rec
+			w.plans[b] = sub
 			return nil
 		},
 		Open: func(_ context.Context, _ *plan.Plan, b, trailer string) (*gitops.PullRequest, error) {
@@ -167,7 +195,7 @@ func (w *world) seams() Seams {
 			}
 			w.opens++
 			body := "Adopts the objects of shop.\n\n" + trailer
-			if pr := w.newest(); pr != nil && pr.State == gitops.PROpen {
+			if pr := w.newestOf(b); pr != nil && pr.State == gitops.PROpen {
 				pr.Body = body
 				return &gitops.PullRequest{Number: pr.Number, URL: pr.URL}, nil
 			}
@@ -178,6 +206,20 @@ func (w *world) seams() Seams {
 		},
 		Finalize: func(context.Context, string) (FinalizeResult, error) {
 			return FinalizeResult{Outcome: Merged, Why: "waiting"}, nil
+		},
+		Load: func(_ context.Context, b string) (*plan.Plan, error) { return w.plans[b], nil },
+		Close: func(_ context.Context, o gitops.ClosePROptions) error {
+			if err := w.failing("close"); err != nil {
+				return err
+			}
+			for i := range w.prs {
+				if w.prs[i].Number == o.Number {
+					w.prs[i].State = gitops.PRClosed
+				}
+			}
+			w.closes++
+			w.comments = append(w.comments, o.Comment)
+			return nil
 		},
 	}
 }
@@ -437,6 +479,7 @@ func TestDecide(t *testing.T) {
 		{"closed, description lost the record, changed", pr(gitops.PRClosed, adopt, "edited"), record(old, adopt, 0), 0, Reproposed, []string{gitops.BranchAbsent, adopt}},
 		{"closed, description edited to the content", pr(gitops.PRClosed, adopt, mark(now, adopt)), record(old, adopt, 0), 0, Reproposed, []string{gitops.BranchAbsent, adopt}},
 		{"closed, a re-proposal begun", pr(gitops.PRClosed, newer, mark(old, adopt)), record(now, newer, 7), 0, Reproposed, []string{gitops.BranchAbsent, adopt, newer}},
+		{"closed as obsolete, unchanged", pr(gitops.PRClosed, adopt, mark(now, adopt)), map[string]Record{branch: {Mark: Mark{Digest: now, Head: adopt, Plan: planD, Seen: seen}, Autoclosed: 7}}, 0, Reproposed, []string{gitops.BranchAbsent, adopt}},
 		{"closed, no record anywhere", pr(gitops.PRClosed, adopt, "edited"), nil, 0, Reproposed, []string{gitops.BranchAbsent}},
 		{"merged", pr(gitops.PRMerged, adopt, mark(now, adopt)), record(now, adopt, 0), 0, Merged, nil},
 	} {

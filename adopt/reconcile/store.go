@@ -42,6 +42,7 @@ const (
 	planAnnotation       = "adopt.dev/plan"
 	seenAnnotation       = "adopt.dev/seen"
 	reproposesAnnotation = "adopt.dev/reproposes"
+	autoclosedAnnotation = "adopt.dev/autoclosed"
 	planKey              = "plan.yaml"
 	// maxStored leaves room under the API server's 1 MiB object cap.
 	maxStored = 900 << 10
@@ -65,6 +66,10 @@ type Record struct {
 	// replaces (0: the write was no re-proposal): while that pull request
 	// is still the newest, the re-proposal is unfinished, not a decline.
 	Reproposes int64
+	// Autoclosed is the number of the pull request reconcile closed as
+	// obsolete (0: none): while it is the newest, it is no decline, so
+	// the group's objects, when they appear again, are proposed again.
+	Autoclosed int64
 	// Finalized says the group's merged plan was finalized (Save clears
 	// it).
 	Finalized bool
@@ -119,14 +124,20 @@ func (r Record) annotate(a map[string]string) {
 	} else {
 		a[reproposesAnnotation] = strconv.FormatInt(r.Reproposes, 10)
 	}
+	if r.Autoclosed == 0 {
+		delete(a, autoclosedAnnotation)
+	} else {
+		a[autoclosedAnnotation] = strconv.FormatInt(r.Autoclosed, 10)
+	}
 }
 
 // recordOf is the Record a stored ConfigMap's metadata holds.
 func recordOf(m metav1.ObjectMeta) Record {
 	a := m.Annotations
 	n, _ := strconv.ParseInt(a[reproposesAnnotation], 10, 64)
+	closed, _ := strconv.ParseInt(a[autoclosedAnnotation], 10, 64)
 	return Record{Mark: Mark{Head: a[headAnnotation], Digest: a[digestAnnotation], Plan: a[planAnnotation], Seen: a[seenAnnotation]},
-		Reproposes: n, Finalized: a[finalizedAnnotation] != ""}
+		Reproposes: n, Autoclosed: closed, Finalized: a[finalizedAnnotation] != ""}
 }
 
 // Stored is a group's recorded plan and when it was finalized (zero: not

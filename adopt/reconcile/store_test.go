@@ -17,14 +17,14 @@ import (
 
 // TestStoreRecord: a group's record is written with its plan, read back
 // from the ConfigMap's metadata alone, and a new Save clears what it does
-// not say (a finalized mark, a re-proposal).
+// not say (a finalized mark, a re-proposal, a close as obsolete).
 func TestStoreRecord(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewSimpleClientset()
 	s := Store{Kube: kube, Namespace: "adopt"}
 	p := testPlan(t, "a")
 	d := "sha256:" + strings.Repeat("d", 64)
-	first := Record{Mark: Mark{Digest: d, Head: strings.Repeat("1", 40), Plan: d, Seen: d}, Reproposes: 3}
+	first := Record{Mark: Mark{Digest: d, Head: strings.Repeat("1", 40), Plan: d, Seen: d}, Reproposes: 3, Autoclosed: 5}
 	if err := s.Save(ctx, branch, p, first); err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,9 @@ value of that namespace label, on adopt/<cluster>/<label>-<value>).
 - A pull request closed without merging is a decline: the group is not
   proposed again until one of its objects changes (content digest).
   Reopen the pull request to undo the decline.
+- An open pull request whose objects are all gone or tracked by Argo CD now
+  is closed with a comment (closed-obsolete), and no longer counts toward
+  --max-open-prs; it is no decline. Scope alone never closes one.
 - A merged pull request is reported; its Applications take over.
 
 Pull requests are found through the provider's API (GitHub, GitLab, Gitea),

@@ -81,6 +81,14 @@ func (o *ReconcileOptions) seams(ro apply.RunOptions, repoErr error, store recon
 		Finalize: func(ctx context.Context, branch string) (reconcile.FinalizeResult, error) {
 			return reconcile.FinalizeMerged(ctx, store, branch, o.JournalDir, o.finalize)
 		},
+		Load: func(ctx context.Context, branch string) (*plan.Plan, error) {
+			st, err := store.Load(ctx, branch)
+			if err != nil || st == nil {
+				return nil, err
+			}
+			return st.Plan, nil
+		},
+		Close: prs.ClosePR,
 	}
 }
 
