@@ -171,4 +171,27 @@ func TestOpenPROnGitea(t *testing.T) {
 		!strings.HasPrefix(line, "error: token lacks pull-request write permission on "+g.User+"/"+repo+" (403") {
 		t.Errorf("exit %d, line %q", code, line)
 	}
+
+	// reconcile's autoclose (gitops.PRCloser) on the real Gitea: one
+	// comment, the pull request closed, its title, body and labels as
+	// they were.
+	prov, err := gitops.NewProvider("gitea", gitops.ProviderOptions{APIURL: g.URL, Token: g.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := g.PullRequests(ctx, repo)
+	const why = "Closed by adopt reconcile: the objects are gone or tracked now."
+	if err := prov.(gitops.PRCloser).ClosePR(ctx, gitops.ClosePROptions{Repo: gitops.RepoRef{Host: "gitea", Owner: g.User, Name: repo}, Number: 1, Comment: why}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := g.PullRequests(ctx, repo)
+	if err != nil || len(after) != 1 || len(before) != 1 {
+		t.Fatalf("pull requests after ClosePR: %v, %v", after, err)
+	}
+	if a, b := after[0], before[0]; a.State != "closed" || a.Title != b.Title || a.Body != b.Body || strings.Join(a.LabelNames(), ",") != strings.Join(b.LabelNames(), ",") {
+		t.Errorf("after ClosePR: state %q, title %q, labels %v, body kept %v; want closed and the rest as before (%q, %v)", a.State, a.Title, a.LabelNames(), a.Body == b.Body, b.Title, b.LabelNames())
+	}
+	if comments, err := g.Comments(ctx, repo, 1); err != nil || len(comments) != 1 || comments[0] != why {
+		t.Errorf("comments after ClosePR: %q, %v; want the one comment", comments, err)
+	}
 }

@@ -320,6 +320,22 @@ func (g *Gitea) PullRequests(ctx context.Context, repo string) ([]GiteaPR, error
 	return prs, err
 }
 
+// Comments reads the bodies of the comments on issue or pull request
+// number of the admin's repo, oldest first.
+func (g *Gitea) Comments(ctx context.Context, repo string, number int64) ([]string, error) {
+	var cs []struct {
+		Body string `json:"body"`
+	}
+	if err := g.api(ctx, http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d/comments", g.User, repo, number), g.Token, nil, &cs); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Body)
+	}
+	return out, nil
+}
+
 // ClosePullRequest closes pull request number of the admin's repo
 // without merging it, as a reviewer who declines it would.
 func (g *Gitea) ClosePullRequest(ctx context.Context, repo string, number int64) error {
