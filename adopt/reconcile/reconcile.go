@@ -753,6 +753,11 @@ func Seen(sub *plan.Plan) string {
 // the plan's settings and tracking, and settings (apply's options that
 // change what is written, and adopt's version).
 func PlanDigest(sub *plan.Plan, settings string) string {
+	// The note counts the cluster's Applications ("3 Argo CD Applications
+	// found"): any Application made anywhere would change every group's
+	// digest, and have every open pull request's record rewritten.
+	argo := sub.ArgoCD
+	argo.Note = ""
 	j, _ := json.Marshal(struct {
 		Apps     []plan.Application
 		Objects  []plan.Object
@@ -760,7 +765,7 @@ func PlanDigest(sub *plan.Plan, settings string) string {
 		Tracking any
 		ArgoCD   plan.ArgoCD
 		Options  string
-	}{sub.Applications, sub.Objects, sub.Settings, sub.Tracking, sub.ArgoCD, settings})
+	}{sub.Applications, sub.Objects, sub.Settings, sub.Tracking, argo, settings})
 	h := sha256.Sum256(j)
 	return "sha256:" + hex.EncodeToString(h[:])
 }

@@ -53,3 +53,21 @@ func TestOneRunnerIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanDigestIgnoresTheApplicationCount (issue 43, cost): a new
+// Argo CD Application elsewhere changes only the plan's note, which does
+// not shape a group's branch: the digest stays, so no open pull request's
+// record is rewritten. What does shape it (the root that syncs the apps
+// directory) changes the digest.
+func TestPlanDigestIgnoresTheApplicationCount(t *testing.T) {
+	p := &plan.Plan{ArgoCD: plan.ArgoCD{Installed: true, Note: "2 Argo CD Applications found"}}
+	d := PlanDigest(p, "s")
+	p.ArgoCD.Note = "3 Argo CD Applications found"
+	if PlanDigest(p, "s") != d {
+		t.Error("the Application count changed the digest")
+	}
+	p.ArgoCD.Root = &plan.Root{}
+	if PlanDigest(p, "s") == d {
+		t.Error("a root changed nothing in the digest")
+	}
+}
