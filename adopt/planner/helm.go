@@ -199,8 +199,8 @@ func chartInGit(in map[string]plan.HelmRelease) bool {
 }
 
 // secretJudge is the process's secret judge (redact.DefaultJudge), compiled on
-// first use; nil (key names alone) in the impossible case that gitleaks'
-// embedded rules do not load.
+// first use; in the impossible case that gitleaks' embedded rules do not
+// load, one that fails closed (every value a placeholder).
 func secretJudge() *redact.Judge {
 	j, _ := redact.DefaultJudge()
 	return j

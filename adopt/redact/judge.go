@@ -23,12 +23,30 @@ import (
 // compiled once. A nil *Judge judges nothing.
 type Judge struct {
 	d *detect.Detector
+	// closed is a Judge whose rules did not load: it fails closed (every
+	// value judged is a secret, every text masked whole).
+	closed bool
 }
 
 // DefaultJudge is the process's one Judge, compiled on first use (40 ms
 // and 14 MB of heap on the bench machine) and read-only after: the rules
-// are as constant as a compiled regexp.
-var DefaultJudge = sync.OnceValues(NewJudge)
+// are as constant as a compiled regexp. When the rules do not load it
+// returns the error and a Judge that fails closed, so a caller that goes
+// on never lets a value through unjudged.
+var DefaultJudge = sync.OnceValues(func() (*Judge, error) { return orClosed(NewJudge()) })
+
+// orClosed is j, or, when the rules did not load (err), a Judge that
+// fails closed.
+func orClosed(j *Judge, err error) (*Judge, error) {
+	if err != nil {
+		return &Judge{closed: true}, err
+	}
+	return j, nil
+}
+
+// RuleUnloaded is what a Judge whose rules did not load finds in every
+// value it judges.
+const RuleUnloaded = "rules-not-loaded"
 
 // NewJudge compiles gitleaks' default rules. gitleaks' own logger is
 // silenced: a detector must never print what it looks at.
@@ -59,6 +77,9 @@ const minJudged = 8
 func (j *Judge) Secret(key, value string) string {
 	if j == nil || len(value) < minJudged {
 		return ""
+	}
+	if j.closed {
+		return RuleUnloaded
 	}
 	if r := URLSecret(value); r != "" {
 		return r
@@ -247,6 +268,9 @@ var tokenLike = regexp.MustCompile(`[A-Za-z0-9+/=_.-]{24,}`)
 // event, an API server's message). A nil Judge masks the URLs and tokens
 // alone.
 func (j *Judge) Mask(text string) string {
+	if j != nil && j.closed && text != "" {
+		return Shown + " (withheld: the secret-detection rules did not load)"
+	}
 	text = urlLike.ReplaceAllStringFunc(text, maskURL)
 	if j != nil {
 		for _, f := range j.d.DetectString(text) {

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -155,5 +156,27 @@ func TestJudgeMask(t *testing.T) {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%q is gone from %q", kept, got)
 		}
+	}
+}
+
+// TestJudgeFailsClosed (issue 44): when the rules do not load, the
+// default judge is not nil (which would judge nothing) but one that finds
+// a secret in every value it judges and masks every text whole.
+func TestJudgeFailsClosed(t *testing.T) {
+	j, err := orClosed(nil, errors.New("rules did not load"))
+	if err == nil || j == nil {
+		t.Fatalf("orClosed = %v, %v; want a judge and the error", j, err)
+	}
+	if r := j.Secret("replicas", "12345678"); r != RuleUnloaded {
+		t.Errorf("Secret = %q, want %q", r, RuleUnloaded)
+	}
+	if hits := j.Scan(map[string]any{"data": map[string]any{"mode": "fast-and-loose"}}); len(hits) != 1 {
+		t.Errorf("Scan found %v, want the one value", hits)
+	}
+	if m := j.Mask("token is aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF"); strings.Contains(m, "aZ3k") || strings.Contains(m, "token is") {
+		t.Errorf("Mask = %q, want the text withheld whole", m)
+	}
+	if ok, err := orClosed(&Judge{}, nil); err != nil || ok.closed {
+		t.Errorf("orClosed of a loaded judge = %+v, %v", ok, err)
 	}
 }
