@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
@@ -20,7 +18,7 @@ type apiWarnings struct {
 	seen map[string]bool
 }
 
-// HandleWarningHeader implements rest.WarningHandler.
+// HandleWarningHeader implements client-go's rest.WarningHandler.
 func (w *apiWarnings) HandleWarningHeader(code int, _ string, text string) {
 	if code != 299 || text == "" {
 		return
@@ -36,12 +34,8 @@ func (w *apiWarnings) HandleWarningHeader(code int, _ string, text string) {
 	fmt.Fprintf(w.out, "Warning: %s\n", text)
 }
 
-// warnTo is a ConfigFlags WrapConfigFn that sends a config's warnings to
-// out through one apiWarnings.
-func warnTo(out io.Writer) func(*rest.Config) *rest.Config {
-	w := &apiWarnings{out: out, seen: map[string]bool{}}
-	return func(c *rest.Config) *rest.Config {
-		c.WarningHandler = w
-		return c
-	}
+// newAPIWarnings sends warnings to out; the root command installs it as
+// client-go's process-wide default (rest.SetDefaultWarningHandler).
+func newAPIWarnings(out io.Writer) *apiWarnings {
+	return &apiWarnings{out: out, seen: map[string]bool{}}
 }

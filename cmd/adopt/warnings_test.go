@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // TestAPIWarningsThroughAdoptsWriters (issue 36): the API server's
@@ -44,5 +53,21 @@ spec:
 	want := "Warning: warn.adopt.dev/v1 Gadget is going away; migrate with https://robot:<redacted>@tools.invalid/migrate?<redacted>"
 	if strings.Count(errOut, want) != 1 {
 		t.Errorf("stderr %q, want the warning once, masked: %q", errOut, want)
+	}
+
+	// A connection the command builds from elsewhere, as --argocd-clusters
+	// does from a cluster Secret (a bare rest.Config, no kubeconfig and no
+	// ConfigFlags), sends its warnings through the same writer: the
+	// handler is client-go's process-wide default.
+	var stderr bytes.Buffer
+	newRootCmd(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &stderr})
+	bare := rest.CopyConfig(cp.RESTConfig())
+	bare.WarningHandler = nil
+	gadgets := schema.GroupVersionResource{Group: "warn.adopt.dev", Version: "v1", Resource: "gadgets"}
+	if _, err := dynamic.NewForConfigOrDie(bare).Resource(gadgets).Namespace(ns).List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(stderr.String(), want) != 1 || strings.Contains(stderr.String(), token) {
+		t.Errorf("a bare connection's warning: stderr %q, want it once, masked", stderr.String())
 	}
 }
