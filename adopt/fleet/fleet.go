@@ -9,6 +9,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +23,8 @@ import (
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // APIVersion and Kind identify the fleet index.
@@ -337,7 +340,7 @@ func WriteDir(dir string, results []Result, registered []argoapp.Cluster) (*Inde
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, IndexFile), b, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, IndexFile), 0o644, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return nil, fmt.Errorf("write the fleet index %s: %w", filepath.Join(dir, IndexFile), err)
 	}
 	return ix, nil

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/adopt-dev/adopt/adopt/yamlenc"
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // Marshal encodes p as YAML with a stable field order.
@@ -299,33 +300,31 @@ func writeFile(path string, p *Plan) error {
 	h.Write(head[:at])
 	h.Write([]byte(`""`))
 	h.Write(head[at+len(placeholderID):])
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
+	var id string
+	// atomicfile writes to the temporary file itself, which is also an
+	// io.WriterAt: the id goes into the head once the digest is known.
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		f, ok := w.(io.WriterAt)
+		if !ok {
+			return fmt.Errorf("write plan %s: the file cannot be written at an offset", path)
+		}
+		bw := bufio.NewWriterSize(w, 256<<10)
+		_, err := bw.Write(head)
+		if err == nil {
+			hb := hashBehind(h)
+			err = encodeLists(io.MultiWriter(bw, hb), p)
+			hb.wait()
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		id = sealedID(h)
+		if err == nil {
+			_, err = f.WriteAt([]byte(id), int64(at))
+		}
 		return err
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	_, err = bw.Write(head)
-	if err == nil {
-		hb := hashBehind(h)
-		err = encodeLists(io.MultiWriter(bw, hb), p)
-		hb.wait()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	id := sealedID(h)
-	if err == nil {
-		_, err = f.WriteAt([]byte(id), int64(at))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	})
 	if err != nil {
-		os.Remove(tmp)
 		return err
 	}
 	p.ID = id
