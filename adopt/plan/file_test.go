@@ -77,8 +77,8 @@ func TestWriteFileSeals(t *testing.T) {
 	if ok, err := legacy.Sealed(); !ok || err != nil || legacy.ID != sealedID(h) {
 		t.Fatalf("a plan sealed by the JSON digest is not taken as sealed (%v), or its id changed", err)
 	}
-	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
-		t.Fatalf("the temporary file is left: %v", err)
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*")); len(left) != 0 {
+		t.Fatalf("the temporary file is left: %v", left)
 	}
 }
 
