@@ -242,24 +242,35 @@ func (r *Repo) OnBranch(commit, branch string) (bool, error) {
 
 // BranchHasFile reports whether the remote's branch holds the file p.
 func (r *Repo) BranchHasFile(branch, p string) (bool, error) {
+	_, ok, err := r.BranchFile(branch, p)
+	return ok, err
+}
+
+// BranchFile reads the file p of the remote's branch, and false when the
+// branch does not hold it.
+func (r *Repo) BranchFile(branch, p string) ([]byte, bool, error) {
 	ref := r.remoteRef(branch)
 	if ref == nil {
-		return false, newError(ErrNoBase, r.secrets, "repo %s has no branch %q. Check --base", r.display, branch)
+		return nil, false, newError(ErrNoBase, r.secrets, "repo %s has no branch %q. Check --base", r.display, branch)
 	}
 	c, err := r.repo.CommitObject(ref.Hash())
 	if err != nil {
-		return false, wrap("read the head of "+branch+" of", r.display, err, r.secrets)
+		return nil, false, wrap("read the head of "+branch+" of", r.display, err, r.secrets)
 	}
 	t, err := c.Tree()
 	if err != nil {
-		return false, wrap("read the tree of "+branch+" of", r.display, err, r.secrets)
+		return nil, false, wrap("read the tree of "+branch+" of", r.display, err, r.secrets)
 	}
-	_, err = t.File(p)
+	f, err := t.File(p)
 	switch {
 	case errors.Is(err, object.ErrFileNotFound), errors.Is(err, object.ErrDirectoryNotFound):
-		return false, nil
+		return nil, false, nil
 	case err != nil:
-		return false, fmt.Errorf("read %s on branch %s of %s: %w", p, branch, r.display, err)
+		return nil, false, fmt.Errorf("read %s on branch %s of %s: %w", p, branch, r.display, err)
 	}
-	return true, nil
+	text, err := f.Contents()
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s on branch %s of %s: %w", p, branch, r.display, err)
+	}
+	return []byte(text), true, nil
 }

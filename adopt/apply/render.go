@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -158,11 +159,21 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 			include = adoptedFiles
 		}
 	}
+	// An Application of this name that adopt wrote before (an earlier
+	// adoption of the same group, merged) is extended, never replaced:
+	// what it adopted stays in its objects and its include.
+	prev, err := a.previous(t, app, srcPath)
+	if err != nil {
+		return pl, err
+	}
+	if prev != nil {
+		include = prev.extend(include)
+		s.Notes = append(s.Notes, fmt.Sprintf("extends Application %s, which %s already defines: it keeps adopting %s", app.Name, prev.file, strings.Join(prev.objects, ", ")))
+	}
 	sort.Strings(include)
 	sort.Strings(exclude)
 	ignore, opts := ignoreDifferences(app, s, nil, []string{argoapp.SyncOptionServerSideApply})
-	opts, err := a.csaOption(app, s, opts)
-	if err != nil {
+	if opts, err = a.csaOption(app, s, opts); err != nil {
 		return pl, err
 	}
 	d := argoapp.ApplicationData{
@@ -170,7 +181,100 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts, IgnoreDifferences: ignore,
 	}
 	a.complete(pl, app, d, out)
+	if prev != nil {
+		pl.d.Objects = union(prev.objects, app.Objects)
+	}
 	return pl, nil
+}
+
+// baseReader is a Tree that reads a file of another branch: a
+// gitops.Repo reads the base branch's.
+type baseReader interface {
+	BranchFile(branch, p string) ([]byte, bool, error)
+}
+
+// previousApp is an Application file adopt wrote before under the name a
+// plan's Application has: the objects it adopts and the files its
+// directory include names (none: it reads its whole path).
+type previousApp struct {
+	file    string
+	objects []string
+	include []string
+}
+
+// previous reads the Application file the tree holds for app's name, if
+// adopt wrote one (adopt.dev/objects). One that reads another repository
+// or path, or is not adopt's, is never replaced: that is a refusal naming
+// the file.
+func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) (*previousApp, error) {
+	appsDir, _ := Settings(a.o.Plan)
+	file := path.Join(appsDir, app.Name+".yaml")
+	names, err := t.inDir(appsDir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(names, path.Base(file)) {
+		return nil, nil
+	}
+	b, err := t.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	// What was merged is what the base branch holds: a file only the
+	// group's own branch holds is this pull request's earlier version,
+	// which an update replaces.
+	if br, ok := t.Tree.(baseReader); ok && a.o.TargetRevision != "" {
+		onBase, merged, err := br.BranchFile(a.o.TargetRevision, file)
+		if err != nil {
+			return nil, err
+		}
+		if !merged {
+			return nil, nil
+		}
+		b = onBase
+	}
+	prev, err := argoapp.DecodeApplication(b)
+	refuse := func(why string) error {
+		return &ContractError{msg: fmt.Sprintf("%s already defines Application %s, %s; apply never replaces an Application (what it adopts would no longer be tracked, and with prune deleted): name this group otherwise (adopt.yaml naming) or add its objects to %s by hand", file, app.Name, why, file)}
+	}
+	switch {
+	case err != nil:
+		return nil, refuse("which does not decode (" + err.Error() + ")")
+	case prev.Annotations["adopt.dev/objects"] == "":
+		return nil, refuse("which adopt did not write")
+	case prev.Spec.Source == nil || prev.Spec.Source.Chart != "" || strings.TrimSuffix(prev.Spec.Source.Path, "/") != srcPath:
+		return nil, refuse("which syncs another source than " + srcPath)
+	case !argoapp.SameRepo(prev.Spec.Source.RepoURL, a.repoURL(app)):
+		return nil, refuse("which reads repository " + prev.Spec.Source.RepoURL)
+	}
+	p := &previousApp{file: file, objects: strings.Split(prev.Annotations["adopt.dev/objects"], ", ")}
+	if d := prev.Spec.Source.Directory; d != nil && d.Include != "" {
+		p.include = strings.Split(strings.TrimSuffix(strings.TrimPrefix(d.Include, "{"), "}"), ",")
+	}
+	return p, nil
+}
+
+// extend is the include of the extended Application: none when either
+// reads its whole path, else both lists' files.
+func (p *previousApp) extend(include []string) []string {
+	if len(p.include) == 0 || len(include) == 0 {
+		return nil
+	}
+	return union(p.include, include)
+}
+
+// union is a's and b's strings, each once, sorted.
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // complete sets pl's Application to d with what every Application takes

@@ -1,0 +1,68 @@
+package apply
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/adopt-dev/adopt/argoapp"
+)
+
+// TestSecondAdoptionExtendsTheFirst (issue 43): a group adopted before
+// (its Application file and export merged) gets a new object. apply
+// extends the Application: its objects and its directory include name
+// both objects, so the first stays tracked (with prune, it would have
+// been deleted). An Application file of that name that adopt did not
+// write, or that syncs another path, is refused, never replaced.
+func TestSecondAdoptionExtendsTheFirst(t *testing.T) {
+	first := benchPlan(1, 1) // adopt-svc-000 adopts ConfigMap cfg-0000
+	a := newApplier(t, first, func(o *Options) { o.Fetch = fetchAny })
+	c, err := a.Build(mapTree{"README.md": "gitops\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := mapTree{"README.md": "gitops\n"}
+	for f, b := range c.Files {
+		merged[f] = string(b)
+	}
+	// A week later: cfg-0001 in the same group.
+	second := benchPlan(1, 1)
+	second.ID = "plan-second"
+	second.Objects[0].Name = "cfg-0001"
+	second.Applications[0].Objects = []string{second.Objects[0].Ref.String()}
+	b := newApplier(t, second, func(o *Options) { o.Fetch = fetchAny })
+	c2, err := b.Build(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := argoapp.DecodeApplication(c2.Files["apps/adopt-svc-000.yaml"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := app.Annotations["adopt.dev/objects"]
+	if !strings.Contains(objs, "/cfg-0000") || !strings.Contains(objs, "/cfg-0001") {
+		t.Errorf("the extended Application adopts %q; want both objects", objs)
+	}
+	if d := app.Spec.Source.Directory; d != nil && d.Include != "" && (!strings.Contains(d.Include, "cfg-0000") || !strings.Contains(d.Include, "cfg-0001")) {
+		t.Errorf("the extended Application's include %q leaves one out", d.Include)
+	}
+	if !strings.Contains(strings.Join(b.Summary().Applications[0].Notes, "\n"), "extends Application adopt-svc-000") {
+		t.Errorf("the summary does not say the Application is extended: %v", b.Summary().Applications[0].Notes)
+	}
+
+	for name, file := range map[string]string{
+		"a person's Application": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: adopt-svc-000, namespace: argocd}\nspec:\n  project: default\n  source: {repoURL: https://git.example.invalid/gitops.git, path: adopted/bench-apply/svc-000}\n  destination: {server: https://kubernetes.default.svc, namespace: bench-apply}\n",
+		"another path":           strings.Replace(merged["apps/adopt-svc-000.yaml"], "path: \"adopted/bench-apply/svc-000\"", "path: \"elsewhere\"", 1),
+	} {
+		tree := mapTree{}
+		for f, v := range merged {
+			tree[f] = v
+		}
+		tree["apps/adopt-svc-000.yaml"] = file
+		_, err := newApplier(t, second, func(o *Options) { o.Fetch = fetchAny }).Build(tree)
+		var ce *ContractError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "apply never replaces an Application") {
+			t.Errorf("%s: %v; want a refusal", name, err)
+		}
+	}
+}
