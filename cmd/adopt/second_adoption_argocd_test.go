@@ -74,8 +74,11 @@ func TestSecondAdoptionKeepsTheFirstOnRealArgoCD(t *testing.T) {
 			t.Fatalf("%v: %s", err, out)
 		}
 		head := tipOf(t, bare, "main").Hash.String()
-		if _, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return testenv.SyncedHealthy(s) && s.Revision == head }); err != nil {
-			t.Fatalf("%s after %s: %v\ncontroller: %s", name, branch, err, a.LogTail("argocd-application-controller", 2000))
+		waitCtx, waitCancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer waitCancel()
+		if _, err := a.WaitApplication(waitCtx, name, func(s testenv.AppStatus) bool { return testenv.SyncedHealthy(s) && s.Revision == head }); err != nil {
+			st, _ := a.ApplicationStatus(ctx, name)
+			t.Fatalf("%s after %s, not Synced and Healthy at %.12s: %v; status %s\ncontroller: %s", name, branch, head, err, st, a.LogTail("argocd-application-controller", 2000))
 		}
 		return name
 	}
