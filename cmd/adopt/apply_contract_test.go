@@ -119,7 +119,12 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 	ns := cp.Namespace(t)
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssh-settings}\ndata: {mode: green}\n"), "apply", "-n", ns, "-f", "-")
 	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssh-settings, namespace: " + ns + "}\ndata: {mode: green}\n"
-	g, _ := gitRepo(t, "gitops", map[string]string{"k8s/" + ns + "/settings.yaml": manifest})
+	// The repository's name is the test's own: every test git server is on
+	// 127.0.0.1, and Applications other tests left on the shared plane
+	// that read a "gitops" repository there would count as this repo's
+	// other form (plan's repoURL choice).
+	repo := giteaName(t, "gitops-ssh")
+	g, _ := gitRepo(t, repo, map[string]string{"k8s/" + ns + "/settings.yaml": manifest})
 	s, err := testenv.StartSSHGitServer(g.Root)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +135,7 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 	t.Setenv("ADOPT_SSH_KEY_PASSPHRASE", passphrase)
 
 	var outputs []string
-	for i, url := range []string{s.URL("gitops"), s.SCPURL("gitops-test", "gitops")} {
+	for i, url := range []string{s.URL(repo), s.SCPURL("gitops-test", repo)} {
 		planFile := filepath.Join(dir, "plan.yaml")
 		out, errOut, code := adopt(t, append([]string{"plan", "-n", ns, "-q", "--repo", url, "--out", planFile}, creds...)...)
 		outputs = append(outputs, out, errOut)
@@ -147,7 +152,7 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("apply --repo %s exited %d: %s %s", url, code, out, errOut)
 		}
-		text := fileText(t, tipOf(t, g.BarePath("gitops"), branch[1]), p.Settings.AppsDir+"/"+p.Applications[0].Name+".yaml")
+		text := fileText(t, tipOf(t, g.BarePath(repo), branch[1]), p.Settings.AppsDir+"/"+p.Applications[0].Name+".yaml")
 		app, err := argoapp.DecodeApplication([]byte(text))
 		if err != nil {
 			t.Fatal(err)
@@ -160,12 +165,12 @@ func TestPlanAndApplyOverSSH(t *testing.T) {
 	}
 	// A wrong passphrase: one line, exit 1, the passphrase nowhere.
 	t.Setenv("ADOPT_SSH_KEY_PASSPHRASE", "wrong-"+passphrase)
-	_, errOut, code := adopt(t, append([]string{"plan", "-n", ns, "-q", "--repo", s.URL("gitops")}, creds...)...)
+	_, errOut, code := adopt(t, append([]string{"plan", "-n", ns, "-q", "--repo", s.URL(repo)}, creds...)...)
 	outputs = append(outputs, errOut)
 	if code != ExitError || !strings.Contains(errOut, "passphrase") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("wrong passphrase: exit %d, %q", code, errOut)
 	}
-	for _, o := range append(outputs, everything(t, g.BarePath("gitops"))) {
+	for _, o := range append(outputs, everything(t, g.BarePath(repo))) {
 		if strings.Contains(o, passphrase) {
 			t.Fatalf("the SSH key passphrase leaked:\n%s", o)
 		}
