@@ -67,16 +67,7 @@ func seedHook(t *testing.T, c *testenv.ControlPlane, ns string, want int) int {
 func incidentRepo(t *testing.T, ns string) (*testenv.GitServer, string) {
 	t.Helper()
 	n := seedHook(t, cp, ns, 257270)
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	url, err := g.CreateRepo("gitops", map[string]string{"k8s/system/litellm-test-usage-hook-cm.yaml": csaHook(ns, n+4800, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, url
+	return gitRepo(t, "gitops", map[string]string{"k8s/system/litellm-test-usage-hook-cm.yaml": csaHook(ns, n+4800, nil)})
 }
 
 // csaPlan runs adopt plan with the given Argo CD version and returns the

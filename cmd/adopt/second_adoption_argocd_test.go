@@ -27,15 +27,7 @@ func TestSecondAdoptionKeepsTheFirstOnRealArgoCD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)
-	g, err := testenv.StartGitServer("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	url, err := g.CreateRepo("gitops", map[string]string{"README.md": "gitops\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
 	bare := g.BarePath("gitops")
 	ns := c.Namespace(t)
 	run := func(args ...string) string {
