@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Drift is how a live object differs from its manifest.
@@ -31,9 +30,11 @@ var comparedMeta = []string{"labels", "annotations"}
 
 // ignoredAnnotations are written by tools, not by the author of a manifest.
 var ignoredAnnotations = map[string]bool{
-	budget.LastAppliedKey:            true,
-	argoapp.AnnotationTrackingID:     true,
-	argoapp.AnnotationInstallationID: true,
+	budget.LastAppliedKey: true,
+	// argoapp.AnnotationTrackingID and AnnotationInstallationID, spelt
+	// out: argoapp's tests read repositories through gitindex.
+	"argocd.argoproj.io/tracking-id":     true,
+	"argocd.argoproj.io/installation-id": true,
 }
 
 // Compare reports the fields the manifest sets that the live object does not
