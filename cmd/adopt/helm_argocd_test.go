@@ -114,7 +114,9 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 
 	dir := t.TempDir()
 	planFile := filepath.Join(dir, "plan.yaml")
-	out, errOut, code := run("plan", "-A", "--repo", gitURL, "--argocd-version", version, "--preview", "--out", planFile, "-o", "markdown")
+	// Its own namespaces: the shared Argo CD plane may hold other tests'
+	// Helm releases (the real-repo test's), whatever order they run in.
+	out, errOut, code := run("plan", "-n", ns1+","+ns2+","+ns3, "--repo", gitURL, "--argocd-version", version, "--preview", "--out", planFile, "-o", "markdown")
 	if code != 0 && code != ExitFindings {
 		t.Fatalf("plan exited %d: %s%s", code, out, errOut)
 	}
