@@ -81,7 +81,9 @@ func helmGitE2E(t *testing.T, version string) {
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web-inline's password": helmGitPassword}}
 	run := scannedRun(t, c, scan)
 	planFile := filepath.Join(t.TempDir(), "plan.yaml")
-	out, errOut, code := run("plan", "-A", "--repo", gitURL, "--argocd-version", version, "--preview", "--out", planFile, "-o", "markdown")
+	// Its own namespaces: the shared Argo CD plane may hold other tests'
+	// Helm releases, whatever order they run in.
+	out, errOut, code := run("plan", "-n", ns["web-default"]+","+ns["web-prod"]+","+ns["web-inline"], "--repo", gitURL, "--argocd-version", version, "--preview", "--out", planFile, "-o", "markdown")
 	if code != 0 && code != ExitFindings {
 		t.Fatalf("plan exited %d: %s%s", code, out, errOut)
 	}
