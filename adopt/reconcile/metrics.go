@@ -40,27 +40,21 @@ const lastSuccessName = "adopt_last_success_timestamp_seconds"
 // always; the report's gauges and counts per outcome when there is a
 // report; the last success when one is known.
 func (m RunMetrics) Write(w io.Writer) error {
-	if m.Err == nil {
-		m.LastSuccess = m.Ended
-	}
-	cl := fmt.Sprintf("cluster=%q", m.Cluster)
 	ok := 0.0
 	if m.Err == nil {
-		ok = 1
+		m.LastSuccess, ok = m.Ended, 1
 	}
+	cl := fmt.Sprintf("cluster=%q", m.Cluster)
 	var b strings.Builder
-	gauge := func(name, help string, labels string, values ...float64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-		for _, v := range values {
-			fmt.Fprintf(&b, "%s{%s} %g\n", name, labels, v)
-		}
+	gauge := func(name, help string, v float64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %g\n", name, help, name, name, cl, v)
 	}
-	gauge("adopt_last_run_timestamp_seconds", "When the last run of adopt reconcile ended (Unix time).", cl, float64(m.Ended.Unix()))
-	gauge("adopt_last_run_success", "1 when the last run ended without an error, 0 when it failed.", cl, ok)
+	gauge("adopt_last_run_timestamp_seconds", "When the last run of adopt reconcile ended (Unix time).", float64(m.Ended.Unix()))
+	gauge("adopt_last_run_success", "1 when the last run ended without an error, 0 when it failed.", ok)
 	if !m.LastSuccess.IsZero() {
-		gauge(lastSuccessName, "When the last successful run ended (Unix time): alert when it is too old.", cl, float64(m.LastSuccess.Unix()))
+		gauge(lastSuccessName, "When the last successful run ended (Unix time): alert when it is too old.", float64(m.LastSuccess.Unix()))
 	}
-	gauge("adopt_reconcile_duration_seconds", "How long the last run took.", cl, m.Took.Seconds())
+	gauge("adopt_reconcile_duration_seconds", "How long the last run took.", m.Took.Seconds())
 	if r := m.Report; r != nil {
 		for _, row := range []struct {
 			name, help string
@@ -76,7 +70,7 @@ func (m RunMetrics) Write(w io.Writer) error {
 			{"adopt_finalized_objects", "Objects finalized by this run.", r.Finalized},
 			{"adopt_failed_groups", "Groups whose step failed this run.", r.Count(Failed)},
 		} {
-			gauge(row.name, row.help, cl, float64(row.value))
+			gauge(row.name, row.help, float64(row.value))
 		}
 		fmt.Fprintf(&b, "# HELP adopt_groups Groups of the last run, by outcome.\n# TYPE adopt_groups gauge\n")
 		for _, o := range outcomes {
