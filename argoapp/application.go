@@ -98,6 +98,15 @@ func Glob(names []string) string {
 	return "{" + strings.Join(names, ",") + "}"
 }
 
+// GlobNames is Glob's inverse: the file names a directory include or
+// exclude that Glob wrote names (none for "").
+func GlobNames(glob string) []string {
+	if glob == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(strings.TrimPrefix(glob, "{"), "}"), ",")
+}
+
 // RenderApplication executes the template and validates the result: it
 // must decode into Argo CD's v1alpha1.Application with no unknown field,
 // sync with server-side apply, carry no resources finalizer (deleting the

@@ -198,3 +198,12 @@ func TestGlob(t *testing.T) {
 		t.Fatal("glob")
 	}
 }
+
+// TestGlobNames: GlobNames reads back what Glob writes.
+func TestGlobNames(t *testing.T) {
+	for _, names := range [][]string{nil, {"a.yaml"}, {"a.yaml", "b.yaml"}} {
+		if got := GlobNames(Glob(names)); strings.Join(got, "|") != strings.Join(names, "|") {
+			t.Errorf("GlobNames(Glob(%v)) = %v", names, got)
+		}
+	}
+}

@@ -248,8 +248,8 @@ func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) 
 		return nil, refuse("which reads repository " + prev.Spec.Source.RepoURL)
 	}
 	p := &previousApp{file: file, objects: strings.Split(prev.Annotations["adopt.dev/objects"], ", ")}
-	if d := prev.Spec.Source.Directory; d != nil && d.Include != "" {
-		p.include = strings.Split(strings.TrimSuffix(strings.TrimPrefix(d.Include, "{"), "}"), ",")
+	if d := prev.Spec.Source.Directory; d != nil {
+		p.include = argoapp.GlobNames(d.Include)
 	}
 	return p, nil
 }
