@@ -115,6 +115,29 @@ func (k KubeStatus) Application(ctx context.Context, name string) (AppState, err
 	return StateOf(u), nil
 }
 
+// BySource names the one Application in Namespace that syncs path of
+// repository repoURL (SameRepo; any repository when "") to destination
+// namespace ns: "" when none or more than one does. finalize finds by it
+// an Application renamed in review before it merged.
+func (k KubeStatus) BySource(ctx context.Context, repoURL, path, ns string) (string, error) {
+	list, err := k.Client.Resource(ApplicationGVR).Namespace(k.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("list Applications in %s: %w", k.Namespace, err)
+	}
+	var found []string
+	for _, u := range list.Items {
+		str := func(p ...string) string { v, _, _ := unstructured.NestedString(u.Object, p...); return v }
+		if (repoURL == "" || SameRepo(str("spec", "source", "repoURL"), repoURL)) && strings.Trim(str("spec", "source", "path"), "/") == strings.Trim(path, "/") &&
+			str("spec", "destination", "namespace") == ns {
+			found = append(found, u.GetName())
+		}
+	}
+	if len(found) != 1 {
+		return "", nil
+	}
+	return found[0], nil
+}
+
 // Changes watches Application name through the Kubernetes API and sends
 // after each event. The channel is closed when ctx ends or the watch
 // breaks; Wait then keeps polling.

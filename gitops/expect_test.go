@@ -3,6 +3,8 @@ package gitops
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,69 @@ func TestPublishBeforePushErrorPushesNothing(t *testing.T) {
 	}
 	if hasBranch(t, g.BarePath("before-push"), "adopt/c/app") {
 		t.Errorf("the branch was pushed although BeforePush failed")
+	}
+}
+
+// TestPublishFromBase (issue 43): a branch whose pull request was merged
+// (a fast-forward of main, or a squash whose commit main holds instead) gets
+// a new change built on main as it is now, not on the merged tip: its
+// parent is main's tip, it holds what main holds, and the push replaces
+// the branch only at the tip the caller expected (compare-and-swap, a
+// fast-forward or not). A person's push to the branch meanwhile is never
+// pushed over.
+func TestPublishFromBase(t *testing.T) {
+	g := startServer(t, "", "")
+	ctx := context.Background()
+	const branch = "adopt/c/app"
+	for _, merge := range []string{"fast-forward", "squash"} {
+		for _, race := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, a person's push %t", merge, race), func(t *testing.T) {
+				name := fmt.Sprintf("from-base-%s-%t", merge, race)
+				url := seed(t, g, name)
+				bare := g.BarePath(name)
+				merged := publish(t, url, Auth{}, Change{Branch: branch, Base: "main", Author: author, Build: files(map[string]string{"ours.yaml": "v1\n"}, "adopt v1")}, PublishOptions{}).Commit
+				switch merge {
+				case "fast-forward":
+					if out, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", merged).CombinedOutput(); err != nil {
+						t.Fatalf("merge: %v: %s", err, out)
+					}
+				case "squash":
+					publish(t, url, Auth{}, Change{Branch: "main", Base: "main", Author: author, Build: files(map[string]string{"ours.yaml": "v1\n"}, "adopt v1 (#1)")}, PublishOptions{})
+				}
+				// Someone else's change lands on main after the merge.
+				mainTip := publish(t, url, Auth{}, Change{Branch: "main", Base: "main", Author: author, Build: files(map[string]string{"other.md": "theirs\n"}, "other work")}, PublishOptions{}).Commit
+				r, err := Clone(ctx, CloneOptions{URL: url})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				var theirs string
+				res, err := r.Publish(ctx, Change{Branch: branch, Base: "main", Author: author, Build: files(map[string]string{"more.yaml": "m\n"}, "adopt v2")},
+					PublishOptions{Expect: []string{BranchAbsent, merged}, FromBase: true, BeforePush: func(context.Context, *Result) error {
+						if race {
+							theirs = publish(t, url, Auth{}, Change{Branch: branch, Base: "main", Author: Signature{Name: "A Person", Email: "p@example.invalid"},
+								Build: files(map[string]string{"REVIEW.md": "x\n"}, "review notes")}, PublishOptions{}).Commit
+						}
+						return nil
+					}})
+				tip := branchTip(t, bare, branch)
+				if race {
+					checkGitError(t, err, ErrBranchMoved, nil, branch, "nothing was pushed over it")
+					if tip.Hash.String() != theirs {
+						t.Errorf("the person's commit %s was pushed over: tip %s", theirs, tip.Hash)
+					}
+					return
+				}
+				if err != nil || !res.Pushed {
+					t.Fatalf("publish from base: %+v, %v", res, err)
+				}
+				if tip.Hash.String() != res.Commit || len(tip.ParentHashes) != 1 || tip.ParentHashes[0].String() != mainTip {
+					t.Errorf("tip %s with parents %v; want the new commit on main's tip %s", tip.Hash, tip.ParentHashes, mainTip)
+				}
+				if fileAt(t, tip, "other.md") != "theirs\n" || fileAt(t, tip, "more.yaml") != "m\n" || fileAt(t, tip, "ours.yaml") != "v1\n" {
+					t.Errorf("the new commit does not hold what main holds plus the change")
+				}
+			})
+		}
 	}
 }

@@ -87,10 +87,12 @@ type PROptions struct {
 	Base  string
 	Title string
 	Body  string
-	// Labels are added (never removed); on Gitea they are created in the
+	// Labels are added when the pull request is opened (an update leaves
+	// them as people left them); on Gitea they are created in the
 	// repository when missing.
 	Labels []string
-	// Reviewers are user names asked to review.
+	// Reviewers are user names asked to review when the pull request is
+	// opened (an update asks no one again, nor adds back one removed).
 	Reviewers []string
 	// Draft opens the pull request as a draft (on Gitea: a "WIP: " title).
 	Draft bool

@@ -93,7 +93,7 @@ func (g *giteaProvider) EnsurePR(ctx context.Context, o PROptions) (*PullRequest
 			return nil, g.err(o.Repo, "update pull request #"+itoa(found.Number), resp, err)
 		}
 	}
-	if len(o.Labels) > 0 {
+	if len(o.Labels) > 0 && created {
 		ids, err := g.labelIDs(c, o.Repo, o.Labels)
 		if err != nil {
 			return nil, err
@@ -102,7 +102,7 @@ func (g *giteaProvider) EnsurePR(ctx context.Context, o PROptions) (*PullRequest
 			return nil, g.err(o.Repo, "label pull request #"+itoa(pr.Index), resp, err)
 		}
 	}
-	if len(o.Reviewers) > 0 {
+	if len(o.Reviewers) > 0 && created {
 		if resp, err := c.CreateReviewRequests(o.Repo.Owner, o.Repo.Name, pr.Index, gitea.PullReviewRequestOptions{Reviewers: o.Reviewers}); err != nil {
 			return nil, g.err(o.Repo, "request reviewers on pull request #"+itoa(pr.Index), resp, err)
 		}

@@ -85,7 +85,9 @@ func TestGiteaEndToEnd(t *testing.T) {
 		t.Errorf("requested reviewers = %+v, want reviewer1", got.RequestedReviewers)
 	}
 
-	// Second run: same branch, new body and one more label: still one PR.
+	// Second run: same branch, new body and one more label: still one
+	// PR, its body updated, its labels as they were (set when opened; an
+	// update leaves them as people left them).
 	opts.Body, opts.Labels = "second body", []string{"adopt", "gitops", "annotation-budget"}
 	again, err := p.EnsurePR(ctx, opts)
 	if err != nil {
@@ -101,8 +103,8 @@ func TestGiteaEndToEnd(t *testing.T) {
 	if len(prs) != 1 {
 		t.Fatalf("after the second run Gitea has %d pull requests, want exactly 1", len(prs))
 	}
-	if prs[0].Body != "second body" || !slices.Contains(prs[0].LabelNames(), "annotation-budget") {
-		t.Errorf("second run did not update: body %q labels %v", prs[0].Body, prs[0].LabelNames())
+	if prs[0].Body != "second body" || slices.Contains(prs[0].LabelNames(), "annotation-budget") || !slices.Contains(prs[0].LabelNames(), "gitops") {
+		t.Errorf("second run: body %q labels %v; want the body updated and the labels as opened", prs[0].Body, prs[0].LabelNames())
 	}
 	found, err := p.FindPR(ctx, FindPROptions{Repo: ref, Head: "adopt/plan-1", Base: "main"})
 	if err != nil || found == nil || found.Number != pr.Number {

@@ -85,12 +85,12 @@ func (g *gitHub) EnsurePR(ctx context.Context, o PROptions) (*PullRequest, error
 		}
 	}
 	n := pr.GetNumber()
-	if len(o.Labels) > 0 {
+	if len(o.Labels) > 0 && created {
 		if _, resp, err := g.c.Issues.AddLabelsToIssue(ctx, o.Repo.Owner, o.Repo.Name, n, o.Labels); err != nil {
 			return nil, g.err(o.Repo, "label pull request #"+itoa(int64(n)), resp, err)
 		}
 	}
-	if len(o.Reviewers) > 0 {
+	if len(o.Reviewers) > 0 && created {
 		if _, resp, err := g.c.PullRequests.RequestReviewers(ctx, o.Repo.Owner, o.Repo.Name, n, github.ReviewersRequest{Reviewers: o.Reviewers}); err != nil {
 			return nil, g.err(o.Repo, "request reviewers on pull request #"+itoa(int64(n)), resp, err)
 		}

@@ -83,11 +83,11 @@ func TestGitHubUpdatesOpenPullRequest(t *testing.T) {
 		call{doc: "rest/pulls/pulls#list-pull-requests", method: "GET", path: ghListPath, query: ghListQuery, status: 200, reply: `[` + ghPR("7", "old") + `]`},
 		call{doc: "rest/pulls/pulls#update-a-pull-request", method: "PATCH", path: "/api/v3/repos/acme/gitops/pulls/7",
 			body: `{"title":"new title","body":"new body"}`, status: 200, reply: ghPR("7", "new title")},
-		call{doc: "rest/issues/labels#add-labels-to-an-issue", method: "POST", path: "/api/v3/repos/acme/gitops/issues/7/labels",
-			body: `["adopt"]`, status: 200, reply: `[{"name":"adopt"}]`},
+		// No label or reviewer call: an update leaves them as people left
+		// them.
 	)
 	pr, err := ghProvider(t, c).EnsurePR(context.Background(), PROptions{
-		Repo: ghRepo, Head: "adopt/plan-1", Base: "main", Title: "new title", Body: "new body", Labels: []string{"adopt"},
+		Repo: ghRepo, Head: "adopt/plan-1", Base: "main", Title: "new title", Body: "new body", Labels: []string{"adopt"}, Reviewers: []string{"alice"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -69,16 +69,16 @@ func (g *gitLab) EnsurePR(ctx context.Context, o PROptions) (*PullRequest, error
 	if err != nil {
 		return nil, err
 	}
-	ids, err := g.userIDs(ctx, o.Repo, o.Reviewers)
-	if err != nil {
-		return nil, err
-	}
 	title := o.Title
 	if o.Draft && !strings.HasPrefix(title, "Draft:") {
 		title = "Draft: " + title
 	}
 	pid := o.Repo.FullName()
 	if found == nil {
+		ids, err := g.userIDs(ctx, o.Repo, o.Reviewers)
+		if err != nil {
+			return nil, err
+		}
 		opt := &gitlab.CreateMergeRequestOptions{
 			Title: &title, Description: &o.Body, SourceBranch: &o.Head, TargetBranch: &o.Base,
 		}
@@ -100,19 +100,9 @@ func (g *gitLab) EnsurePR(ctx context.Context, o PROptions) (*PullRequest, error
 			return nil, g.err(o.Repo, "open a merge request from "+o.Head+" into "+o.Base, resp, errors.New("conflict"))
 		}
 	}
+	// Labels and reviewers were set when it was opened: an update leaves
+	// them as people left them.
 	opt := &gitlab.UpdateMergeRequestOptions{Title: &title, Description: &o.Body}
-	if len(o.Labels) > 0 {
-		opt.AddLabels = gitlab.Ptr(gitlab.LabelOptions(o.Labels))
-	}
-	if len(ids) > 0 {
-		// reviewer_ids replaces the list: keep the reviewers already asked.
-		for _, r := range found.Reviewers {
-			if r != nil && !contains(ids, r.ID) {
-				ids = append(ids, r.ID)
-			}
-		}
-		opt.ReviewerIDs = &ids
-	}
 	mr, resp, err := g.c.MergeRequests.UpdateMergeRequest(pid, found.IID, opt, gitlab.WithContext(ctx))
 	if err != nil {
 		return nil, g.err(o.Repo, "update merge request !"+itoa(found.IID), resp, err)
@@ -158,13 +148,4 @@ func statusOfGitLab(resp *gitlab.Response) int {
 		return 0
 	}
 	return resp.StatusCode
-}
-
-func contains(ids []int64, id int64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

@@ -71,10 +71,11 @@ func TestGitLabUpdatesOpenMergeRequest(t *testing.T) {
 	c := newContract(t, glHeaders,
 		call{doc: "api/merge_requests#list-project-merge-requests", method: "GET", path: glMRPath, query: glListQuery, status: 200,
 			reply: `[` + glMR("5", "old", `{"id":7,"username":"bob"}`) + `]`},
-		call{doc: "api/users#list-users", method: "GET", path: "/api/v4/users", query: map[string]string{"username": "alice"}, status: 200, reply: `[{"id":42,"username":"alice"}]`},
 		call{doc: "api/merge_requests#update-mr", method: "PUT", path: glMRPath + "/5",
-			// reviewer_ids replaces the list, so bob (already asked) is kept.
-			body:   `{"title":"new","description":"new body","add_labels":"adopt","reviewer_ids":[42,7]}`,
+			// Labels and reviewers were set when it was opened: an update
+			// leaves them as people left them (bob stays, alice is not
+			// asked again).
+			body:   `{"title":"new","description":"new body"}`,
 			status: 200, reply: glMR("5", "new", "")},
 	)
 	pr, err := glProvider(t, c).EnsurePR(context.Background(), PROptions{

@@ -420,6 +420,11 @@ type PublishOptions struct {
 	// or at the push, is an error wrapping ErrBranchMoved: nothing is
 	// pushed, rebuilt or retried. Not with Force.
 	Expect []string
+	// FromBase builds on Base even when the branch exists: a branch whose
+	// pull request was merged (its commits are in Base) gets a new change
+	// on what Base holds now. With Expect, the push replaces the branch
+	// only at the expected tip (compare-and-swap), a fast-forward or not.
+	FromBase bool
 	// BeforePush, when set, is called with the built commit before it is
 	// pushed (so a caller can record what it is about to push); its error
 	// stops Publish with nothing pushed. It is called again for each
@@ -497,12 +502,15 @@ func (r *Repo) Publish(ctx context.Context, c Change, o PublishOptions) (*Result
 		var old *plumbing.Hash
 		if expect {
 			h := plumbing.NewHash(res.Start)
-			if res.NewBranch {
+			switch {
+			case res.NewBranch:
 				h = plumbing.ZeroHash
+			case o.FromBase:
+				h = plumbing.NewHash(r.tip(c.Branch))
 			}
 			old = &h
 		}
-		err = r.push(ctx, c.Branch, o.Force, old)
+		err = r.push(ctx, c.Branch, o.Force || o.FromBase && expect, old)
 		if err == nil {
 			res.Pushed = true
 			return res, nil
@@ -577,7 +585,7 @@ func (r *Repo) commit(c Change, o PublishOptions) (*Result, error) {
 	existing := r.remoteRef(c.Branch)
 	res.NewBranch = existing == nil
 	start := base.Hash()
-	if existing != nil && !o.Force {
+	if existing != nil && !o.Force && !o.FromBase {
 		start = existing.Hash()
 	}
 	res.Start = start.String()

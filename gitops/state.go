@@ -37,9 +37,11 @@ type PRStatus struct {
 	Base  string `json:"base" yaml:"base"`
 	// MergedAt is when it was merged (zero unless merged).
 	MergedAt time.Time `json:"mergedAt,omitempty" yaml:"mergedAt,omitempty"`
-	// HeadSHA is the commit the head branch pointed at, Body the
-	// description (for reconcile's markers; never printed).
+	// HeadSHA is the commit the head branch pointed at, Title and Body
+	// the title and description (for reconcile's markers, and to keep a
+	// person's edits; never printed).
 	HeadSHA string `json:"-" yaml:"-"`
+	Title   string `json:"-" yaml:"-"`
 	Body    string `json:"-" yaml:"-"`
 }
 
@@ -106,7 +108,7 @@ func (g *gitHub) list(ctx context.Context, r RepoRef, base, head, prefix string)
 				continue
 			}
 			s := PRStatus{Number: int64(pr.GetNumber()), URL: pr.GetHTMLURL(), State: PROpen, Head: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
-				HeadSHA: pr.GetHead().GetSHA(), Body: pr.GetBody()}
+				HeadSHA: pr.GetHead().GetSHA(), Title: pr.GetTitle(), Body: pr.GetBody()}
 			switch {
 			case pr.MergedAt != nil:
 				s.State, s.MergedAt = PRMerged, pr.GetMergedAt().Time
@@ -150,7 +152,7 @@ func (g *gitLab) list(ctx context.Context, r RepoRef, base, head, prefix string)
 			if !strings.HasPrefix(mr.SourceBranch, prefix) || base != "" && mr.TargetBranch != base {
 				continue
 			}
-			s := PRStatus{Number: mr.IID, URL: mr.WebURL, State: PROpen, Head: mr.SourceBranch, Base: mr.TargetBranch, HeadSHA: mr.SHA, Body: mr.Description}
+			s := PRStatus{Number: mr.IID, URL: mr.WebURL, State: PROpen, Head: mr.SourceBranch, Base: mr.TargetBranch, HeadSHA: mr.SHA, Title: mr.Title, Body: mr.Description}
 			switch mr.State {
 			case "merged":
 				s.State = PRMerged
@@ -190,7 +192,7 @@ func (g *giteaProvider) ListPRs(ctx context.Context, r RepoRef, base, prefix str
 			if pr.Head == nil || !strings.HasPrefix(pr.Head.Ref, prefix) || pr.Base == nil || base != "" && pr.Base.Ref != base {
 				continue
 			}
-			s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref, HeadSHA: pr.Head.Sha, Body: pr.Body}
+			s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref, HeadSHA: pr.Head.Sha, Title: pr.Title, Body: pr.Body}
 			switch {
 			case pr.HasMerged:
 				s.State = PRMerged

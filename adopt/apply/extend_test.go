@@ -66,3 +66,66 @@ func TestSecondAdoptionExtendsTheFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondAdoptionExtendsARenamedApplication (issue 43): the first
+// adoption's Application was renamed in review (its file and its name)
+// before it merged. The second adoption of the same group finds it by what
+// merged (an Application adopt wrote that syncs the same repository and
+// path to the same namespace), extends that file under that name, and
+// writes no second Application of the plan's name. One of another
+// namespace is not it.
+func TestSecondAdoptionExtendsARenamedApplication(t *testing.T) {
+	first := benchPlan(1, 1)
+	c, err := newApplier(t, first, func(o *Options) { o.Fetch = fetchAny }).Build(mapTree{"README.md": "gitops\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		ns      string
+		extends bool
+	}{{"same destination", "bench-apply", true}, {"another namespace", "elsewhere", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			merged := mapTree{"README.md": "gitops\n"}
+			for f, b := range c.Files {
+				merged[f] = string(b)
+			}
+			renamed := strings.Replace(merged["apps/adopt-svc-000.yaml"], `name: "adopt-svc-000"`, `name: "search"`, 1)
+			renamed = strings.Replace(renamed, `namespace: "bench-apply"`, `namespace: "`+tc.ns+`"`, 1)
+			if renamed == merged["apps/adopt-svc-000.yaml"] {
+				t.Fatalf("the rename changed nothing:\n%s", renamed)
+			}
+			delete(merged, "apps/adopt-svc-000.yaml")
+			merged["apps/search.yaml"] = renamed
+			second := benchPlan(1, 1)
+			second.ID = "plan-second"
+			second.Objects[0].Name = "cfg-0001"
+			second.Applications[0].Objects = []string{second.Objects[0].Ref.String()}
+			b := newApplier(t, second, func(o *Options) { o.Fetch = fetchAny })
+			c2, err := b.Build(merged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, own := c2.Files["apps/adopt-svc-000.yaml"]
+			if !tc.extends {
+				if !own {
+					t.Errorf("an Application of another namespace was taken for the group's")
+				}
+				return
+			}
+			if own {
+				t.Errorf("a second Application of the plan's name was written beside the renamed one")
+			}
+			app, err := argoapp.DecodeApplication(c2.Files["apps/search.yaml"])
+			if err != nil {
+				t.Fatalf("the renamed Application was not extended: %v", err)
+			}
+			if objs := app.Annotations["adopt.dev/objects"]; app.Name != "search" || !strings.Contains(objs, "/cfg-0000") || !strings.Contains(objs, "/cfg-0001") {
+				t.Errorf("extended Application %s adopts %q; want search adopting both", app.Name, objs)
+			}
+			if notes := strings.Join(b.Summary().Applications[0].Notes, "\n"); !strings.Contains(notes, "extends Application search (the plan's adopt-svc-000, renamed when it was merged)") {
+				t.Errorf("the summary does not say the renamed Application is extended: %s", notes)
+			}
+		})
+	}
+}

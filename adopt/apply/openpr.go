@@ -20,8 +20,9 @@ type OpenPROptions struct {
 	Labels    []string
 	Reviewers []string
 	Draft     bool
-	// Trailer is appended to the rendered body (reconcile's markers).
-	Trailer string
+	// Text, when set, makes the title and body sent of the rendered ones
+	// (reconcile's: its record appended, a person's edits kept).
+	Text func(title, body string) (string, string)
 	// Token is the Git token apply already has and TokenFrom where it came
 	// from (--git-token or $ADOPT_GIT_TOKEN); without one the provider's
 	// own variable is read through Getenv (nil: os.Getenv).
@@ -57,8 +58,8 @@ func OpenPR(ctx context.Context, o OpenPROptions) (*OpenedPR, error) {
 	if err != nil {
 		return nil, &ContractError{msg: err.Error()}
 	}
-	if o.Trailer != "" {
-		body += "\n\n" + o.Trailer
+	if o.Text != nil {
+		title, body = o.Text(title, body)
 	}
 	p, err := gitops.NewProvider(ch.Name, gitops.ProviderOptions{APIURL: ch.APIURL, Token: ch.Token, HTTPClient: o.HTTPClient, Attempts: o.Attempts, Backoff: o.Backoff})
 	if err != nil {

@@ -168,7 +168,11 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	if prev != nil {
 		include = prev.extend(include)
-		s.Notes = append(s.Notes, fmt.Sprintf("extends Application %s, which %s already defines: it keeps adopting %s", app.Name, prev.file, strings.Join(prev.objects, ", ")))
+		renamed := ""
+		if prev.name != app.Name {
+			renamed = " (the plan's " + app.Name + ", renamed when it was merged)"
+		}
+		s.Notes = append(s.Notes, fmt.Sprintf("extends Application %s%s, which %s already defines: it keeps adopting %s", prev.name, renamed, prev.file, strings.Join(prev.objects, ", ")))
 	}
 	sort.Strings(include)
 	sort.Strings(exclude)
@@ -183,6 +187,8 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	a.complete(pl, app, d, out)
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)
+		pl.d.Name, pl.file = prev.name, prev.file
+		out.names.add(prev.file)
 	}
 	return pl, nil
 }
@@ -193,29 +199,45 @@ type baseReader interface {
 	BranchFile(branch, p string) ([]byte, bool, error)
 }
 
-// previousApp is an Application file adopt wrote before under the name a
-// plan's Application has: the objects it adopts and the files its
+// previousApp is an Application file adopt wrote before for a plan's
+// Application: its name, the objects it adopts and the files its
 // directory include names (none: it reads its whole path).
 type previousApp struct {
-	file    string
-	objects []string
-	include []string
+	file, name string
+	objects    []string
+	include    []string
 }
 
-// previous reads the Application file the tree holds for app's name, if
-// adopt wrote one (adopt.dev/objects). One that reads another repository
-// or path, or is not adopt's, is never replaced: that is a refusal naming
-// the file.
+// previous reads the Application file adopt wrote before (adopt.dev/objects)
+// for app, as merged: the file of app's name, else (renamed in review, the
+// file or the Application) the one of the apps directory that syncs the
+// same repository and path to app's namespace. A file of app's name that
+// reads another repository or path, or is not adopt's, is never replaced:
+// that is a refusal naming the file.
 func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) (*previousApp, error) {
 	appsDir, _ := Settings(a.o.Plan)
-	file := path.Join(appsDir, app.Name+".yaml")
 	names, err := t.inDir(appsDir)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(names, path.Base(file)) {
-		return nil, nil
+	own := app.Name + ".yaml"
+	if slices.Contains(names, own) {
+		return a.previousIn(t, app, srcPath, path.Join(appsDir, own), true)
 	}
+	for _, n := range names {
+		if ext := strings.ToLower(path.Ext(n)); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		if p, err := a.previousIn(t, app, srcPath, path.Join(appsDir, n), false); err != nil || p != nil {
+			return p, err
+		}
+	}
+	return nil, nil
+}
+
+// previousIn reads file as previous does. With strict, a file that is not
+// app's previous Application is refused; without, it is none (nil).
+func (a *Applier) previousIn(t *listedTree, app plan.Application, srcPath, file string, strict bool) (*previousApp, error) {
 	b, err := t.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -235,7 +257,13 @@ func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) 
 	}
 	prev, err := argoapp.DecodeApplication(b)
 	refuse := func(why string) error {
+		if !strict {
+			return nil
+		}
 		return &ContractError{msg: fmt.Sprintf("%s already defines Application %s, %s; apply never replaces an Application (what it adopts would no longer be tracked, and with prune deleted): name this group otherwise (adopt.yaml naming) or add its objects to %s by hand", file, app.Name, why, file)}
+	}
+	if !strict && err == nil && prev.Spec.Destination.Namespace != app.Namespace {
+		return nil, nil
 	}
 	switch {
 	case err != nil:
@@ -247,7 +275,7 @@ func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) 
 	case !argoapp.SameRepo(prev.Spec.Source.RepoURL, a.repoURL(app)):
 		return nil, refuse("which reads repository " + prev.Spec.Source.RepoURL)
 	}
-	p := &previousApp{file: file, objects: strings.Split(prev.Annotations["adopt.dev/objects"], ", ")}
+	p := &previousApp{file: file, name: prev.Name, objects: strings.Split(prev.Annotations["adopt.dev/objects"], ", ")}
 	if d := prev.Spec.Source.Directory; d != nil {
 		p.include = argoapp.GlobNames(d.Include)
 	}

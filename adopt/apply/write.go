@@ -36,6 +36,9 @@ type WriteOptions struct {
 	// built, before it is pushed.
 	Expect     []string
 	BeforePush func(ctx context.Context, res *gitops.Result) error
+	// FromBase builds on the base even when the branch exists (a merged
+	// pull request's branch), as gitops.PublishOptions.FromBase.
+	FromBase bool
 }
 
 // Write commits c on its branch of co, built on co.Base, and pushes it
@@ -52,5 +55,5 @@ func Write(ctx context.Context, co *Checkout, c Change, o WriteOptions) (*gitops
 	c.Target(repoURL, co.Base)
 	build := func(r *gitops.Repo) (gitops.Content, error) { return c.Build(r) }
 	return co.Repo.Publish(ctx, gitops.Change{Branch: branch, Base: co.Base, Build: build, Author: o.Author},
-		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun, Expect: o.Expect, BeforePush: o.BeforePush})
+		gitops.PublishOptions{NoPush: o.NoPush || o.DryRun, Force: o.Force, Diff: o.DryRun, Expect: o.Expect, BeforePush: o.BeforePush, FromBase: o.FromBase})
 }

@@ -32,8 +32,11 @@ type ArgoCDOptions struct {
 // ArgoCDConn is a connected Argo CD: how Applications are read and
 // synced, its version, and what the report says of it.
 type ArgoCDConn struct {
-	Reader  argoapp.StatusReader
-	Syncer  argoapp.Syncer
+	Reader argoapp.StatusReader
+	Syncer argoapp.Syncer
+	// Find finds a renamed Application by its source (Runner.Find); nil
+	// in API mode, which reads no Application list.
+	Find    func(ctx context.Context, a plan.Application) (string, error)
 	Version argoapp.DetectedVersion
 	Info    *ArgoCD
 	// API is true in Argo CD API mode, whose errors already say where.
@@ -53,7 +56,8 @@ func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Reader, c.Syncer, c.Close = argoapp.KubeStatus{Client: o.Dynamic, Namespace: o.Namespace}, serverSyncer{api}, func() { _ = api.Close() }
+		k := argoapp.KubeStatus{Client: o.Dynamic, Namespace: o.Namespace}
+		c.Reader, c.Syncer, c.Find, c.Close = k, serverSyncer{api}, bySource(k, o.Plan), func() { _ = api.Close() }
 		c.Info = &ArgoCD{Mode: "kubernetes", Server: api.Server()}
 	} else if o.API != nil {
 		api, err := argoapp.DialAPI(*o.API, o.Namespace)
@@ -65,7 +69,7 @@ func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
 		q.API, q.Kube = api, nil
 	} else {
 		k := argoapp.KubeStatus{Client: o.Dynamic, Namespace: o.Namespace}
-		c.Reader, c.Syncer = k, k
+		c.Reader, c.Syncer, c.Find = k, k, bySource(k, o.Plan)
 		c.Info = &ArgoCD{Mode: "kubernetes"}
 	}
 	ver, err := argoapp.ResolveVersion(ctx, q)
@@ -78,6 +82,19 @@ func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
 		c.Info.Version = ver.Version.String()
 	}
 	return c, nil
+}
+
+// bySource is Runner.Find through k: the Application syncing a's source
+// path of its repository (the plan's, unless a names one) to a's
+// namespace.
+func bySource(k argoapp.KubeStatus, p *plan.Plan) func(ctx context.Context, a plan.Application) (string, error) {
+	return func(ctx context.Context, a plan.Application) (string, error) {
+		repo := a.RepoURL
+		if repo == "" {
+			repo = p.Settings.RepoURL
+		}
+		return k.BySource(ctx, repo, a.SourcePath, a.Namespace)
+	}
 }
 
 // ServerError is an error of argocd-server's, met starting a sync in

@@ -70,6 +70,23 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 	return s, nil
 }
 
+// Rename finalizes the selection's i-th Application under name (its
+// Application was renamed before it merged): its targets name it.
+func (s *Selection) Rename(i int, name string) {
+	old := s.Apps[i].Name
+	s.Apps[i].Name = name
+	for _, m := range []map[string][]Target{s.Targets, s.LeftOut} {
+		ts := m[old]
+		delete(m, old)
+		for j := range ts {
+			ts[j].App = name
+		}
+		if ts != nil {
+			m[name] = ts
+		}
+	}
+}
+
 // All is every target of the selection, in Application order.
 func (s Selection) All() []Target {
 	var all []Target
@@ -99,6 +116,11 @@ type Runner struct {
 	// Reader and Syncer read and sync Applications (Kubernetes or API mode).
 	Reader argoapp.StatusReader
 	Syncer argoapp.Syncer
+	// Find, when set, names the Application that syncs a proposed
+	// Application's source path to its namespace (argoapp's BySource):
+	// when none of the plan's name exists, it was renamed in review
+	// before it merged, and is finalized under the name found.
+	Find func(ctx context.Context, a plan.Application) (string, error)
 	// Kube explains unhealthy workloads from their pods.
 	Kube kubernetes.Interface
 	// Version is the Argo CD version (ResolveVersion).
@@ -142,6 +164,10 @@ const DefaultParallel = 16
 // its last patches; the report lists every outcome in plan order once
 // they are all done.
 func (r *Runner) Run(ctx context.Context, rep *Report) error {
+	renamed, err := r.renamed(ctx)
+	if err != nil {
+		return err
+	}
 	r.work = r.workers()
 	var outcomes [][]Result // in plan order; patch results filled by the workers
 	defer func() {
@@ -155,6 +181,9 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 	}()
 	for _, a := range r.Selection.Apps {
 		ar := AppReport{Name: a.Name}
+		if was := renamed[a.Name]; was != "" {
+			ar.Notes = append(ar.Notes, fmt.Sprintf("the plan's Application %s was renamed %s before it merged (found by its source path %s and namespace %s)", was, a.Name, a.SourcePath, a.Namespace))
+		}
 		targets := r.Selection.Targets[a.Name]
 		var left []Result
 		for _, t := range r.Selection.LeftOut[a.Name] {
@@ -167,10 +196,12 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		}
 		reads := make([]*unstructured.Unstructured, len(targets))
 		first := s.Phase == "" && len(s.History) == 0
-		if r.Sync && s.Found && !s.Operation && !first && a.Existing != nil {
-			// An Application that already existed has synced before: its
-			// next sync is the first of the adopted objects, needed while
-			// one of them does not carry its tracking yet.
+		if r.Sync && s.Found && !s.Operation && !first {
+			// An Application that has synced before (one that already
+			// existed, or one an earlier adoption wrote and this one
+			// extends): its next sync is the first of the adopted
+			// objects, needed while one of them does not carry its
+			// tracking yet.
 			untracked, err := r.tracked(targets, reads)(ctx, s)
 			if err != nil {
 				return err
@@ -218,7 +249,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			continue
 		}
 		if !r.Retire {
-			ar.Notes = helmNotes(a)
+			ar.Notes = append(ar.Notes, helmNotes(a)...)
 		}
 		rep.Apps = append(rep.Apps, ar)
 		// The tracking check's reads start each object's guarded patch.
@@ -229,6 +260,37 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// renamed finds (Find) the Applications of the selection that were
+// renamed before they merged, and renames them in the selection; it
+// returns their plan names, by the name found.
+func (r *Runner) renamed(ctx context.Context) (map[string]string, error) {
+	if r.Find == nil {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for i, a := range r.Selection.Apps {
+		if a.Existing != nil || a.SourcePath == "" {
+			continue
+		}
+		s, err := r.Reader.Application(ctx, a.ArgoRef())
+		if err != nil || s.Found {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		name, err := r.Find(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if name != "" && name != a.Name {
+			r.Selection.Rename(i, name)
+			out[name] = a.Name
+		}
+	}
+	return out, nil
 }
 
 // workers are Parallel goroutines that run what do hands them.

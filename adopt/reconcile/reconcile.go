@@ -136,9 +136,9 @@ type Seams struct {
 	// gitops.ErrBranchMoved, nothing pushed), calling p.Record with the
 	// commit first.
 	Write func(ctx context.Context, sub *plan.Plan, branch string, p Push) (Written, error)
-	// Open opens or updates the pull request from branch, its body ending
-	// with trailer.
-	Open func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error)
+	// Open opens or updates the pull request from branch, with the title
+	// and body text makes of the rendered ones.
+	Open func(ctx context.Context, sub *plan.Plan, branch string, text func(title, body string) (string, string)) (*gitops.PullRequest, error)
 	// Fetch reads a live object, for the group's digest (LiveDigest).
 	Fetch apply.Fetcher
 	// Save records sub and rec as what branch proposes (Store.Save):
@@ -165,6 +165,10 @@ type Push struct {
 	// Record is called with the built commit before it is pushed: the run
 	// records what it is about to push (Seams.Save) before pushing it.
 	Record func(ctx context.Context, commit string) error
+	// FromBase builds on the base branch even when the group's branch
+	// exists: its pull request was merged, and new objects extend what
+	// the base holds now (gitops.PublishOptions.FromBase).
+	FromBase bool
 }
 
 // FinalizeResult is what finalizing a merged group did: its outcome
@@ -250,17 +254,34 @@ func ClusterName(context string) string {
 // Mark is what a pull request's body records of its group, as one HTML
 // comment: the digest of the group's objects when proposed (LiveDigest),
 // the commit reconcile last pushed, the digest of what else shapes the
-// branch (PlanDigest), and which object versions were seen (Seen). The
-// store's Record holds the same, written before the push.
+// branch (PlanDigest), which object versions were seen (Seen), and the
+// digest of the title and description adopt rendered (TextDigest: when
+// the pull request shows others, a person edited them, and updates keep
+// their words). The
+// store's Record holds the same but Text, written before the push.
 type Mark struct {
-	Digest, Head, Plan, Seen string
+	Digest, Head, Plan, Seen, Text string
 }
 
-// marker reads a Mark; plan= and seen= are missing from the bodies of
-// pull requests opened before they were recorded.
-var marker = regexp.MustCompile(`<!-- adopt-reconcile digest=(sha256:[0-9a-f]{64}) head=([0-9a-f]*)(?: plan=(sha256:[0-9a-f]{64}))?(?: seen=(sha256:[0-9a-f]{64}))? -->`)
+// marker reads a Mark; plan=, seen= and text= are missing from the bodies
+// of pull requests opened before they were recorded.
+var marker = regexp.MustCompile(`<!-- adopt-reconcile digest=(sha256:[0-9a-f]{64}) head=([0-9a-f]*)(?: plan=(sha256:[0-9a-f]{64}))?(?: seen=(sha256:[0-9a-f]{64}))?(?: text=(sha256:[0-9a-f]{64}))? -->`)
 
-// Trailer is m as the pull request body's last line.
+// RebuildBox is the checkbox that ends a pull request's description
+// above the record: a reviewer who pushed to the branch ticks it to hand
+// the branch back (as Renovate's "rebase/retry" box), and the next run
+// builds on their commit again, rewriting adopt's files from the cluster.
+const RebuildBox = "- [ ] <!-- adopt-rebuild --> Rebuild this branch from the cluster on the next run, over commits adopt did not push (adopt's files are rewritten; other files are kept)"
+
+// ticked finds the RebuildBox ticked.
+var ticked = regexp.MustCompile(`(?m)^\s*[-*] \[[xX]\] <!-- adopt-rebuild -->`)
+
+// trailerStart finds where adopt's part of a description begins: the box,
+// else the record.
+var trailerStart = regexp.MustCompile(`(?m)^\s*[-*] \[[ xX]\] <!-- adopt-rebuild -->|<!-- adopt-reconcile `)
+
+// Trailer is what ends a pull request's body: the RebuildBox, unticked,
+// and m as the last line.
 func Trailer(m Mark) string {
 	t := fmt.Sprintf("<!-- adopt-reconcile digest=%s head=%s", m.Digest, m.Head)
 	if m.Plan != "" {
@@ -269,7 +290,10 @@ func Trailer(m Mark) string {
 	if m.Seen != "" {
 		t += " seen=" + m.Seen
 	}
-	return t + " -->"
+	if m.Text != "" {
+		t += " text=" + m.Text
+	}
+	return RebuildBox + "\n\n" + t + " -->"
 }
 
 // readMarker returns the Mark a pull request body records.
@@ -278,7 +302,34 @@ func readMarker(body string) (Mark, bool) {
 	if m == nil {
 		return Mark{}, false
 	}
-	return Mark{Digest: m[1], Head: m[2], Plan: m[3], Seen: m[4]}, true
+	return Mark{Digest: m[1], Head: m[2], Plan: m[3], Seen: m[4], Text: m[5]}, true
+}
+
+// UserText is a description without adopt's trailer (Trailer): the words
+// a person may edit.
+func UserText(body string) string {
+	if loc := trailerStart.FindStringIndex(body); loc != nil {
+		body = body[:loc[0]]
+	}
+	return strings.TrimRight(body, " \t\r\n")
+}
+
+// TextDigest is the digest of a pull request's title (without a draft
+// prefix a provider adds) and its description's UserText.
+func TextDigest(title, body string) string {
+	for _, p := range []string{"WIP:", "Draft:"} {
+		title = strings.TrimPrefix(title, p)
+	}
+	h := sha256.Sum256([]byte(strings.TrimSpace(title) + "\n" + UserText(body)))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// edited says whether a person edited pr's title or description since
+// adopt wrote them (body its Mark): a description that lost adopt's
+// record counts as edited; one written before the text digest was
+// recorded, as adopt's.
+func edited(pr *gitops.PRStatus, body Mark, marked bool) bool {
+	return !marked || body.Text != "" && body.Text != TextDigest(pr.Title, pr.Body)
 }
 
 // Sub is the plan of some Applications of p: their objects only, sealed.
@@ -493,7 +544,7 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 			}
 		}
 		rep.Untracked += g.Objects
-		d, err := decide(ctx, o, s.Fetch, live, tg.apps, &g, open)
+		d, err := decide(ctx, o, s, live, tg.apps, &g, open)
 		switch {
 		case err != nil:
 			g.Outcome, g.Why = Failed, gitops.OneLine(err.Error())
@@ -529,17 +580,30 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 			continue
 		}
 		rep.MergedPRs++
-		if rec, ok := o.Records[h]; !act && ok && !rec.Finalized {
-			writes++
-			continue
-		}
 		g := Group{App: strings.TrimPrefix(h, prefix), Branch: h, PR: pr}
 		if i, ok := at[h]; ok {
 			g = rep.Groups[i]
 		}
-		f, err := s.Finalize(ctx, h)
-		if err != nil {
-			f = FinalizeResult{Outcome: Failed, Why: gitops.OneLine(err.Error())}
+		rec, recorded := o.Records[h]
+		var f FinalizeResult
+		switch {
+		case g.Outcome != "" && g.Outcome != Merged:
+			continue // its group was decided this run (new objects extend it)
+		case recorded && rec.Reproposes == pr.Number:
+			continue // an extension of it is under way: the store's plan is the extension's
+		case recorded && rec.Finalized && g.Outcome == Merged:
+			continue // decided: finalized, and its objects proposed again
+		case recorded && rec.Finalized:
+			// Done: its plan is not read again.
+			f = FinalizeResult{Outcome: Done, Why: "finalized by an earlier run"}
+		case !act && recorded:
+			writes++
+			continue
+		default:
+			var err error
+			if f, err = s.Finalize(ctx, h); err != nil {
+				f = FinalizeResult{Outcome: Failed, Why: gitops.OneLine(err.Error())}
+			}
 		}
 		g.Outcome, g.Why = f.Outcome, f.Why
 		rep.Finalized += f.Finalized
@@ -566,7 +630,8 @@ func unfinalized(records map[string]Record) bool {
 // decision is a group that needs a write: its plan, what its pull request
 // will record, and the outcome once written (Opened, Reproposed or
 // Updated); the branch tips it was decided from (Push.Expect), the closed
-// pull request a re-proposal replaces, and the store's record (nil: none).
+// or merged pull request a re-proposal or an extension replaces as the
+// branch's newest, and the store's record (nil: none).
 type decision struct {
 	sub        *plan.Plan
 	mark       Mark
@@ -574,6 +639,13 @@ type decision struct {
 	expect     []string
 	reproposes int64
 	rec        *Record
+	// note says what a new pull request adds (one next to a merged
+	// group's), or that a branch was handed back; keep, that a person
+	// edited the open pull request's title or description: an update
+	// keeps them.
+	note     string
+	keep     bool
+	fromBase bool
 }
 
 // decide reads what one group (apps) needs. A group that needs no write
@@ -581,7 +653,7 @@ type decision struct {
 // again (LiveDigest) only when one of them was written since its pull
 // request or the store recorded them (Seen), and at most once a run
 // (live).
-func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, apps []plan.Application, g *Group, open int) (*decision, error) {
+func decide(ctx context.Context, o Options, s Seams, live digests, apps []plan.Application, g *Group, open int) (*decision, error) {
 	sub, err := Sub(o.Plan, apps...)
 	if err != nil {
 		return nil, err
@@ -605,7 +677,7 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 	case recorded && rec.Digest != "" && rec.Seen == now.Seen:
 		now.Digest = rec.Digest
 	default:
-		if now.Digest, err = live.of(ctx, fetch, g.Branch, sub); err != nil {
+		if now.Digest, err = live.of(ctx, s.Fetch, g.Branch, sub); err != nil {
 			return nil, err
 		}
 	}
@@ -623,9 +695,15 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 	}
 	switch {
 	case pr != nil && pr.State == gitops.PROpen:
+		d.keep = edited(pr, was, marked)
 		if !slices.Contains(heads, pr.HeadSHA) {
+			if ticked.MatchString(pr.Body) {
+				// Handed back: build on the person's commit.
+				d.outcome, d.expect, d.note = Updated, []string{pr.HeadSHA}, "the branch was handed back (its rebuild box ticked)"
+				return d, nil
+			}
 			g.Outcome = HeldByUser
-			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not a commit adopt pushed): left alone, review or close %s", g.Branch, pr.HeadSHA, pr.URL)
+			g.Why = fmt.Sprintf("branch %s was pushed to by someone else (its head %.12s is not a commit adopt pushed): left alone; review or close %s, or tick its rebuild box to hand the branch back", g.Branch, pr.HeadSHA, pr.URL)
 			return nil, nil
 		}
 		switch {
@@ -649,9 +727,27 @@ func decide(ctx context.Context, o Options, fetch apply.Fetcher, live digests, a
 		}
 		d.outcome, d.reproposes = Reproposed, pr.Number
 	case pr != nil && pr.State == gitops.PRMerged:
-		g.Outcome = Merged
-		g.Why = fmt.Sprintf("%s was merged; the plan still proposes %d object(s): they are adopted once Argo CD creates and syncs its Applications", pr.URL, g.Objects)
-		return nil, nil
+		added, err := addedSince(ctx, s, pr, rec, recorded, sub)
+		if err != nil {
+			return nil, err
+		}
+		if len(added) == 0 {
+			g.Outcome = Merged
+			g.Why = fmt.Sprintf("%s was merged; the plan still proposes %d object(s): they are adopted once Argo CD creates and syncs its Applications", pr.URL, g.Objects)
+			if recorded && rec.Finalized {
+				g.Why = fmt.Sprintf("%s was merged and finalized, yet the plan proposes its %d object(s) again: they lost Argo CD's tracking (was the Application deleted?); adopt proposes only objects new since", pr.URL, g.Objects)
+			}
+			return nil, nil
+		}
+		// New objects next to a finalized group: a new pull request on
+		// the group's branch, built on the base that holds what merged
+		// (apply extends the merged Application, never replaces it, even
+		// renamed in review). The merged head is in the base, so nothing
+		// is lost by moving the branch off it.
+		d.reproposes, d.fromBase, d.note = pr.Number, true, fmt.Sprintf("adds %s next to what %s merged", strings.Join(added, ", "), pr.URL)
+		if !slices.Contains(heads, pr.HeadSHA) {
+			heads = append(heads, pr.HeadSHA)
+		}
 	}
 	if o.MaxOpenPRs > 0 && open >= o.MaxOpenPRs {
 		g.Outcome = Waiting
@@ -685,6 +781,48 @@ func declined(pr *gitops.PRStatus, body Mark, marked bool, rec Record, recorded 
 	return false
 }
 
+// addedSince are the objects of sub that the merged pull request pr did
+// not propose, once its group was finalized (or an extension of it was
+// begun: the record then names pr in Reproposes, and is of the
+// extension). Before that, what the plan proposes may be pr's own objects
+// that Argo CD has not synced yet, and its cleanup is still to come:
+// nothing is new. Without a stored plan nothing can be told new.
+func addedSince(ctx context.Context, s Seams, pr *gitops.PRStatus, rec Record, recorded bool, sub *plan.Plan) ([]string, error) {
+	switch {
+	case !recorded:
+		return nil, nil
+	case rec.Reproposes == pr.Number:
+		return refsOf(sub), nil
+	case !rec.Finalized || s.Load == nil:
+		return nil, nil
+	}
+	merged, err := s.Load(ctx, pr.Head)
+	if err != nil || merged == nil {
+		return nil, err
+	}
+	was := map[string]bool{}
+	for _, ref := range refsOf(merged) {
+		was[ref] = true
+	}
+	var added []string
+	for _, ref := range refsOf(sub) {
+		if !was[ref] {
+			added = append(added, ref)
+		}
+	}
+	return added, nil
+}
+
+// refsOf are the objects p's Applications propose, sorted.
+func refsOf(p *plan.Plan) []string {
+	var refs []string
+	for _, app := range p.Applications {
+		refs = append(refs, app.Objects...)
+	}
+	sort.Strings(refs)
+	return refs
+}
+
 // write records the group in the store (Seams.Save, under Push.Record:
 // before the push, or when nothing is pushed, after it), pushes its
 // branch, and opens or updates its pull request. A branch that moved
@@ -694,7 +832,7 @@ func declined(pr *gitops.PRStatus, body Mark, marked bool, rec Record, recorded 
 func write(ctx context.Context, s Seams, g *Group, d *decision) error {
 	rec := Record{Mark: d.mark, Reproposes: d.reproposes}
 	saved := false
-	w, err := s.Write(ctx, d.sub, g.Branch, Push{Expect: d.expect, Record: func(ctx context.Context, commit string) error {
+	w, err := s.Write(ctx, d.sub, g.Branch, Push{Expect: d.expect, FromBase: d.fromBase, Record: func(ctx context.Context, commit string) error {
 		rec.Head = commit
 		if err := s.Save(ctx, g.Branch, d.sub, rec); err != nil {
 			return err
@@ -720,7 +858,16 @@ func write(ctx context.Context, s Seams, g *Group, d *decision) error {
 			return err
 		}
 	}
-	pr, err := s.Open(ctx, d.sub, g.Branch, Trailer(d.mark))
+	pr, err := s.Open(ctx, d.sub, g.Branch, func(title, body string) (string, string) {
+		// The record names adopt's own words, kept or not: while the
+		// pull request shows others, a person's edits stay.
+		m := d.mark
+		m.Text = TextDigest(title, body)
+		if d.keep {
+			title, body = g.PR.Title, UserText(g.PR.Body)
+		}
+		return title, body + "\n\n" + Trailer(m)
+	})
 	if err != nil {
 		return err
 	}
@@ -731,6 +878,9 @@ func write(ctx context.Context, s Seams, g *Group, d *decision) error {
 		g.Outcome, g.Why = Updated, fmt.Sprintf("new commit %.12s on %s", w.Commit, g.Branch)
 	default:
 		g.Outcome, g.Why = Unchanged, "Git already holds the group; the pull request's record was brought up to date"
+	}
+	if d.note != "" {
+		g.Why += ": " + d.note
 	}
 	return nil
 }

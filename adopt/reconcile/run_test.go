@@ -189,18 +189,18 @@ func (w *world) seams() Seams {
 			w.plans[b] = sub
 			return nil
 		},
-		Open: func(_ context.Context, _ *plan.Plan, b, trailer string) (*gitops.PullRequest, error) {
+		Open: func(_ context.Context, sub *plan.Plan, b string, text func(title, body string) (string, string)) (*gitops.PullRequest, error) {
 			if err := w.failing("open"); err != nil {
 				return nil, err
 			}
 			w.opens++
-			body := "Adopts the objects of shop.\n\n" + trailer
+			title, body := text("adopt: shop", fmt.Sprintf("Adopts %d objects of shop.", len(sub.Objects)))
 			if pr := w.newestOf(b); pr != nil && pr.State == gitops.PROpen {
-				pr.Body = body
+				pr.Title, pr.Body = title, body
 				return &gitops.PullRequest{Number: pr.Number, URL: pr.URL}, nil
 			}
 			n := int64(len(w.prs) + 1)
-			pr := gitops.PRStatus{Number: n, URL: fmt.Sprintf("https://git.example/pulls/%d", n), State: gitops.PROpen, Head: b, HeadSHA: w.tips[b], Body: body}
+			pr := gitops.PRStatus{Number: n, URL: fmt.Sprintf("https://git.example/pulls/%d", n), State: gitops.PROpen, Head: b, HeadSHA: w.tips[b], Title: title, Body: body}
 			w.prs = append([]gitops.PRStatus{pr}, w.prs...)
 			return &gitops.PullRequest{Number: n, URL: pr.URL}, nil
 		},
@@ -485,7 +485,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &Group{App: "adopt-shop", Branch: branch, PR: tc.pr, Objects: 1}
-			d, err := decide(ctx, Options{Plan: p, Cluster: "c", Records: tc.records, MaxOpenPRs: 10}, w.fetch, digests{}, p.Applications, g, tc.open)
+			d, err := decide(ctx, Options{Plan: p, Cluster: "c", Records: tc.records, MaxOpenPRs: 10}, w.seams(), digests{}, p.Applications, g, tc.open)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -506,6 +506,158 @@ func TestDecide(t *testing.T) {
 			if !slices.Equal(expect, tc.expect) {
 				t.Errorf("expect %v, want %v", expect, tc.expect)
 			}
+		})
+	}
+}
+
+// merge merges the newest pull request.
+func (w *world) merge() { w.newest().State = gitops.PRMerged }
+
+// finalized marks the branch's record finalized, as Store.MarkFinalized
+// does once finalize is done, and the objects tracked.
+func (w *world) finalized(names ...string) {
+	rec := w.records[branch]
+	rec.Finalized = true
+	w.records[branch] = rec
+	for _, n := range names {
+		w.tracked[n] = true
+	}
+}
+
+// TestRunExtendsAFinalizedGroup (issue 43): a new object next to a group
+// whose pull request was merged and finalized is proposed in a new pull
+// request on the group's branch (never left "done"), whether the merged
+// branch was deleted, kept, or holds a person's commit that was merged
+// (it is in the base: nothing of theirs is lost). Before the group is
+// finalized, nothing is new: what the plan proposes may be the merged
+// objects Argo CD has not synced. Each write failing in turn converges on
+// the next run, and after the new pull request, a run changes nothing.
+func TestRunExtendsAFinalizedGroup(t *testing.T) {
+	for _, after := range []string{"branch kept", "branch deleted", "a person's commit merged"} {
+		for _, fail := range []string{"", "save", "push", "open"} {
+			t.Run(after+"/"+fail, func(t *testing.T) {
+				w := newWorld(t)
+				w.live["tuning"], w.live["synonyms"] = "1", "2"
+				w.want(w.run(testPlan(t, "tuning")), Opened)
+				switch after {
+				case "branch deleted":
+					delete(w.tips, branch)
+				case "a person's commit merged":
+					w.personPushes()
+				}
+				w.merge()
+				merged := w.newest().Number
+				// Merged, not finalized yet: the plan proposes both (Argo
+				// CD has not synced tuning), and nothing is proposed.
+				w.want(w.run(testPlan(t, "tuning", "synonyms")), Merged)
+				w.finalized("tuning")
+				p := testPlan(t, "synonyms")
+				if fail != "" {
+					w.fail = fail
+					w.want(w.run(p), Failed)
+					if w.fail != "" {
+						t.Fatalf("the run did not reach the %s", fail)
+					}
+				}
+				g := w.run(p)
+				w.want(g, Opened, Updated, Unchanged)
+				if fail == "" && !strings.Contains(g.Why, "adds ConfigMap shop/synonyms next to what https://git.example/pulls/1 merged") {
+					t.Errorf("why %q does not say what it adds next to the merged pull request", g.Why)
+				}
+				if w.newest().Number == merged {
+					t.Fatalf("no new pull request: the newest is still the merged #%d", merged)
+				}
+				w.consistent()
+				pushes, opens := w.pushes, w.opens
+				w.want(w.run(p), Unchanged)
+				if w.pushes != pushes || w.opens != opens {
+					t.Errorf("the run after the new pull request wrote: %d pushes, %d edits", w.pushes-pushes, w.opens-opens)
+				}
+			})
+		}
+	}
+}
+
+// TestRunHandBack (issue 43): a branch a person pushed to is held until
+// they tick the rebuild box in the pull request's description; the next
+// run builds on their commit (a fast-forward: their commit stays in the
+// branch's history), the branch is adopt's again, the box is unticked, and
+// the run after changes nothing. A box ticked while adopt's commit is the
+// head changes nothing.
+func TestRunHandBack(t *testing.T) {
+	w := newWorld(t)
+	w.live["a"], w.live["b"] = "1", "2"
+	w.want(w.run(testPlan(t, "a")), Opened)
+	theirs := w.personPushes()
+	p := testPlan(t, "a", "b")
+	held := w.run(p)
+	w.want(held, HeldByUser)
+	if !strings.Contains(held.Why, "tick its rebuild box") {
+		t.Errorf("the held group does not say how to hand it back: %s", held.Why)
+	}
+	pr := w.newest()
+	if !strings.Contains(pr.Body, "- [ ] <!-- adopt-rebuild -->") {
+		t.Fatalf("the description has no rebuild box:\n%s", pr.Body)
+	}
+	pr.Body = strings.Replace(pr.Body, "- [ ] <!-- adopt-rebuild -->", "- [x] <!-- adopt-rebuild -->", 1)
+	g := w.run(p)
+	w.want(g, Updated)
+	if !strings.Contains(g.Why, "handed back") {
+		t.Errorf("why %q does not say the branch was handed back", g.Why)
+	}
+	if w.tips[branch] == theirs || w.commits == 0 {
+		t.Fatalf("the handed-back branch was not built on")
+	}
+	if ticked.MatchString(w.newest().Body) {
+		t.Errorf("the box is still ticked after the rebuild")
+	}
+	w.consistent()
+	w.want(w.run(p), Unchanged)
+}
+
+// TestRunKeepsAPersonsEdits (issue 43): an update re-renders the title
+// and description adopt wrote, but keeps a person's edits to them (only
+// adopt's record at the end is rewritten); a description that lost the
+// record counts as edited.
+func TestRunKeepsAPersonsEdits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(pr *gitops.PRStatus)
+		keep bool
+	}{
+		{"not edited", func(*gitops.PRStatus) {}, false},
+		{"title edited", func(pr *gitops.PRStatus) { pr.Title = "search: adopt the tuning ConfigMap" }, true},
+		{"description edited", func(pr *gitops.PRStatus) {
+			pr.Body = strings.Replace(pr.Body, "Adopts 1 objects of shop.", "Adopts 1 objects of shop.\n\nReviewed with the search team; merge after Friday.", 1)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.live["a"], w.live["b"] = "1", "2"
+			w.want(w.run(testPlan(t, "a")), Opened)
+			pr := w.newest()
+			tc.edit(pr)
+			title, text := pr.Title, UserText(pr.Body)
+			w.want(w.run(testPlan(t, "a", "b")), Updated)
+			pr = w.newest()
+			if tc.keep && (pr.Title != title || UserText(pr.Body) != text) {
+				t.Errorf("the update overwrote a person's edit: title %q, text %q; want %q, %q", pr.Title, UserText(pr.Body), title, text)
+			}
+			if !tc.keep && !strings.Contains(pr.Body, "Adopts 2 objects") {
+				t.Errorf("the update did not re-render adopt's own description: %q", UserText(pr.Body))
+			}
+			// A later update keeps them too.
+			w.live["c"] = "3"
+			w.want(w.run(testPlan(t, "a", "b", "c")), Updated)
+			pr = w.newest()
+			if tc.keep && (pr.Title != title || UserText(pr.Body) != text) {
+				t.Errorf("the second update overwrote a person's edit: title %q, text %q", pr.Title, UserText(pr.Body))
+			}
+			if !tc.keep && !strings.Contains(pr.Body, "Adopts 3 objects") {
+				t.Errorf("the second update did not re-render adopt's own description: %q", UserText(pr.Body))
+			}
+			w.consistent()
+			w.want(w.run(testPlan(t, "a", "b", "c")), Unchanged)
 		})
 	}
 }

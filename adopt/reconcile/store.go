@@ -62,9 +62,11 @@ type Record struct {
 	// Mark is as a pull request body records it: the group's digests, and
 	// in Head the commit reconcile built and was about to push.
 	Mark
-	// Reproposes is the number of the closed pull request a re-proposal
-	// replaces (0: the write was no re-proposal): while that pull request
-	// is still the newest, the re-proposal is unfinished, not a decline.
+	// Reproposes is the number of the pull request a write replaces as
+	// its branch's newest (0: none): a closed one a re-proposal replaces,
+	// or a merged one whose finalized group new objects extend. While that
+	// pull request is still the newest, the write is unfinished: not a
+	// decline, and not the merged group to finalize.
 	Reproposes int64
 	// Autoclosed is the number of the pull request reconcile closed as
 	// obsolete (0: none): while it is the newest, it is no decline, so

@@ -186,7 +186,7 @@ func (o *FinalizeOptions) session(ctx context.Context) (*finalize.Session, func(
 		return nil, nil, err
 	}
 	s.ArgoCD, s.Explain = argo.Info, explain
-	r.Reader, r.Syncer, r.Kube, r.Version = argo.Reader, argo.Syncer, kube, argo.Version.Version
+	r.Reader, r.Syncer, r.Find, r.Kube, r.Version = argo.Reader, argo.Syncer, argo.Find, kube, argo.Version.Version
 	r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
 	r.Timeout, r.PollInterval, r.Settle = o.Timeout, o.PollInterval, o.Settle
 	if !o.Quiet {

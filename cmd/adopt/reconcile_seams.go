@@ -58,7 +58,7 @@ func (o *ReconcileOptions) seams(ro apply.RunOptions, repoErr error, store recon
 		},
 		Write: func(ctx context.Context, sub *plan.Plan, branch string, p reconcile.Push) (reconcile.Written, error) {
 			r := ro
-			r.Plan, r.Write.Branch, r.Write.Expect = sub, branch, p.Expect
+			r.Plan, r.Write.Branch, r.Write.Expect, r.Write.FromBase = sub, branch, p.Expect, p.FromBase
 			r.Write.BeforePush = func(ctx context.Context, c *gitops.Result) error { return p.Record(ctx, c.Commit) }
 			res, err := apply.Run(ctx, r)
 			if err != nil {
@@ -67,10 +67,10 @@ func (o *ReconcileOptions) seams(ro apply.RunOptions, repoErr error, store recon
 			written[branch] = res
 			return reconcile.Written{Commit: res.Commit.Commit, Changed: res.Commit.Changed}, nil
 		},
-		Open: func(ctx context.Context, sub *plan.Plan, branch, trailer string) (*gitops.PullRequest, error) {
+		Open: func(ctx context.Context, sub *plan.Plan, branch string, text func(title, body string) (string, string)) (*gitops.PullRequest, error) {
 			res := written[branch]
 			r, err := apply.OpenPR(ctx, apply.OpenPROptions{Input: res.PRInput("", ao.Templates), Provider: ch.Name, APIURL: ch.APIURL,
-				Labels: ao.pr.Labels, Reviewers: ao.pr.Reviewers, Draft: ao.pr.Draft, Trailer: trailer,
+				Labels: ao.pr.Labels, Reviewers: ao.pr.Reviewers, Draft: ao.pr.Draft, Text: text,
 				Token: ch.Token, TokenFrom: ch.TokenFrom, HTTPClient: ao.pr.httpClient, Attempts: ao.pr.attempts, Backoff: ao.pr.backoff})
 			if err != nil {
 				return nil, err

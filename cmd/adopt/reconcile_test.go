@@ -260,6 +260,32 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	if h := head(gr1.Branch); h != edited {
 		t.Errorf("reconcile pushed over a person's commit on %s: %s, want %s", gr1.Branch, h, edited)
 	}
+	// They hand the branch back by ticking the rebuild box, and edit the
+	// title: the next run builds on their commit (REVIEW.md stays), adds
+	// c, unticks the box and keeps their title.
+	pr1 := prsOf(gr1.Branch)[0]
+	ticked := strings.Replace(pr1.Body, "- [ ] <!-- adopt-rebuild -->", "- [x] <!-- adopt-rebuild -->", 1)
+	if ticked == pr1.Body {
+		t.Fatalf("the pull request's description has no rebuild box:\n%s", pr1.Body)
+	}
+	theirTitle := "search: adopt a, b and c (reviewed)"
+	if _, _, err := gc.EditPullRequest(g.User, repoName, pr1.Number, gitea.EditPullRequestOption{Title: theirTitle, Body: &ticked}); err != nil {
+		t.Fatal(err)
+	}
+	back := step(ns1, reconcile.Updated)
+	if !strings.Contains(back.Why, "handed back") {
+		t.Errorf("the run after the box was ticked: %s; want it to say the branch was handed back", back.Why)
+	}
+	tip = head(gr1.Branch)
+	rebuilt := tipOf(t, giteaRepoDir(g, repoName), gr1.Branch)
+	if len(rebuilt.ParentHashes) != 1 || rebuilt.ParentHashes[0].String() != edited || !strings.Contains(fileText(t, rebuilt, "REVIEW.md"), "looks good") {
+		t.Errorf("the handed-back branch was not built on the person's commit %.12s (parents %v)", edited, rebuilt.ParentHashes)
+	}
+	pr1 = prsOf(gr1.Branch)[0]
+	if pr1.Title != theirTitle || strings.Contains(pr1.Body, "- [x] <!-- adopt-rebuild -->") {
+		t.Errorf("after the hand-back: title %q (want theirs, %q), box still ticked: %t", pr1.Title, theirTitle, strings.Contains(pr1.Body, "- [x]"))
+	}
+	step(ns1, reconcile.Unchanged)
 
 	// 5. A second group waits while --max-open-prs is reached, then opens.
 	configMap(ns2, "x", "1")
@@ -339,7 +365,45 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	}
 
 	// 7. Merged: finalized once synced.
-	finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, syncArgs, nil)
+	next := finalizeMerged(ctx, t, g, repoName, a, cp, gr1, ns1, run, step, syncArgs, nil)
+
+	// 7b. A new object, d, next to the finalized group: a new pull request
+	// on the group's branch, which extends the merged Application. Merged
+	// and synced (Argo CD prunes), a, b, c and d are all tracked by it.
+	if next.Outcome != reconcile.Done {
+		t.Errorf("the group of %s after it was finalized: %s (%s), want done", ns1, next.Outcome, next.Why)
+	}
+	configMap(ns1, "d", "4")
+	cRef := "ConfigMap " + ns1 + "/d"
+	next = step(ns1, reconcile.Opened)
+	if !strings.Contains(next.Why, cRef) || !strings.Contains(next.Why, "merged") {
+		t.Fatalf("the group of %s with a new object after it was finalized: %s (%s), want opened, adding %s next to what merged", ns1, next.Outcome, next.Why, cRef)
+	}
+	if prs := prsOf(gr1.Branch); len(prs) != 2 || prs[0].State != "open" && prs[1].State != "open" {
+		t.Fatalf("pull requests from %s after the group was finalized: %+v, want the merged one and a new open one", gr1.Branch, prs)
+	}
+	step(gr1.Branch, reconcile.Unchanged)
+	mergePR(ctx, t, g, repoName, gr1.Branch)
+	appFile := fileText(t, tipOf(t, giteaRepoDir(g, repoName), "main"), "argocd/apps/"+gr1.App+".yaml")
+	if !strings.Contains(appFile, cRef) {
+		t.Errorf("the merged Application does not adopt c:\n%s", appFile)
+	}
+	if err := a.CreateApplication(ctx, []byte(appFile)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cp.Kubectl(ctx, nil, "-n", a.Namespace, "annotate", "--overwrite", "applications.argoproj.io", gr1.App, "argocd.argoproj.io/refresh=normal"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	step(gr1.Branch, reconcile.Finalized, append(syncArgs, "--finalize-wait", "3m", "--settle", "2s")...)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		cm, err := cp.Clientset().CoreV1().ConfigMaps(ns1).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("ConfigMap %s/%s after the extension merged and synced: %v (pruned?)", ns1, name, err)
+		}
+		if id := cm.Annotations[argoapp.AnnotationTrackingID]; !strings.HasPrefix(id, gr1.App+":") {
+			t.Errorf("ConfigMap %s/%s: tracking id %q, want one of %s", ns1, name, id, gr1.App)
+		}
+	}
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -380,9 +444,10 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 // its Application (no --sync) and reports it waiting; with syncArgs
 // (--sync, and how to reach argocd-server) it starts the first sync and
 // finalizes (the hand-apply annotation gone from the objects, a journal
-// written); the next run says it is done.
+// written); the next run says it is done, or, when a new object is next
+// to it, opens a new pull request: that group is returned.
 func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo string, a *testenv.ArgoCD, c *testenv.ControlPlane, gr reconcile.Group, ns string,
-	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, syncArgs []string, beforeSync func()) {
+	run func(extra ...string) (*reconcile.Report, string, int), step func(ns, want string, extra ...string) reconcile.Group, syncArgs []string, beforeSync func()) reconcile.Group {
 	t.Helper()
 	mergePR(ctx, t, g, repo, gr.Branch)
 	step(gr.Branch, reconcile.Merged, "--finalize-wait", "1s")
@@ -417,13 +482,19 @@ func finalizeMerged(ctx context.Context, t *testing.T, g *testenv.Gitea, repo st
 		if rep.Untracked != 0 {
 			t.Errorf("nothing to do, yet %d untracked objects", rep.Untracked)
 		}
-		return
+		return reconcile.Group{Branch: gr.Branch, Outcome: reconcile.Done}
 	}
 	for _, g := range rep.Groups {
-		if g.Branch == gr.Branch && g.Outcome != reconcile.Done {
-			t.Errorf("the run after finalize: %s is %s (%s), want done", gr.Branch, g.Outcome, g.Why)
+		if g.Branch != gr.Branch {
+			continue
 		}
+		if g.Outcome != reconcile.Done && g.Outcome != reconcile.Opened {
+			t.Errorf("the run after finalize: %s is %s (%s), want done, or opened for a new object", gr.Branch, g.Outcome, g.Why)
+		}
+		return g
 	}
+	t.Fatalf("the run after finalize does not report %s: %+v", gr.Branch, rep.Groups)
+	return reconcile.Group{}
 }
 
 // chartGrants are the chart's RBAC objects installed for a test, the

@@ -76,12 +76,12 @@ func mergePR(ctx context.Context, t *testing.T, g *testenv.Gitea, repo, head str
 	}
 	var num int64
 	for _, pr := range prs {
-		if pr.Head.Ref == head {
+		if pr.Head.Ref == head && pr.State == "open" {
 			num = pr.Number
 		}
 	}
 	if num == 0 {
-		t.Fatalf("no pull request from %s", head)
+		t.Fatalf("no open pull request from %s", head)
 	}
 	c, err := gitea.NewClient(g.URL, gitea.SetToken(g.Token), gitea.SetGiteaVersion(""))
 	if err != nil {

@@ -53,6 +53,9 @@ type Fault struct {
 	// Query, when set, matches only requests whose raw query contains it
 	// ("limit=50": the first page of a list, not a list of one item).
 	Query string
+	// Method, when set, matches only requests of that method ("POST": a
+	// create, not a list of the same path).
+	Method string
 	// Times is how many matching requests get the fault; 0 means every one.
 	Times int
 	// Delay is the wait for Slow.
@@ -125,7 +128,7 @@ func (fp *FaultProxy) take(r *http.Request) *Fault {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	for _, f := range fp.faults {
-		if f.Path != "" && !strings.HasSuffix(r.URL.Path, f.Path) || !strings.Contains(r.URL.RawQuery, f.Query) {
+		if f.Path != "" && !strings.HasSuffix(r.URL.Path, f.Path) || !strings.Contains(r.URL.RawQuery, f.Query) || f.Method != "" && r.Method != f.Method {
 			continue
 		}
 		if f.Kind == ExpiredContinue && r.URL.Query().Get("continue") == "" {
