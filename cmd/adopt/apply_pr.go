@@ -40,8 +40,8 @@ func (o *prOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Provider, "provider", "", "pull-request provider: "+strings.Join(gitops.ProviderNames(), "|")+" (default: inferred from the repo URL's host)")
 	f.StringVar(&o.APIURL, "api-url", "", "API base URL, for GitHub Enterprise, self-hosted GitLab, Gitea or Forgejo (default: derived from the repo URL)")
 	f.StringVar(&o.Title, "pr-title", "", "pull-request title (default: rendered from pr-title.tmpl)")
-	f.StringArrayVar(&o.Labels, "pr-label", nil, "label to add to the pull request (repeatable)")
-	f.StringArrayVar(&o.Reviewers, "pr-reviewer", nil, "user name to ask for review (repeatable)")
+	f.StringArrayVar(&o.Labels, "pr-label", nil, "label to add to the pull request when it is opened (repeatable)")
+	f.StringArrayVar(&o.Reviewers, "pr-reviewer", nil, "user name to ask for review when the pull request is opened (repeatable)")
 	f.BoolVar(&o.Draft, "draft", false, "open the pull request as a draft")
 }
 
