@@ -166,6 +166,11 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	if err != nil {
 		return pl, err
 	}
+	if prev == nil && app.Extends != "" {
+		appsDir, _ := Settings(a.o.Plan)
+		return pl, &ContractError{msg: fmt.Sprintf("the plan extends Application %s with %s (finding %s), and %s holds no file of it that adopt wrote syncing %s to %s: apply never writes a second Application over one that exists; add the objects to %s by hand, or remove it, then plan again",
+			app.Extends, app.Name, plan.CodeExtends, appsDir, srcPath, app.Namespace, app.Extends)}
+	}
 	if prev != nil {
 		include = prev.extend(include)
 		renamed := ""

@@ -250,6 +250,7 @@ func Build(in Inputs) *Plan {
 	p.Applications = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
 	checkWholePaths(p, cands, in, owned)
 	p.Applications = helmApps(p, cands, in)
+	extendExisting(p, in.Apps.Specs)
 	if in.Apps.Installed {
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications)
 	}

@@ -264,6 +264,11 @@ type Application struct {
 	// Existing is set for an Application that already exists and renders
 	// the objects (Source "existing"): apply writes nothing for it.
 	Existing *Existing `json:"existing,omitempty" yaml:"existing,omitempty"`
+	// Extends names the Application that already exists (in the cluster,
+	// or defined in Git) by this one's name, or syncing its path to its
+	// namespace: apply adds the objects to it, never replaces it
+	// (CodeExtends).
+	Extends string `json:"extends,omitempty" yaml:"extends,omitempty"`
 	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
 	// IgnoreDifferences are the spec.ignoreDifferences entries the
