@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -26,16 +27,19 @@ import (
 )
 
 // reconcileRow measures `adopt reconcile` over an estate with nothing new
-// against `adopt plan` of the same scope: ReconcileNamespaces namespaces,
-// each with ReconcileObjects ConfigMaps applied as kubectl would (with
-// last-applied-configuration), a Deployment and a Service, on a control
-// plane of its own, with a real Gitea. A first reconcile opens one pull
-// request per namespace's Application and two are closed unmerged
-// (declined); a second, checked, finds every group unchanged or declined.
-// Then both commands are measured in turn, through the same two proxies:
-// one in front of the kube-apiserver that counts every request, and one in
-// front of Gitea (API and git) that refuses and counts every write. Goals:
-// at most 1.2x the plan, and no write request to either.
+// against `adopt plan` of the same scope: twice ReconcileNamespaces
+// namespaces, each with ReconcileObjects ConfigMaps applied as kubectl
+// would (with last-applied-configuration), a Deployment and a Service, on
+// a control plane of its own (with its controller-manager and scheduler),
+// with a real Gitea and a real Argo CD (the current GA). A first reconcile opens one pull request per namespace's
+// Application. Half the groups are then done: merged, their Applications
+// created from what merged, synced and finalized by reconcile --sync. Of
+// the other half, open, two are closed unmerged (declined). A checked run
+// finds every group unchanged, declined or done. Then both commands are
+// measured in turn, through the same two proxies: one in front of the
+// kube-apiserver that counts every request, and one in front of Gitea (API
+// and git) that refuses and counts every write. Goals: at most 1.2x the
+// plan, and no write request to either.
 func (b *bench) reconcileRow(ctx context.Context) error {
 	c := b.c
 	if c.ReconcileNamespaces == 0 {
@@ -67,17 +71,34 @@ func (b *bench) reconcileRow(ctx context.Context) error {
 	}
 	defer kp.Close()
 
-	start := time.Now()
-	if err := seedEstate(ctx, cs, c.ReconcileNamespaces, c.ReconcileObjects); err != nil {
+	// The Deployments' controller, so that Argo CD finds them Healthy.
+	sched, err := testenv.StartScheduling(ctx, cp)
+	if err != nil {
 		return err
 	}
-	objects := c.ReconcileNamespaces * (c.ReconcileObjects + 2)
+	defer sched.Stop()
+	a, err := testenv.StartArgoCD(ctx, cp, testenv.ArgoCDCurrent)
+	if err != nil {
+		return err
+	}
+	defer a.Stop()
+
+	start := time.Now()
+	var namespaces []string
+	for _, prefix := range []string{"estate", "done"} {
+		names, err := seedEstate(ctx, cs, prefix, c.ReconcileNamespaces, c.ReconcileObjects)
+		if err != nil {
+			return err
+		}
+		namespaces = append(namespaces, names...)
+	}
+	objects := 2 * c.ReconcileNamespaces * (c.ReconcileObjects + 2)
 	b.seeded(objects, time.Since(start))
 
 	repoURL := gp.URL + strings.TrimPrefix(cloneURL, strings.TrimSuffix(g.URL, "/"))
 	env := []string{"ADOPT_GIT_TOKEN=" + g.Token}
 	common := []string{"--kubeconfig", kp.Kubeconfig}
-	scope := []string{"-A", "--repo", repoURL, "--git-user", g.User, "--argocd-version", "v3.2.6"}
+	scope := []string{"-n", strings.Join(namespaces, ","), "--repo", repoURL, "--git-user", g.User, "--argocd-version", testenv.ArgoCDCurrent}
 	rec := append(append(append([]string{}, common...), "reconcile"), scope...)
 	rec = append(rec, "--provider", "gitea", "--api-url", gp.URL+"/", "--max-open-prs", "0", "--lock-namespace", "default",
 		"--cluster-name", "bench", "--author", "bench <bench@example.invalid>", "-o", "json")
@@ -99,22 +120,67 @@ func (b *bench) reconcileRow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n := opened.Count(reconcile.Opened); n != len(prs) || n < c.ReconcileNamespaces {
-		return fmt.Errorf("reconcile row: the first run opened %d groups and Gitea has %d pull requests, want one per namespace (%d): %+v", n, len(prs), c.ReconcileNamespaces, opened.Groups)
+	if n := opened.Count(reconcile.Opened); n != len(prs) || n < len(namespaces) {
+		return fmt.Errorf("reconcile row: the first run opened %d groups and Gitea has %d pull requests, want one per namespace (%d): %+v", n, len(prs), len(namespaces), opened.Groups)
 	}
-	declined := min(2, len(prs))
-	for _, pr := range prs[:declined] {
+	// Half the groups are done: merged, their Applications created from
+	// what merged (as an app of apps would), then synced and finalized by
+	// reconcile --sync.
+	var open []testenv.GiteaPR
+	done := 0
+	for _, pr := range prs {
+		if !strings.Contains(pr.Head.Ref, "-done-") {
+			open = append(open, pr)
+			continue
+		}
+		mctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		err := g.MergePullRequest(mctx, repoName, pr.Number)
+		cancel()
+		if err != nil {
+			return err
+		}
+		done++
+	}
+	bare := filepath.Join(g.Dir, "repos", strings.ToLower(g.User), repoName+".git")
+	for _, gr := range opened.Groups {
+		if !strings.Contains(gr.Branch, "-done-") {
+			continue
+		}
+		app, err := exec.Command("git", "--git-dir", bare, "show", "main:argocd/apps/"+gr.App+".yaml").Output()
+		if err != nil {
+			return fmt.Errorf("reconcile row: the merged Application of %s: %v", gr.App, err)
+		}
+		if err := a.CreateApplication(ctx, app); err != nil {
+			return err
+		}
+	}
+	gp.allow(true)
+	for attempt := 1; ; attempt++ {
+		rep, err := reconcileReport(env, c.Adopt, append(rec, "--sync", "--finalize-wait", "3m", "--settle", "0s"))
+		if err != nil {
+			return err
+		}
+		if rep.Count(reconcile.Finalized)+rep.Count(reconcile.Done) == done {
+			break
+		}
+		if attempt == 3 {
+			return fmt.Errorf("reconcile row: %d of %d merged groups finalized after %d runs: %+v", rep.Count(reconcile.Finalized)+rep.Count(reconcile.Done), done, attempt, rep.Groups)
+		}
+	}
+	gp.allow(false)
+	declined := min(2, len(open))
+	for _, pr := range open[:declined] {
 		if err := g.ClosePullRequest(ctx, repoName, pr.Number); err != nil {
 			return err
 		}
 	}
-	// Checked: nothing new, so every group is unchanged or declined.
+	// Checked: nothing new, so every group is unchanged, declined or done.
 	rep, err := reconcileReport(env, c.Adopt, rec)
 	if err != nil {
 		return err
 	}
-	if n := rep.Count(reconcile.Unchanged) + rep.Count(reconcile.Declined); n != len(rep.Groups) || rep.Count(reconcile.Declined) != declined {
-		return fmt.Errorf("reconcile row: a run with nothing new: %d of %d groups unchanged or declined (%d declined, want %d)", n, len(rep.Groups), rep.Count(reconcile.Declined), declined)
+	if n := rep.Count(reconcile.Unchanged) + rep.Count(reconcile.Declined) + rep.Count(reconcile.Done); n != len(rep.Groups) || rep.Count(reconcile.Declined) != declined || rep.Count(reconcile.Done) != done {
+		return fmt.Errorf("reconcile row: a run with nothing new: %d of %d groups unchanged, declined or done (%d declined, want %d; %d done, want %d)", n, len(rep.Groups), rep.Count(reconcile.Declined), declined, rep.Count(reconcile.Done), done)
 	}
 	gp.writes()
 	kp.Requests()
@@ -134,7 +200,7 @@ func (b *bench) reconcileRow(ctx context.Context) error {
 	}
 	ratio := ms[0].Seconds / ms[1].Seconds
 	b.res.Rows = append(b.res.Rows, Row{
-		Name:     fmt.Sprintf("12. reconcile with nothing new, %d namespaces (%d objects, %d pull requests open, %d declined)", c.ReconcileNamespaces, objects, len(prs)-declined, declined),
+		Name:     fmt.Sprintf("12. reconcile with nothing new, %d namespaces (%d objects; %d groups done, %d pull requests open, %d declined)", len(namespaces), objects, done, len(open)-declined, declined),
 		Measured: ms,
 		Ratios: []Ratio{
 			{What: "reconcile / plan", Value: ratio, Goal: "<= 1.2x", Met: ratio <= 1.2},
@@ -145,13 +211,15 @@ func (b *bench) reconcileRow(ctx context.Context) error {
 	return nil
 }
 
-// seedEstate creates n namespaces estate-NNN, each with per ConfigMaps
+// seedEstate creates n namespaces <prefix>-NNN, each with per ConfigMaps
 // applied as `kubectl apply` would (last-applied-configuration), a
-// Deployment and a Service.
-func seedEstate(ctx context.Context, cs *kubernetes.Clientset, n, per int) error {
+// Deployment and a Service, and returns their names.
+func seedEstate(ctx context.Context, cs *kubernetes.Clientset, prefix string, n, per int) ([]string, error) {
 	p := newPool()
+	var names []string
 	for i := 0; i < n; i++ {
-		ns := fmt.Sprintf("estate-%03d", i)
+		ns := fmt.Sprintf("%s-%03d", prefix, i)
+		names = append(names, ns)
 		p.jobs <- func() error {
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				return err
@@ -190,7 +258,7 @@ func seedEstate(ctx context.Context, cs *kubernetes.Clientset, n, per int) error
 			return err
 		}
 	}
-	return p.wait()
+	return names, p.wait()
 }
 
 // lastApplied sets the annotation kubectl apply leaves: the object as

@@ -5,8 +5,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
+
+// secondPlan is benchPlan(1, 1) a week later: ConfigMap cfg-0001 in the
+// same group as the first's cfg-0000.
+func secondPlan() *plan.Plan {
+	second := benchPlan(1, 1)
+	second.ID = "plan-second"
+	second.Objects[0].Name = "cfg-0001"
+	second.Applications[0].Objects = []string{second.Objects[0].Ref.String()}
+	return second
+}
 
 // TestSecondAdoptionExtendsTheFirst (issue 43): a group adopted before
 // (its Application file and export merged) gets a new object. apply
@@ -26,10 +37,7 @@ func TestSecondAdoptionExtendsTheFirst(t *testing.T) {
 		merged[f] = string(b)
 	}
 	// A week later: cfg-0001 in the same group.
-	second := benchPlan(1, 1)
-	second.ID = "plan-second"
-	second.Objects[0].Name = "cfg-0001"
-	second.Applications[0].Objects = []string{second.Objects[0].Ref.String()}
+	second := secondPlan()
 	b := newApplier(t, second, func(o *Options) { o.Fetch = fetchAny })
 	c2, err := b.Build(merged)
 	if err != nil {
@@ -97,10 +105,7 @@ func TestSecondAdoptionExtendsARenamedApplication(t *testing.T) {
 			}
 			delete(merged, "apps/adopt-svc-000.yaml")
 			merged["apps/search.yaml"] = renamed
-			second := benchPlan(1, 1)
-			second.ID = "plan-second"
-			second.Objects[0].Name = "cfg-0001"
-			second.Applications[0].Objects = []string{second.Objects[0].Ref.String()}
+			second := secondPlan()
 			b := newApplier(t, second, func(o *Options) { o.Fetch = fetchAny })
 			c2, err := b.Build(merged)
 			if err != nil {

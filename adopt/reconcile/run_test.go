@@ -268,6 +268,29 @@ func (w *world) consistent() {
 	}
 }
 
+// failOnce runs p with step failing once: the group fails, having
+// reached the step.
+func (w *world) failOnce(p *plan.Plan, step string) {
+	w.t.Helper()
+	w.fail = step
+	w.want(w.run(p), Failed)
+	if w.fail != "" {
+		w.t.Fatalf("the run did not reach the %s", step)
+	}
+}
+
+// settled: the records agree (consistent), and the next run of p is
+// unchanged and writes nothing.
+func (w *world) settled(p *plan.Plan) {
+	w.t.Helper()
+	w.consistent()
+	pushes, opens := w.pushes, w.opens
+	w.want(w.run(p), Unchanged)
+	if w.pushes != pushes || w.opens != opens {
+		w.t.Errorf("the run after the records agreed wrote: %d pushes, %d pull request edits", w.pushes-pushes, w.opens-opens)
+	}
+}
+
 // TestRunConvergesAfterEachFailure (issue 43): each write of a run
 // (recording the group in the store, the push, the pull request's edit)
 // fails in turn, when a group is opened, updated and re-proposed. The run
@@ -296,18 +319,9 @@ func TestRunConvergesAfterEachFailure(t *testing.T) {
 					w.want(w.run(one), Declined)
 					want = []string{Reproposed}
 				}
-				w.fail = fail
-				w.want(w.run(p), Failed)
-				if w.fail != "" {
-					t.Fatalf("the run did not reach the %s", fail)
-				}
+				w.failOnce(p, fail)
 				w.want(w.run(p), want...)
-				w.consistent()
-				pushes, opens := w.pushes, w.opens
-				w.want(w.run(p), Unchanged)
-				if w.pushes != pushes || w.opens != opens {
-					t.Errorf("the run after convergence wrote: %d pushes, %d pull request edits", w.pushes-pushes, w.opens-opens)
-				}
+				w.settled(p)
 			})
 		}
 	}
@@ -553,11 +567,7 @@ func TestRunExtendsAFinalizedGroup(t *testing.T) {
 				w.finalized("tuning")
 				p := testPlan(t, "synonyms")
 				if fail != "" {
-					w.fail = fail
-					w.want(w.run(p), Failed)
-					if w.fail != "" {
-						t.Fatalf("the run did not reach the %s", fail)
-					}
+					w.failOnce(p, fail)
 				}
 				g := w.run(p)
 				w.want(g, Opened, Updated, Unchanged)
@@ -567,12 +577,7 @@ func TestRunExtendsAFinalizedGroup(t *testing.T) {
 				if w.newest().Number == merged {
 					t.Fatalf("no new pull request: the newest is still the merged #%d", merged)
 				}
-				w.consistent()
-				pushes, opens := w.pushes, w.opens
-				w.want(w.run(p), Unchanged)
-				if w.pushes != pushes || w.opens != opens {
-					t.Errorf("the run after the new pull request wrote: %d pushes, %d edits", w.pushes-pushes, w.opens-opens)
-				}
+				w.settled(p)
 			})
 		}
 	}
@@ -611,8 +616,7 @@ func TestRunHandBack(t *testing.T) {
 	if ticked.MatchString(w.newest().Body) {
 		t.Errorf("the box is still ticked after the rebuild")
 	}
-	w.consistent()
-	w.want(w.run(p), Unchanged)
+	w.settled(p)
 }
 
 // TestRunKeepsAPersonsEdits (issue 43): an update re-renders the title
@@ -656,8 +660,7 @@ func TestRunKeepsAPersonsEdits(t *testing.T) {
 			if !tc.keep && !strings.Contains(pr.Body, "Adopts 3 objects") {
 				t.Errorf("the second update did not re-render adopt's own description: %q", UserText(pr.Body))
 			}
-			w.consistent()
-			w.want(w.run(testPlan(t, "a", "b", "c")), Unchanged)
+			w.settled(testPlan(t, "a", "b", "c"))
 		})
 	}
 }

@@ -342,6 +342,24 @@ func (g *Gitea) ClosePullRequest(ctx context.Context, repo string, number int64)
 	return g.api(ctx, http.MethodPatch, fmt.Sprintf("repos/%s/%s/pulls/%d", g.User, repo, number), g.Token, map[string]any{"state": "closed"}, nil)
 }
 
+// MergePullRequest merges pull request number of the admin's repo with a
+// merge commit, as a reviewer would. Gitea checks mergeability in the
+// background after each push and refuses the merge until it has: the
+// merge is asked again every half second until Gitea takes it or ctx ends.
+func (g *Gitea) MergePullRequest(ctx context.Context, repo string, number int64) error {
+	for {
+		err := g.api(ctx, http.MethodPost, fmt.Sprintf("repos/%s/%s/pulls/%d/merge", g.User, repo, number), g.Token, map[string]any{"Do": "merge"}, nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("merge pull request #%d of %s: %w (last answer: %v)", number, repo, ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // CreateUser creates a plain user (for reviewers) with a random password.
 func (g *Gitea) CreateUser(ctx context.Context, name string) error {
 	return g.api(ctx, http.MethodPost, "admin/users", g.Token, map[string]any{
