@@ -31,14 +31,14 @@ func weekRepo(repoURL, argoNS, prod, staging string) map[string]string {
 		return "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n- ../../base\npatches:\n- target: {kind: ConfigMap, name: shop-settings}\n  patch: |-\n    - op: replace\n      path: " + patch + "\n"
 	}
 	return map[string]string{
-		"README.md": "# shop\n\nApps under apps/, Argo CD Applications under argocd/apps (synced by argocd/root.yaml).\n",
-		"apps/shop/base/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- settings.yaml\n- service.yaml\n",
-		"apps/shop/base/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop-settings\ndata:\n  LOG_LEVEL: info\n  WORKERS: \"4\"\n  CACHE_TTL_SECONDS: \"300\"\n",
-		"apps/shop/base/service.yaml":       "apiVersion: v1\nkind: Service\nmetadata:\n  name: shop\nspec:\n  selector: {app: shop}\n  ports:\n  - {name: http, port: 80, targetPort: 8080}\n",
+		"README.md":                                     "# shop\n\nApps under apps/, Argo CD Applications under argocd/apps (synced by argocd/root.yaml).\n",
+		"apps/shop/base/kustomization.yaml":             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- settings.yaml\n- service.yaml\n",
+		"apps/shop/base/settings.yaml":                  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop-settings\ndata:\n  LOG_LEVEL: info\n  WORKERS: \"4\"\n  CACHE_TTL_SECONDS: \"300\"\n",
+		"apps/shop/base/service.yaml":                   "apiVersion: v1\nkind: Service\nmetadata:\n  name: shop\nspec:\n  selector: {app: shop}\n  ports:\n  - {name: http, port: 80, targetPort: 8080}\n",
 		"apps/shop/overlays/prod/kustomization.yaml":    overlay(prod, "/data/WORKERS\n      value: \"16\""),
 		"apps/shop/overlays/staging/kustomization.yaml": overlay(staging, "/data/LOG_LEVEL\n      value: debug"),
-		"argocd/root.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: root-" + prod[len(prod)-6:] + "\n  namespace: " + argoNS + "\nspec:\n  project: default\n  source:\n    repoURL: " + repoURL + "\n    path: argocd/apps\n    targetRevision: main\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: " + argoNS + "\n  syncPolicy:\n    automated: {}\n",
-		"argocd/apps/shop-prod.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop-prod-" + prod[len(prod)-6:] + "\n  namespace: " + argoNS + "\nspec:\n  project: default\n  source:\n    repoURL: " + repoURL + "\n    path: apps/shop/overlays/prod\n    targetRevision: main\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: " + prod + "\n",
+		"argocd/root.yaml":                              "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: root-" + prod[len(prod)-6:] + "\n  namespace: " + argoNS + "\nspec:\n  project: default\n  source:\n    repoURL: " + repoURL + "\n    path: argocd/apps\n    targetRevision: main\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: " + argoNS + "\n  syncPolicy:\n    automated: {}\n",
+		"argocd/apps/shop-prod.yaml":                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop-prod-" + prod[len(prod)-6:] + "\n  namespace: " + argoNS + "\nspec:\n  project: default\n  source:\n    repoURL: " + repoURL + "\n    path: apps/shop/overlays/prod\n    targetRevision: main\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: " + prod + "\n",
 	}
 }
 

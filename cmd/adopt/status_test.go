@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/plan"
