@@ -157,3 +157,90 @@ func TestGiteaEndToEnd(t *testing.T) {
 	_, err = p.EnsurePR(ctx, PROptions{Repo: missing, Head: "x", Base: "main", Title: "t"})
 	checkOneLine(t, err, ErrNotFound, g.Token, "gitea repository "+g.User+"/no-such-repo not found")
 }
+
+// TestGiteaPRStateByBranch (issue 43): on the real Gitea, a branch's
+// newest pull request is found by asking about that branch alone
+// (pulls/{base}/{head}), in every state: open, closed without merging,
+// open again (a second pull request from the same branch is the newest),
+// merged; a branch that never had one is none. ListOpenPRs lists the open
+// ones of a prefix only.
+func TestGiteaPRStateByBranch(t *testing.T) {
+	g := startGitea(t)
+	ctx := context.Background()
+	cloneURL, err := g.CreateRepo(ctx, "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const branch, other = "adopt/c/app", "adopt/c/other"
+	for _, b := range []string{branch, other} {
+		if err := g.PushBranch(ctx, cloneURL, b, map[string]string{b + ".yaml": "kind: Application\n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := ParseRepoURL(cloneURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProvider("gitea", ProviderOptions{APIURL: DefaultAPIURL("gitea", ref), Token: g.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.(PRStateReader)
+	state := func(head string) *PRStatus {
+		t.Helper()
+		s, err := r.PRState(ctx, FindPROptions{Repo: ref, Head: head, Base: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := state(branch); s != nil {
+		t.Fatalf("a branch without a pull request: %+v", s)
+	}
+	open := func(head string) int64 {
+		t.Helper()
+		pr, err := p.EnsurePR(ctx, PROptions{Repo: ref, Head: head, Base: "main", Title: "adopt " + head, Body: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Number
+	}
+	first := open(branch)
+	open(other)
+	if s := state(branch); s == nil || s.Number != first || s.State != PROpen || s.HeadSHA == "" {
+		t.Fatalf("open: %+v", s)
+	}
+	if err := g.ClosePullRequest(ctx, "state", first); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(branch); s == nil || s.Number != first || s.State != PRClosed {
+		t.Fatalf("closed: %+v", s)
+	}
+	second := open(branch)
+	if s := state(branch); s == nil || s.Number != second || s.State != PROpen {
+		t.Fatalf("open again: %+v, want #%d", s, second)
+	}
+	listed, err := r.ListOpenPRs(ctx, ref, "main", "adopt/c/app")
+	if err != nil || len(listed) != 1 || listed[0].Number != second {
+		t.Fatalf("ListOpenPRs of adopt/c/app: %+v, %v; want only #%d", listed, err, second)
+	}
+	mctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := g.MergePullRequest(mctx, "state", second); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(branch); s == nil || s.Number != second || s.State != PRMerged || s.MergedAt.IsZero() {
+		t.Fatalf("merged: %+v", s)
+	}
+	// PRState stops at the first page holding the branch: Gitea's list
+	// must answer newest first.
+	all, err := g.PullRequests(ctx, "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Number > all[i-1].Number {
+			t.Fatalf("Gitea lists pull requests oldest first (#%d after #%d): PRState would stop at an old one", all[i].Number, all[i-1].Number)
+		}
+	}
+}

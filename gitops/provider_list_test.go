@@ -5,11 +5,12 @@ import (
 	"testing"
 )
 
-// ListPRs contract (reconcile's find-by-branch): every state, filtered by
-// the head branch's prefix and the base, newest first, with the head
-// commit and the body reconcile keeps its marker in. GitHub:
-// rest/pulls/pulls#list-pull-requests (state=all); GitLab:
-// api/merge_requests#list-project-merge-requests (state=all).
+// ListOpenPRs contract (reconcile's open pull requests): the open ones
+// only, the provider filtering by state, then by the head branch's prefix
+// and the base, newest first, with the head commit and the body reconcile
+// keeps its marker in. GitHub: rest/pulls/pulls#list-pull-requests
+// (state=open); GitLab: api/merge_requests#list-project-merge-requests
+// (state=opened).
 
 func TestGitHubListsReconcileBranches(t *testing.T) {
 	pr := func(n, head, state, merged, sha, body string) string {
@@ -17,19 +18,18 @@ func TestGitHubListsReconcileBranches(t *testing.T) {
 			`,"body":"` + body + `","head":{"ref":"` + head + `","sha":"` + sha + `"},"base":{"ref":"main"}}`
 	}
 	c := newContract(t, ghHeaders,
-		call{doc: "rest/pulls/pulls#list-pull-requests", method: "GET", path: ghListPath, query: map[string]string{"state": "all", "base": "main"}, status: 200,
-			reply: `[` + pr("9", "adopt/prod/app-a", "open", "null", "aaa1", "m9") + `,` + pr("8", "adopt/prod/app-b", "closed", `"2026-12-01T10:00:00Z"`, "bbb1", "m8") + `,` +
-				pr("7", "adopt/prod/app-a", "closed", "null", "aaa0", "m7") + `,` + pr("6", "feature/x", "open", "null", "ccc1", "") + `]`},
+		call{doc: "rest/pulls/pulls#list-pull-requests", method: "GET", path: ghListPath, query: map[string]string{"state": "open", "base": "main"}, status: 200,
+			reply: `[` + pr("9", "adopt/prod/app-a", "open", "null", "aaa1", "m9") + `,` + pr("8", "adopt/prod/app-b", "open", "null", "bbb1", "m8") + `,` +
+				pr("6", "feature/x", "open", "null", "ccc1", "") + `]`},
 	)
-	all, err := ghProvider(t, c).(PRStateReader).ListPRs(context.Background(), ghRepo, "main", "adopt/prod/")
+	all, err := ghProvider(t, c).(PRStateReader).ListOpenPRs(context.Background(), ghRepo, "main", "adopt/prod/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.done()
 	want := []PRStatus{
 		{Number: 9, State: PROpen, Head: "adopt/prod/app-a", HeadSHA: "aaa1", Body: "m9"},
-		{Number: 8, State: PRMerged, Head: "adopt/prod/app-b", HeadSHA: "bbb1", Body: "m8"},
-		{Number: 7, State: PRClosed, Head: "adopt/prod/app-a", HeadSHA: "aaa0", Body: "m7"},
+		{Number: 8, State: PROpen, Head: "adopt/prod/app-b", HeadSHA: "bbb1", Body: "m8"},
 	}
 	checkListed(t, all, want)
 }
@@ -40,23 +40,22 @@ func TestGitLabListsReconcileBranches(t *testing.T) {
 			`","state":"` + state + `","sha":"` + sha + `","description":"` + body + `","source_branch":"` + head + `","target_branch":"main"}`
 	}
 	c := newContract(t, glHeaders,
-		call{doc: "api/merge_requests#list-project-merge-requests", method: "GET", path: glMRPath, query: map[string]string{"state": "all", "target_branch": "main"}, status: 200,
-			reply: `[` + mr("5", "adopt/prod/app-a", "opened", "aaa1", "m5") + `,` + mr("4", "adopt/prod/app-b", "merged", "bbb1", "m4") + `,` +
-				mr("3", "adopt/prod/app-a", "closed", "aaa0", "m3") + `,` + mr("2", "feature/x", "opened", "ccc1", "") + `]`},
+		call{doc: "api/merge_requests#list-project-merge-requests", method: "GET", path: glMRPath, query: map[string]string{"state": "opened", "target_branch": "main"}, status: 200,
+			reply: `[` + mr("5", "adopt/prod/app-a", "opened", "aaa1", "m5") + `,` + mr("4", "adopt/prod/app-b", "opened", "bbb1", "m4") + `,` +
+				mr("2", "feature/x", "opened", "ccc1", "") + `]`},
 	)
-	all, err := glProvider(t, c).(PRStateReader).ListPRs(context.Background(), glRepo, "main", "adopt/prod/")
+	all, err := glProvider(t, c).(PRStateReader).ListOpenPRs(context.Background(), glRepo, "main", "adopt/prod/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.done()
 	checkListed(t, all, []PRStatus{
 		{Number: 5, State: PROpen, Head: "adopt/prod/app-a", HeadSHA: "aaa1", Body: "m5"},
-		{Number: 4, State: PRMerged, Head: "adopt/prod/app-b", HeadSHA: "bbb1", Body: "m4"},
-		{Number: 3, State: PRClosed, Head: "adopt/prod/app-a", HeadSHA: "aaa0", Body: "m3"},
+		{Number: 4, State: PROpen, Head: "adopt/prod/app-b", HeadSHA: "bbb1", Body: "m4"},
 	})
 }
 
-// checkListed compares what ListPRs found with want, field by field that
+// checkListed compares what ListOpenPRs found with want, field by field that
 // reconcile reads.
 func checkListed(t *testing.T, got, want []PRStatus) {
 	t.Helper()

@@ -46,13 +46,16 @@ type PRStatus struct {
 }
 
 // PRStateReader finds the newest pull request from o.Head (into o.Base,
-// when set) in any state; nil when the branch never had one. Every
-// Provider NewProvider returns is one.
+// when set) in any state, asking the provider about that branch only; nil
+// when the branch never had one. Every Provider NewProvider returns is
+// one.
 type PRStateReader interface {
 	PRState(ctx context.Context, o FindPROptions) (*PRStatus, error)
-	// ListPRs lists every pull request into base (any base when "") whose
-	// head branch starts with prefix, in any state, newest first.
-	ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error)
+	// ListOpenPRs lists the open pull requests into base (any base when
+	// "") whose head branch starts with prefix, newest first: the
+	// provider filters by state, so closed and merged ones, which grow
+	// without end, are not paged through.
+	ListOpenPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error)
 }
 
 var (
@@ -81,19 +84,20 @@ func exactly(all []PRStatus, err error, head string) (*PRStatus, error) {
 }
 
 func (g *gitHub) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head)
+	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head, "all")
 	return exactly(all, err, o.Head)
 }
 
-func (g *gitHub) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
-	return g.list(ctx, r, base, "", prefix)
+func (g *gitHub) ListOpenPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	return g.list(ctx, r, base, "", prefix, "open")
 }
 
-// list lists the pull requests whose head starts with prefix; a head
-// names one branch for the API to filter by (owner:branch), so that one
-// branch's lookup does not page through every pull request.
-func (g *gitHub) list(ctx context.Context, r RepoRef, base, head, prefix string) ([]PRStatus, error) {
-	opts := &github.PullRequestListOptions{State: "all", Base: base, ListOptions: github.ListOptions{PerPage: 100}}
+// list lists the pull requests in state (open or all) whose head starts
+// with prefix; a head names one branch for the API to filter by
+// (owner:branch), so that one branch's lookup does not page through every
+// pull request.
+func (g *gitHub) list(ctx context.Context, r RepoRef, base, head, prefix, state string) ([]PRStatus, error) {
+	opts := &github.PullRequestListOptions{State: state, Base: base, ListOptions: github.ListOptions{PerPage: 100}}
 	if head != "" {
 		opts.Head = r.Owner + ":" + head
 	}
@@ -125,17 +129,18 @@ func (g *gitHub) list(ctx context.Context, r RepoRef, base, head, prefix string)
 }
 
 func (g *gitLab) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head)
+	all, err := g.list(ctx, o.Repo, o.Base, o.Head, o.Head, "all")
 	return exactly(all, err, o.Head)
 }
 
-func (g *gitLab) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
-	return g.list(ctx, r, base, "", prefix)
+func (g *gitLab) ListOpenPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	return g.list(ctx, r, base, "", prefix, "opened")
 }
 
-// list is GitHub's list on GitLab: head is the source_branch filter.
-func (g *gitLab) list(ctx context.Context, r RepoRef, base, head, prefix string) ([]PRStatus, error) {
-	opt := &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr("all"), ListOptions: gitlab.ListOptions{PerPage: 100, Page: 1}}
+// list is GitHub's list on GitLab: head is the source_branch filter, state
+// opened or all.
+func (g *gitLab) list(ctx context.Context, r RepoRef, base, head, prefix, state string) ([]PRStatus, error) {
+	opt := &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr(state), ListOptions: gitlab.ListOptions{PerPage: 100, Page: 1}}
 	if head != "" {
 		opt.SourceBranch = gitlab.Ptr(head)
 	}
@@ -171,17 +176,33 @@ func (g *gitLab) list(ctx context.Context, r RepoRef, base, head, prefix string)
 	}
 }
 
+// PRState pages through Gitea's pull requests, newest first (its list
+// filters by no head, and its pulls/{base}/{head} answers the oldest),
+// and stops at the page holding the branch's newest one: a branch
+// reconcile asks about is a recent one.
 func (g *giteaProvider) PRState(ctx context.Context, o FindPROptions) (*PRStatus, error) {
-	all, err := g.ListPRs(ctx, o.Repo, o.Base, o.Head) // Gitea's API filters by no head
-	return exactly(all, err, o.Head)
+	var found *PRStatus
+	_, err := g.pages(ctx, o.Repo, o.Base, o.Head, gitea.StateAll, func(s PRStatus) bool {
+		if s.Head == o.Head && (found == nil || s.Number > found.Number) {
+			found = &s
+		}
+		return found != nil
+	})
+	return found, err
 }
 
-func (g *giteaProvider) ListPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+func (g *giteaProvider) ListOpenPRs(ctx context.Context, r RepoRef, base, prefix string) ([]PRStatus, error) {
+	return g.pages(ctx, r, base, prefix, gitea.StateOpen, func(PRStatus) bool { return false })
+}
+
+// pages lists the pull requests in state whose head starts with prefix,
+// page by page, newest first, until a page after which enough says true.
+func (g *giteaProvider) pages(ctx context.Context, r RepoRef, base, prefix string, state gitea.StateType, enough func(PRStatus) bool) ([]PRStatus, error) {
 	c, err := g.client(ctx)
 	if err != nil {
 		return nil, transportError("gitea", r, "connect", err, g.o.Token)
 	}
-	opt := gitea.ListPullRequestsOptions{State: gitea.StateAll, ListOptions: gitea.ListOptions{Page: 1, PageSize: 50}}
+	opt := gitea.ListPullRequestsOptions{State: state, ListOptions: gitea.ListOptions{Page: 1, PageSize: 50}}
 	var found []PRStatus
 	for {
 		prs, resp, err := c.ListRepoPullRequests(r.Owner, r.Name, opt)
@@ -192,19 +213,13 @@ func (g *giteaProvider) ListPRs(ctx context.Context, r RepoRef, base, prefix str
 			if pr.Head == nil || !strings.HasPrefix(pr.Head.Ref, prefix) || pr.Base == nil || base != "" && pr.Base.Ref != base {
 				continue
 			}
-			s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref, HeadSHA: pr.Head.Sha, Title: pr.Title, Body: pr.Body}
-			switch {
-			case pr.HasMerged:
-				s.State = PRMerged
-				if pr.Merged != nil {
-					s.MergedAt = *pr.Merged
-				}
-			case pr.State == gitea.StateClosed:
-				s.State = PRClosed
-			}
-			found = append(found, s)
+			found = append(found, giteaStatus(pr))
 		}
-		if len(prs) < opt.PageSize || resp == nil || resp.NextPage == 0 {
+		stop := false
+		for _, s := range found {
+			stop = stop || enough(s)
+		}
+		if stop || len(prs) < opt.PageSize || resp == nil || resp.NextPage == 0 {
 			return newestFirst(found), nil
 		}
 		opt.Page = resp.NextPage
@@ -275,4 +290,19 @@ func (r *Repo) BranchFile(branch, p string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("read %s on branch %s of %s: %w", p, branch, r.display, err)
 	}
 	return []byte(text), true, nil
+}
+
+// giteaStatus is a Gitea pull request as PRStatus.
+func giteaStatus(pr *gitea.PullRequest) PRStatus {
+	s := PRStatus{Number: pr.Index, URL: pr.HTMLURL, State: PROpen, Head: pr.Head.Ref, Base: pr.Base.Ref, HeadSHA: pr.Head.Sha, Title: pr.Title, Body: pr.Body}
+	switch {
+	case pr.HasMerged:
+		s.State = PRMerged
+		if pr.Merged != nil {
+			s.MergedAt = *pr.Merged
+		}
+	case pr.State == gitea.StateClosed:
+		s.State = PRClosed
+	}
+	return s
 }

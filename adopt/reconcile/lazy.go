@@ -24,21 +24,24 @@ func (l *LazyPRs) resolve(ctx context.Context) error {
 	return l.err
 }
 
-// ListPRs is the provider's, into the resolved base when base is "".
-func (l *LazyPRs) ListPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
+// ListOpenPRs is the provider's, into the resolved base when base is "".
+func (l *LazyPRs) ListOpenPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
 	if err := l.resolve(ctx); err != nil {
 		return nil, err
 	}
 	if base == "" {
 		base = l.base
 	}
-	return l.p.ListPRs(ctx, r, base, prefix)
+	return l.p.ListOpenPRs(ctx, r, base, prefix)
 }
 
-// PRState is the provider's.
+// PRState is the provider's, into the resolved base when o.Base is "".
 func (l *LazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
 	if err := l.resolve(ctx); err != nil {
 		return nil, err
+	}
+	if o.Base == "" {
+		o.Base = l.base
 	}
 	return l.p.PRState(ctx, o)
 }

@@ -490,15 +490,10 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 // plan not finalized yet counts as one). Both passes share live.
 func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.Application, rep *Report, act bool) (int, error) {
 	prefix := BranchPrefix(o.Cluster)
-	prs, err := s.PRs.ListPRs(ctx, o.Repo, o.Base, prefix)
+	groups := grouped(apps, o.Teams)
+	newest, err := newestPRs(ctx, o, s.PRs, groups)
 	if err != nil {
 		return 0, err
-	}
-	newest := map[string]*gitops.PRStatus{}
-	for i := range prs {
-		if newest[prs[i].Head] == nil {
-			newest[prs[i].Head] = &prs[i]
-		}
 	}
 	open := 0
 	for _, pr := range newest {
@@ -507,7 +502,6 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 		}
 	}
 	writes := 0
-	groups := grouped(apps, o.Teams)
 	// Open pull requests of groups this run does not propose whose
 	// objects are all gone or tracked: closed as obsolete (under the lock),
 	// so they count toward --max-open-prs no longer.
@@ -574,6 +568,19 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 	for i, g := range rep.Groups {
 		at[g.Branch] = i
 	}
+	// Done groups are judged from their records: their pull requests are
+	// not asked about, nor their plans read.
+	var done []string
+	for h, rec := range o.Records {
+		if _, asked := newest[h]; !asked && rec.Finalized && strings.HasPrefix(h, prefix) {
+			done = append(done, h)
+		}
+	}
+	sort.Strings(done)
+	for _, h := range done {
+		rep.MergedPRs++
+		rep.Groups = append(rep.Groups, Group{App: strings.TrimPrefix(h, prefix), Branch: h, Outcome: Done, Why: "finalized by an earlier run"})
+	}
 	for _, h := range heads {
 		pr := newest[h]
 		if pr.State != gitops.PRMerged {
@@ -615,6 +622,56 @@ func pass(ctx context.Context, o Options, s Seams, live digests, apps []plan.App
 	}
 	rep.OpenPRs = open
 	return writes, nil
+}
+
+// newestPRs are the newest pull request of each branch this run judges:
+// the open ones of this cluster's branches (one list the provider filters
+// by state), and, for a branch without one, asked by its name: each group
+// this run proposes that adopt recorded, and each recorded group not
+// finalized. Done groups (finalized, not proposed again) are not asked
+// about, so a run's questions grow with the groups in play, not with the
+// repository's history. A proposed group adopt never recorded has no pull
+// request of adopt's (the record is written before any push).
+func newestPRs(ctx context.Context, o Options, prs gitops.PRStateReader, groups []teamGroup) (map[string]*gitops.PRStatus, error) {
+	prefix := BranchPrefix(o.Cluster)
+	open, err := prs.ListOpenPRs(ctx, o.Repo, o.Base, prefix)
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]*gitops.PRStatus{}
+	for i := range open {
+		if newest[open[i].Head] == nil {
+			newest[open[i].Head] = &open[i]
+		}
+	}
+	ask := map[string]bool{}
+	for _, tg := range groups {
+		if _, ok := o.Records[prefix+tg.name]; ok {
+			ask[prefix+tg.name] = true
+		}
+	}
+	for b, rec := range o.Records {
+		if !rec.Finalized && strings.HasPrefix(b, prefix) {
+			ask[b] = true
+		}
+	}
+	branches := make([]string, 0, len(ask))
+	for b := range ask {
+		if newest[b] == nil {
+			branches = append(branches, b)
+		}
+	}
+	sort.Strings(branches)
+	for _, b := range branches {
+		pr, err := prs.PRState(ctx, gitops.FindPROptions{Repo: o.Repo, Base: o.Base, Head: b})
+		if err != nil {
+			return nil, err
+		}
+		if pr != nil {
+			newest[b] = pr
+		}
+	}
+	return newest, nil
 }
 
 // unfinalized says whether a record is of a group not finalized yet.

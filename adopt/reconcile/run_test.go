@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -64,6 +63,8 @@ type world struct {
 	gone, tracked map[string]bool
 	// refused objects are read with this error.
 	refused map[string]error
+	// asked counts the branches asked about one by one (PRState).
+	asked int
 	// plans are the store's plans, by branch; closes and comments what
 	// the runs closed as obsolete.
 	plans    map[string]*plan.Plan
@@ -137,12 +138,23 @@ func (w *world) fetch(_ context.Context, gvr schema.GroupVersionResource, ns, na
 	return u, nil
 }
 
-func (w *world) ListPRs(context.Context, gitops.RepoRef, string, string) ([]gitops.PRStatus, error) {
-	return slices.Clone(w.prs), nil
+func (w *world) ListOpenPRs(context.Context, gitops.RepoRef, string, string) ([]gitops.PRStatus, error) {
+	var open []gitops.PRStatus
+	for _, pr := range w.prs {
+		if pr.State == gitops.PROpen {
+			open = append(open, pr)
+		}
+	}
+	return open, nil
 }
 
-func (w *world) PRState(context.Context, gitops.FindPROptions) (*gitops.PRStatus, error) {
-	return nil, errors.New("not used")
+func (w *world) PRState(_ context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
+	w.asked++
+	if pr := w.newestOf(o.Head); pr != nil {
+		c := *pr
+		return &c, nil
+	}
+	return nil, nil
 }
 
 func (w *world) seams() Seams {
@@ -662,5 +674,38 @@ func TestRunKeepsAPersonsEdits(t *testing.T) {
 			}
 			w.settled(testPlan(t, "a", "b", "c"))
 		})
+	}
+}
+
+// TestRunAsksNothingOfDoneGroups (issue 43): a run lists the open pull
+// requests once and asks about a branch by its name only when a group in
+// play has no open one: a done group (merged and finalized, not proposed
+// again) is reported done from its record, never asked about, and a new
+// group adopt never recorded is not asked about either.
+func TestRunAsksNothingOfDoneGroups(t *testing.T) {
+	w := newWorld(t)
+	w.live["a"], w.live["b"] = "1", "2"
+	w.want(w.run(testPlan(t, "a")), Opened)
+	w.merge()
+	w.finalized("a")
+	other := testPlan(t, "b")
+	other.Applications[0].Name, other.Objects[0].App = "adopt-cart", "adopt-cart"
+	if err := other.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	w.asked = 0
+	rep, err := Run(context.Background(), Options{Plan: other, Cluster: "c", Records: maps.Clone(w.records)}, w.seams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]string{}
+	for _, g := range rep.Groups {
+		outcomes[g.Branch] = g.Outcome
+	}
+	if outcomes[branch] != Done || outcomes["adopt/c/adopt-cart"] != Opened || len(outcomes) != 2 {
+		t.Errorf("outcomes %v; want %s done and adopt/c/adopt-cart opened", outcomes, branch)
+	}
+	if w.asked != 0 {
+		t.Errorf("the run asked about %d branch(es) by name; want none (one done, one never recorded)", w.asked)
 	}
 }
