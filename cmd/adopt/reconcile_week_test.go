@@ -52,7 +52,9 @@ func weekRepo(repoURL, argoNS, prod, staging string) map[string]string {
 // which no Application syncs, is proposed once, as the repo's own overlay
 // path; merged, the app of apps creates its Application, reconcile syncs
 // and finalizes it, and later runs call it done. A ConfigMap applied by
-// hand in prod later gets an Application of its own, holding only it.
+// hand in prod later gets an Application of its own, holding only it;
+// when the team puts it in the prod overlay themselves and Argo CD tracks
+// it, that pull request is closed as obsolete.
 func TestReconcileWeekOnARealShapedRepo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -199,8 +201,57 @@ func TestReconcileWeekOnARealShapedRepo(t *testing.T) {
 	if by[prod].Objects != 1 {
 		t.Errorf("the prod group adopts %d objects, want only feature-flags", by[prod].Objects)
 	}
-	// Friday: nothing new.
 	only(run(), map[string]string{staging: reconcile.Done, prod: reconcile.Unchanged})
+
+	// Friday: the team puts feature-flags in the prod overlay themselves
+	// and has shop-prod sync by itself; once Argo CD tracks it, the
+	// prod group's pull request is obsolete, and reconcile closes it with
+	// a comment.
+	git("pull", "-q", "origin", "main")
+	flags := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  k: \"on\"\n"
+	kz := strings.Replace(files["apps/shop/overlays/prod/kustomization.yaml"], "- ../../base\n", "- ../../base\n- feature-flags.yaml\n", 1)
+	auto := files["argocd/apps/shop-prod.yaml"] + "  syncPolicy:\n    automated: {}\n"
+	for p, c := range map[string]string{"apps/shop/overlays/prod/feature-flags.yaml": flags, "apps/shop/overlays/prod/kustomization.yaml": kz, "argocd/apps/shop-prod.yaml": auto} {
+		if err := os.WriteFile(filepath.Join(checkout, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "prod: feature flags in the overlay; shop-prod syncs by itself")
+	git("push", "-q", "origin", "main")
+	for _, app := range []string{root, shopProd} {
+		if out, err := cp.Kubectl(ctx, nil, "-n", a.Namespace, "annotate", "--overwrite", "applications.argoproj.io", app, "argocd.argoproj.io/refresh=normal"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer syncCancel()
+	if _, err := a.WaitApplication(syncCtx, shopProd, func(s testenv.AppStatus) bool {
+		cm, err := cp.Clientset().CoreV1().ConfigMaps(prod).Get(ctx, "feature-flags", metav1.GetOptions{})
+		return testenv.SyncedHealthy(s) && err == nil && strings.HasPrefix(cm.Annotations[argoapp.AnnotationTrackingID], shopProd+":")
+	}); err != nil {
+		st, _ := a.ApplicationStatus(ctx, shopProd)
+		t.Fatalf("%s did not sync feature-flags: %v; %s", shopProd, err, st)
+	}
+	rep := run()
+	var closed reconcile.Group
+	for _, gr := range rep.Groups {
+		if strings.Contains(gr.App, prod) {
+			closed = gr
+		}
+	}
+	if closed.Outcome != reconcile.Obsolete || !strings.Contains(closed.Why, "1 tracked") {
+		t.Fatalf("the prod group after Argo CD tracks its object: %s (%s), want closed-obsolete, 1 tracked", closed.Outcome, closed.Why)
+	}
+	prs, err := g.PullRequests(ctx, repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range prs {
+		if pr.Head.Ref == by[prod].Branch && pr.State != "closed" {
+			t.Errorf("the obsolete pull request #%d is %s", pr.Number, pr.State)
+		}
+	}
 
 	// One Application syncs each overlay, in the cluster.
 	list, err := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(argoapp.ApplicationGVR).Namespace(a.Namespace).List(ctx, metav1.ListOptions{})
