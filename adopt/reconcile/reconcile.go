@@ -332,14 +332,24 @@ func edited(pr *gitops.PRStatus, body Mark, marked bool) bool {
 	return !marked || body.Text != "" && body.Text != TextDigest(pr.Title, pr.Body)
 }
 
-// Sub is the plan of some Applications of p: their objects only, sealed.
+// Sub is the plan of some Applications of p: their objects only, and of
+// what the plan left out, what is in their namespaces (the pull request
+// names a group's own Secrets left out, and the store keeps no more than
+// the group's), sealed.
 func Sub(p *plan.Plan, apps ...plan.Application) (*plan.Plan, error) {
 	sub := *p
 	sub.Applications = apps
-	in := map[string]bool{}
+	in, ns := map[string]bool{}, map[string]bool{}
 	for _, app := range apps {
+		ns[app.Namespace] = app.Namespace != ""
 		for _, ref := range app.Objects {
 			in[ref] = true
+		}
+	}
+	sub.Skipped = nil
+	for _, s := range p.Skipped {
+		if ns[s.Namespace] {
+			sub.Skipped = append(sub.Skipped, s)
 		}
 	}
 	sub.Objects = nil

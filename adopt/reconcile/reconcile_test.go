@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
@@ -69,5 +70,30 @@ func TestPlanDigestIgnoresTheApplicationCount(t *testing.T) {
 	p.ArgoCD.Root = &plan.Root{}
 	if PlanDigest(p, "s") == d {
 		t.Error("a root changed nothing in the digest")
+	}
+}
+
+// TestSubKeepsTheGroupsOwn: a group's plan holds its Applications'
+// objects and, of what the plan left out, only what is in their
+// namespaces: the pull request and the store name no other namespace's
+// Secret.
+func TestSubKeepsTheGroupsOwn(t *testing.T) {
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind}
+	for _, ns := range []string{"shop", "cart"} {
+		ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: ns, Name: "settings"}, App: "adopt-" + ns}
+		p.Objects = append(p.Objects, ob)
+		p.Applications = append(p.Applications, plan.Application{Name: "adopt-" + ns, Namespace: ns, Objects: []string{ob.Ref.String()}})
+		p.Skipped = append(p.Skipped, plan.Skipped{Kind: "Secret", Namespace: ns, Name: "db", Reason: "a Secret"})
+	}
+	p.Skipped = append(p.Skipped, plan.Skipped{Kind: "Node", Name: "n1", Reason: "cluster-scoped"})
+	sub, err := Sub(p, p.Applications[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Objects) != 1 || sub.Objects[0].Namespace != "shop" || len(sub.Skipped) != 1 || sub.Skipped[0].Namespace != "shop" {
+		t.Errorf("the shop group's plan holds objects %+v and skipped %+v; want shop's only", sub.Objects, sub.Skipped)
+	}
+	if len(p.Skipped) != 3 {
+		t.Errorf("Sub changed the plan it was given")
 	}
 }
