@@ -172,7 +172,8 @@ func (s Store) read(cm *corev1.ConfigMap, branch string) (*Stored, error) {
 	return &Stored{Plan: p, Finalized: at}, nil
 }
 
-// MarkFinalized records that branch's plan was finalized at.
+// MarkFinalized records that branch's plan was finalized at, and prunes
+// the stored plan to what a done group is still read for (Pruned).
 func (s Store) MarkFinalized(ctx context.Context, branch string, at time.Time) error {
 	name := storeName(branch)
 	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
@@ -184,6 +185,11 @@ func (s Store) MarkFinalized(ctx context.Context, branch string, at time.Time) e
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[finalizedAnnotation] = at.UTC().Format(time.RFC3339)
+	if p, err := plan.Unmarshal([]byte(cm.Data[planKey])); err == nil {
+		if b, err := plan.Marshal(Pruned(p)); err == nil {
+			cm.Data[planKey] = string(b)
+		}
+	}
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	return s.explain("update", name, err)
 }
@@ -260,4 +266,19 @@ func stored(m metav1.ObjectMeta) string {
 // JournalFile is finalize's journal of a group's plan in dir.
 func JournalFile(dir, branch string) string {
 	return filepath.Join(dir, strings.ReplaceAll(branch, "/", "_")+".journal")
+}
+
+// Pruned is what a done group's stored plan keeps: what `adopt status
+// --reconcile` follows its objects by (their refs, Applications and last
+// budgets, the tracking, and the left-out objects it counts), under the
+// plan's id (its journal's). Per-object evidence, findings, Git matches,
+// drift and previews, and the plan's findings and repository facts, are
+// dropped: a reconcile run reads a done group from its record alone.
+func Pruned(p *plan.Plan) *plan.Plan {
+	out := &plan.Plan{APIVersion: p.APIVersion, Kind: p.Kind, ID: p.ID, Cluster: p.Cluster, Tracking: p.Tracking, Settings: p.Settings,
+		ArgoCD: p.ArgoCD, Applications: p.Applications, Skipped: p.Skipped}
+	for _, ob := range p.Objects {
+		out.Objects = append(out.Objects, plan.Object{Ref: ob.Ref, App: ob.App, Budget: ob.Budget, Level: ob.Level, Provenance: ob.Provenance, HelmRelease: ob.HelmRelease})
+	}
+	return out
 }

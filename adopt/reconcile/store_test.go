@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
 // TestStoreRecord: a group's record is written with its plan, read back
@@ -23,6 +25,8 @@ func TestStoreRecord(t *testing.T) {
 	kube := fake.NewSimpleClientset()
 	s := Store{Kube: kube, Namespace: "adopt"}
 	p := testPlan(t, "a")
+	p.Objects[0].Findings = []plan.Finding{{Code: plan.CodeNotInGit, Severity: plan.Info, Message: "no manifest in the GitOps repo"}}
+	p.Objects[0].Git = &plan.GitMatch{Path: "cm.yaml", Line: 1}
 	d := "sha256:" + strings.Repeat("d", 64)
 	first := Record{Mark: Mark{Digest: d, Head: strings.Repeat("1", 40), Plan: d, Seen: d}, Reproposes: 3, Autoclosed: 5}
 	if err := s.Save(ctx, branch, p, first); err != nil {
@@ -47,6 +51,15 @@ func TestStoreRecord(t *testing.T) {
 	}
 	if !read().Finalized {
 		t.Fatal("MarkFinalized is not in the record")
+	}
+	// The done group's plan is pruned to what status follows, under its id.
+	st, err := s.Load(ctx, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Plan.ID != p.ID || len(st.Plan.Objects) != 1 || st.Plan.Objects[0].Ref != p.Objects[0].Ref || st.Plan.Objects[0].App != "adopt-shop" ||
+		len(st.Plan.Applications) != 1 || st.Plan.Objects[0].Findings != nil || st.Plan.Objects[0].Git != nil {
+		t.Errorf("the pruned plan: %+v", st.Plan)
 	}
 	second := Record{Mark: Mark{Digest: d, Head: strings.Repeat("2", 40)}}
 	if err := s.Save(ctx, branch, p, second); err != nil {
