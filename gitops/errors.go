@@ -108,6 +108,14 @@ func classify(err error) (kind error, hint string) {
 		return ErrGit, "The connection dropped during the transfer; check the network and run again: a re-run with the same input makes no duplicate commit"
 	case strings.Contains(s, "connection refused"), strings.Contains(s, "no such host"), strings.Contains(s, "network is unreachable"):
 		return ErrGit, "Cannot reach the Git server; check --repo and the network"
+	case serverFailed.MatchString(s):
+		code := serverFailed.FindStringSubmatch(s)[1]
+		return ErrGit, "The Git server (or a proxy before it) answered " + code + ", a failure on its side; run again later: a re-run with the same input makes no duplicate commit"
 	}
 	return ErrGit, ""
 }
+
+// serverFailed finds go-git's word for a 5xx answer of a Git server over
+// HTTP ("unexpected requesting … status code: 502"), which it does not
+// wrap as an error value.
+var serverFailed = regexp.MustCompile(`status code: (5[0-9][0-9])\b`)

@@ -467,3 +467,32 @@ func TestProviderAnswers5xx(t *testing.T) {
 		})
 	}
 }
+
+// TestPushServerFailure: a Git server (or a proxy before it) that answers
+// 502 to the push, on the real git http-backend behind a proxy, is an
+// error that says what the server answered and what to do, not go-git's
+// bare "unexpected requesting … status code".
+func TestPushServerFailure(t *testing.T) {
+	g := startServer(t, "", "")
+	url0 := seed(t, g, "push-502")
+	u, err := url.Parse(g.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			http.Error(w, "bad gateway (injected)", http.StatusBadGateway)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	r, err := Clone(context.Background(), CloneOptions{URL: strings.Replace(url0, g.URL, srv.URL, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Publish(context.Background(), Change{Branch: "adopt/c/app", Base: "main", Author: author, Build: files(map[string]string{"a.yaml": "a\n"}, "a")}, PublishOptions{})
+	checkGitError(t, err, ErrGit, nil, "answered 502", "a failure on its side; run again later")
+}
