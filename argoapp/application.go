@@ -32,7 +32,11 @@ type ApplicationData struct {
 	// Namespace is where the Application object lives (Argo CD's namespace).
 	Namespace string
 	Project   string
-	PlanID    string
+	// PlanID is this adoption's id (the label); PlanIDs, when set, are
+	// every adoption's of an extended Application, oldest first, ending
+	// with PlanID (the annotation; just PlanID when unset).
+	PlanID  string
+	PlanIDs []string
 	// Objects are the adopted objects, by reference, for reviewers.
 	Objects        []string
 	RepoURL        string

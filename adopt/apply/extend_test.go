@@ -51,6 +51,16 @@ func TestSecondAdoptionExtendsTheFirst(t *testing.T) {
 	if !strings.Contains(objs, "/cfg-0000") || !strings.Contains(objs, "/cfg-0001") {
 		t.Errorf("the extended Application adopts %q; want both objects", objs)
 	}
+	// Its plan ids grow: the annotation lists both adoptions', the label
+	// (one value) names the newest.
+	firstID, err := argoapp.DecodeApplication([]byte(merged["apps/adopt-svc-000.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, now := firstID.Labels[argoapp.PlanIDLabel], app.Labels[argoapp.PlanIDLabel]
+	if was == now || app.Annotations[argoapp.PlanIDLabel] != was+", "+now {
+		t.Errorf("plan ids: label %q (first %q), annotation %q; want the annotation to list both, oldest first", now, was, app.Annotations[argoapp.PlanIDLabel])
+	}
 	if d := app.Spec.Source.Directory; d != nil && d.Include != "" && (!strings.Contains(d.Include, "cfg-0000") || !strings.Contains(d.Include, "cfg-0001")) {
 		t.Errorf("the extended Application's include %q leaves one out", d.Include)
 	}

@@ -193,6 +193,7 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)
 		pl.d.Name, pl.file = prev.name, prev.file
+		pl.d.PlanIDs = append(slices.DeleteFunc(slices.Clone(prev.planIDs), func(id string) bool { return id == a.id }), a.id)
 		out.names.add(prev.file)
 	}
 	return pl, nil
@@ -211,6 +212,8 @@ type previousApp struct {
 	file, name string
 	objects    []string
 	include    []string
+	// planIDs are the adoptions' ids its annotation lists.
+	planIDs []string
 }
 
 // previous reads the Application file adopt wrote before (adopt.dev/objects)
@@ -281,6 +284,11 @@ func (a *Applier) previousIn(t *listedTree, app plan.Application, srcPath, file 
 		return nil, refuse("which reads repository " + prev.Spec.Source.RepoURL)
 	}
 	p := &previousApp{file: file, name: prev.Name, objects: strings.Split(prev.Annotations["adopt.dev/objects"], ", ")}
+	for _, id := range strings.Split(prev.Annotations[argoapp.PlanIDLabel], ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			p.planIDs = append(p.planIDs, id)
+		}
+	}
 	if d := prev.Spec.Source.Directory; d != nil {
 		p.include = argoapp.GlobNames(d.Include)
 	}
