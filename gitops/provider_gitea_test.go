@@ -30,6 +30,21 @@ func startGitea(t *testing.T) *testenv.Gitea {
 	return g
 }
 
+// giteaRepoProvider is the repository at cloneURL on g and the Gitea
+// provider with g's admin token.
+func giteaRepoProvider(t *testing.T, g *testenv.Gitea, cloneURL string) (RepoRef, Provider) {
+	t.Helper()
+	ref, err := ParseRepoURL(cloneURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProvider("gitea", ProviderOptions{APIURL: DefaultAPIURL("gitea", ref), Token: g.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, p
+}
+
 func TestGiteaEndToEnd(t *testing.T) {
 	g := startGitea(t)
 	ctx := context.Background()
@@ -46,14 +61,7 @@ func TestGiteaEndToEnd(t *testing.T) {
 	if err := g.AddCollaborator(ctx, "gitops", "reviewer1"); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := ParseRepoURL(cloneURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewProvider("gitea", ProviderOptions{APIURL: DefaultAPIURL("gitea", ref), Token: g.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, p := giteaRepoProvider(t, g, cloneURL)
 	opts := PROptions{
 		Repo: ref, Head: "adopt/plan-1", Base: "main", Title: "adopt: 1 Argo CD Application", Body: "first body",
 		Labels: []string{"adopt", "gitops"}, Reviewers: []string{"reviewer1"},
@@ -177,14 +185,7 @@ func TestGiteaPRStateByBranch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ref, err := ParseRepoURL(cloneURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewProvider("gitea", ProviderOptions{APIURL: DefaultAPIURL("gitea", ref), Token: g.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, p := giteaRepoProvider(t, g, cloneURL)
 	r := p.(PRStateReader)
 	state := func(head string) *PRStatus {
 		t.Helper()
