@@ -48,7 +48,7 @@ script=build-argocd.sh
 . "$(dirname "$0")/lib.sh"
 toolchain=$(module_toolchain "$mod@$version")
 dir=$(module_dir "$mod@$version" "$toolchain")
-echo "building Argo CD $version from $dir into $cache (5 to 8 minutes on 2 cores, once${toolchain:+; with $toolchain})" >&2
+echo "building Argo CD $version from $dir into $cache (about 3 to 4 minutes on 2 idle cores, once${toolchain:+; with $toolchain})" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -25,7 +25,7 @@ if complete; then echo "$cache"; exit 0; fi
 script=build-gitea.sh
 . "$(dirname "$0")/lib.sh"
 dir=$(module_dir "$mod@$version")
-echo "building Gitea $version from $dir into $cache (about 7 minutes on 2 cores, once)" >&2
+echo "building Gitea $version from $dir into $cache (about 3 minutes on 2 idle cores, once)" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -27,7 +27,7 @@ script=build-helm.sh
 . "$(dirname "$0")/lib.sh"
 toolchain=$(module_toolchain "$mod@$version")
 dir=$(module_dir "$mod@$version" "$toolchain")
-echo "building helm $version from $dir into $cache (about 4 minutes on 2 cores, once)" >&2
+echo "building helm $version from $dir into $cache (about 1 to 2 minutes on 2 idle cores, once)" >&2
 start=$(date +%s)
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
