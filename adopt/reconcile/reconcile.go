@@ -1012,13 +1012,8 @@ func LiveDigest(ctx context.Context, fetch apply.Fetcher, sub *plan.Plan) (strin
 	for _, ob := range sub.Objects {
 		byRef[ob.Ref.String()] = ob
 	}
-	var refs []string
-	for _, app := range sub.Applications {
-		refs = append(refs, app.Objects...)
-	}
-	sort.Strings(refs)
 	h := sha256.New()
-	for _, ref := range refs {
+	for _, ref := range refsOf(sub) {
 		ob := byRef[ref]
 		live, err := fetch(ctx, ob.Ref.GVR(), ob.Namespace, ob.Name)
 		if err != nil {
