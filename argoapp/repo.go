@@ -29,6 +29,13 @@ func SameRepo(a, b string) bool {
 	return sa != "" && sb != "" && sa != sb && ha == hb && pa == pb
 }
 
+// SameSource says whether a source reading path of repoURL reads wantPath
+// of wantRepo (any repository when wantRepo is ""), slashes at either end
+// of a path not counting.
+func SameSource(repoURL, path, wantRepo, wantPath string) bool {
+	return strings.Trim(path, "/") == strings.Trim(wantPath, "/") && (wantRepo == "" || SameRepo(repoURL, wantRepo))
+}
+
 // hostPath reads a repository URL as its kind of transport ("http" or
 // "ssh"), its host name and its path, lower case and without a .git
 // suffix or slashes at either end; "" for other forms.

@@ -127,8 +127,7 @@ func (k KubeStatus) BySource(ctx context.Context, repoURL, path, ns string) (str
 	var found []string
 	for _, u := range list.Items {
 		str := func(p ...string) string { v, _, _ := unstructured.NestedString(u.Object, p...); return v }
-		if (repoURL == "" || SameRepo(str("spec", "source", "repoURL"), repoURL)) && strings.Trim(str("spec", "source", "path"), "/") == strings.Trim(path, "/") &&
-			str("spec", "destination", "namespace") == ns {
+		if SameSource(str("spec", "source", "repoURL"), str("spec", "source", "path"), repoURL, path) && str("spec", "destination", "namespace") == ns {
 			found = append(found, u.GetName())
 		}
 	}

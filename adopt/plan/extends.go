@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -54,7 +53,7 @@ func syncsPath(s argoapp.Spec, repo, path, ns string) bool {
 		return false
 	}
 	for _, src := range s.Sources {
-		if src.Chart == "" && strings.Trim(src.Path, "/") == strings.Trim(path, "/") && (repo == "" || argoapp.SameRepo(src.RepoURL, repo)) {
+		if src.Chart == "" && argoapp.SameSource(src.RepoURL, src.Path, repo, path) {
 			return true
 		}
 	}
