@@ -30,6 +30,7 @@ import (
 // did not return still fails by name; and that, with no count of the
 // cluster, a namespace with few objects is read object by object.
 func TestExportListEqualsGet(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx := context.Background()
 	many, few := cp.Namespace(t), cp.Namespace(t)
 	cs := cp.Clientset()

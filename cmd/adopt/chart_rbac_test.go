@@ -53,6 +53,7 @@ func (c canI) String() string {
 // type plan lists on this API server is readable where the install
 // plans, so a run is not partial for want of a grant.
 func TestChartLeastPrivilege(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	installApplicationSetCRD(t) // so that kubectl knows argoproj.io's resources

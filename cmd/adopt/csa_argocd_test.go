@@ -38,6 +38,7 @@ import (
 // For each failed sync, finalize stops at once (the sync failed for good)
 // and names the trap and its remedy, instead of waiting for --timeout.
 func TestCSAMigrationOnRealArgoCDv3(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, "v3.2.6")

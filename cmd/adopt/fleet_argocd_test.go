@@ -49,7 +49,7 @@ import (
 // (fleetCSATrap).
 func TestFleetOnRealArgoCD(t *testing.T) {
 	for _, v := range []string{testenv.ArgoCDCurrent, testenv.ArgoCDOldest, testenv.ArgoCDTrap} {
-		t.Run(v, func(t *testing.T) { fleetOnArgoCD(t, v) })
+		t.Run(v, func(t *testing.T) { t.Parallel(); fleetOnArgoCD(t, v) })
 	}
 }
 

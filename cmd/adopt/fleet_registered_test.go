@@ -35,6 +35,7 @@ import (
 // when it is gone. No token, CA or exec setting of a Secret reaches the
 // output, the plan files, the index or Git.
 func TestFleetArgoCDClusters(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)

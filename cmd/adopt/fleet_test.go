@@ -65,6 +65,7 @@ func fleetKubeconfigFiles(t *testing.T, files map[string]string) string {
 // is reported and the others are planned, a re-run is byte-identical, and
 // no cluster credential reaches the output or the files.
 func TestFleetPlan(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)
@@ -271,6 +272,7 @@ func TestFleetPlanClusterDownMidPlan(t *testing.T) {
 // updates the same pull request. The cluster Secrets' tokens are in no
 // output and not in the pull request.
 func TestFleetApplyOpenPR(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	mgmt := startControlPlane(ctx, t)

@@ -46,6 +46,7 @@ func hubApp(t *testing.T, dyn dynamic.Interface, name string, dest, status map[s
 // workload cluster. An unregistered cluster blocks apply. The cluster
 // Secret's token is in no output, plan file, journal or commit.
 func TestHubAndSpoke(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	const token = "hub-CANARY-bearer-9931"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -14,6 +14,14 @@ import (
 // cp is the package's real control plane, started once in TestMain.
 var cp *testenv.ControlPlane
 
+// Long tests may call t.Parallel, so that one's waits on Argo CD, Gitea or
+// a control plane's start overlap another's work (go test runs GOMAXPROCS of
+// them at once, after every sequential test). One may when it sets no
+// process environment (t.Setenv panics in a parallel test, and adopt runs
+// in this process), takes its namespaces from ControlPlane.Namespace and
+// its cluster-scoped names from the test's name, and is the only parallel
+// test on its version's shared Argo CD plane (argoCDPlane's cleanup deletes
+// the Applications its test did not find).
 func TestMain(m *testing.M) {
 	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea)
 }

@@ -24,7 +24,10 @@ func TestRealRepoOnRealArgoCDv3(t *testing.T) { realRepoOracle(t, testenv.ArgoCD
 
 // TestRealRepoOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label.
-func TestRealRepoOnRealArgoCDv2(t *testing.T) { realRepoOracle(t, testenv.ArgoCDOldest) }
+func TestRealRepoOnRealArgoCDv2(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
+	realRepoOracle(t, testenv.ArgoCDOldest)
+}
 
 // realRepoOracle (issue 34, Oracle): the example-apps fixture (modelled on
 // argoproj/argocd-example-apps, see testdata/realrepos) is applied by hand

@@ -64,6 +64,7 @@ func (r *repoRun) kc(t *testing.T, stdin []byte, args ...string) {
 // (-update rewrites them). With the Applications applied, no new
 // Application is proposed over a path they sync.
 func TestPlanOnRealRepoLayouts(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	installApplicationCRD(t)
 	for _, rr := range realRepos() {
 		t.Run(rr.name, func(t *testing.T) {

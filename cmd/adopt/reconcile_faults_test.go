@@ -34,6 +34,7 @@ import (
 // head, its description's record and the store's record then all name
 // the same commit; the run after that pushes and edits nothing.
 func TestReconcileConvergesAfterEachFaultOnGitea(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	giteaUp := giteaInBackground(ctx, t)

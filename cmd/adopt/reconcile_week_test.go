@@ -56,6 +56,7 @@ func weekRepo(repoURL, argoNS, prod, staging string) map[string]string {
 // when the team puts it in the prod overlay themselves and Argo CD tracks
 // it, that pull request is closed as obsolete.
 func TestReconcileWeekOnARealShapedRepo(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	giteaUp := giteaInBackground(ctx, t)

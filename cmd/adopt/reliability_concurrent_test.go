@@ -77,6 +77,7 @@ func lastApplied(t *testing.T, ns string) map[string]string {
 // they race for the journal from the same point. Whichever wins, each
 // object is patched once and --undo restores all 60.
 func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	installApplicationCRD(t)
 	const n = 60
 	bin := adoptBinary(t)

@@ -111,6 +111,7 @@ func statusJSON(t *testing.T, args ...string) *status.Report {
 // make no network request and not be blank; two --record runs give the
 // burndown two points.
 func TestStatusSevenStages(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	installApplicationCRD(t)
