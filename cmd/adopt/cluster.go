@@ -129,24 +129,6 @@ func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericc
 	return f
 }
 
-// dynamicFor is a dynamic client for parallel requests at once: client-go's
-// token bucket allows 100 requests a second per parallel request (1,600 at
-// finalize's default 16; at least the default 50), with a burst of twice
-// that, so the bound is what is in flight, and the API server's priority
-// and fairness (429 with Retry-After, which client-go waits out and
-// retries, up to 10 times) what slows it.
-func (c *cluster) dynamicFor(parallel int) (dynamic.Interface, error) {
-	cfg := rest.CopyConfig(c.rest)
-	if q := float32(100 * parallel); q > cfg.QPS {
-		cfg.QPS, cfg.Burst = q, 200*parallel
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	return dyn, nil
-}
-
 // explain turns a client error into one sentence that says where and what to
 // do next.
 func (c *cluster) explain(err error) error {

@@ -45,9 +45,6 @@ type FinalizeOptions struct {
 	// API is Argo CD API mode.
 	API argoAPIFlags
 	Hub hubFlags
-	// APISyncOnly (reconcile's) reads the Applications through the
-	// Kubernetes API and uses API only to start syncs.
-	APISyncOnly bool
 
 	genericiooptions.IOStreams
 	cluster *cluster
@@ -244,12 +241,12 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
-	s, closeConn, err := o.session(ctx)
-	if err != nil {
-		return err
+	s, closeConn, err := o.open(ctx)
+	var rep *finalize.Report
+	if err == nil {
+		defer closeConn()
+		rep, err = s.Run(ctx)
 	}
-	defer closeConn()
-	rep, err := s.Run(ctx)
 	var ie *finalize.InputError
 	switch {
 	case errors.As(err, &ie):

@@ -95,5 +95,5 @@ func (o *FinalizeOptions) clusterSession(ctx context.Context, fc finalize.FleetC
 	if err := one.Validate(); err != nil {
 		return nil, nil, err
 	}
-	return one.session(ctx)
+	return one.open(ctx)
 }

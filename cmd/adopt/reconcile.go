@@ -18,7 +18,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
-	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -204,27 +203,18 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	return err
 }
 
-// run is one run: the plan, the groups, the report.
+// run is one run (reconcile.RunOnce), printed.
 func (o *ReconcileOptions) run(ctx context.Context) (*reconcile.Report, error) {
 	ao := o.apply
 	ro := ao.runOptions()
-	p, err := planner.Plan(ctx, ro.Scan)
-	if err != nil {
-		return nil, err
+	rep, err := reconcile.RunOnce(ctx, reconcile.RunOptions{Apply: ro, PR: ao.pr.options(ao.auth.Token, ao.tokenFrom), Templates: ao.Templates,
+		Cluster: o.ClusterName, MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, GroupPRsBy: o.GroupPRsBy,
+		Namespace: o.LockNamespace, LockDuration: o.LockDuration, Build: version + " " + commit, Overrides: ao.Overrides, JournalDir: o.JournalDir,
+		Finalize: finalize.Options{Workload: ao.cluster.engine(), Version: ao.ArgoCDVersion, API: o.API.Options(), SyncOnly: true, Fallback: o.API.Fallback(),
+			Sync: o.Sync, Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle, Parallel: finalize.DefaultParallel}})
+	if ie := (*reconcile.InputError)(nil); errors.As(err, &ie) {
+		return nil, &exitError{code: ExitUsage, err: err}
 	}
-	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
-	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
-	seams := o.seams(ro, repoErr, store)
-	records, err := store.Records(ctx)
-	if err != nil {
-		return nil, err
-	}
-	teams, err := o.teams(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Records: records, Settings: o.settings(), Teams: teams}, seams)
 	if err != nil {
 		return nil, err
 	}
