@@ -8,32 +8,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/adopt-dev/adopt/adopt/kubeconn"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
-
-// Cluster is one cluster a run talks to: its clients, the configuration
-// the objects' client is made from, and how its errors are worded.
-type Cluster struct {
-	// Config makes the client the objects are read and patched with, at
-	// Options.Parallel's rate; only the workload's is used.
-	Config  *rest.Config
-	Kube    kubernetes.Interface
-	Dynamic dynamic.Interface
-	// Explain words an error of this cluster's API server: where it
-	// happened and what to do (nil: as it is).
-	Explain func(error) error
-}
-
-func (c *Cluster) explain(err error) error {
-	if c.Explain == nil {
-		return err
-	}
-	return c.Explain(err)
-}
 
 // Options are one run's inputs, plain values: Open checks access, chooses
 // how Argo CD is reached and wires the Session from them.
@@ -41,10 +21,11 @@ type Options struct {
 	Plan        *plan.Plan
 	Selection   Selection
 	JournalFile string
-	// Workload holds the plan's objects; Hub, when set, is the management
+	// Workload holds the plan's objects (read and patched with a client
+	// of its Config at Parallel's rate); Hub, when set, is the management
 	// cluster Argo CD runs on (else Workload).
-	Workload Cluster
-	Hub      *Cluster
+	Workload *kubeconn.Cluster
+	Hub      *kubeconn.Cluster
 	// Namespace is the Applications' (Plan.ArgoCDNamespace, unless told).
 	Namespace string
 	// Version is --argocd-version ("": resolved when connecting).
@@ -111,7 +92,7 @@ func Open(ctx context.Context, o Options) (*Session, func(), error) {
 			missing, err := Missing(ctx, o.Workload.Kube, needs)
 			switch {
 			case err != nil:
-				return o.Workload.explain(err)
+				return o.Workload.Explain(err)
 			case len(missing) > 0:
 				return DeniedError(missing)
 			}
@@ -119,11 +100,11 @@ func Open(ctx context.Context, o Options) (*Session, func(), error) {
 		}
 		return s, func() {}, nil
 	}
-	on := &o.Workload
+	on := o.Workload
 	if o.Hub != nil {
 		on = o.Hub
 	}
-	argo, err := connectArgoCD(ctx, argoCDOptions{Kube: on.Kube, Dynamic: on.Dynamic, Namespace: o.Namespace, Version: o.Version, Plan: o.Plan, API: o.API,
+	argo, err := connectArgoCD(ctx, argoCDOptions{Kube: on.Kube, Dynamic: on.Clients.Dynamic, Namespace: o.Namespace, Version: o.Version, Plan: o.Plan, API: o.API,
 		SyncOnly: o.SyncOnly})
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +114,7 @@ func Open(ctx context.Context, o Options) (*Session, func(), error) {
 		if se := (*ServerError)(nil); argo.API || errors.As(err, &se) {
 			return err // argocd-server's: it says where
 		}
-		return on.explain(err)
+		return on.Explain(err)
 	}
 	r.Reader, r.Syncer, r.Find, r.Kube, r.Version = argo.Reader, argo.Syncer, argo.Find, o.Workload.Kube, argo.Version.Version
 	r.Sync, r.DryRun, r.Revision, r.AllowHealth = o.Sync, o.DryRun, o.Revision, o.AllowHealth
@@ -149,13 +130,13 @@ func (o *Options) checkAccess(ctx context.Context) error {
 	// Syncs started through argocd-server need no patch of Applications;
 	// with SyncOnly they are still read through the Kubernetes API.
 	apiSync := o.API != nil
-	q := accessQuery{Workload: o.Workload.Kube, ExplainWorkload: o.Workload.explain, Targets: o.Selection.All(), Namespace: o.Namespace,
+	q := accessQuery{Workload: o.Workload.Kube, ExplainWorkload: o.Workload.Explain, Targets: o.Selection.All(), Namespace: o.Namespace,
 		DryRun: o.DryRun, Undo: o.Undo, API: apiSync && !o.SyncOnly, Sync: o.Sync && !apiSync}
 	if o.RetireHelmRecords {
 		q.Records = RetireNeeds(HelmReleases(o.Selection), o.DryRun)
 	}
 	if o.Hub != nil {
-		q.Hub, q.ExplainHub = o.Hub.Kube, o.Hub.explain
+		q.Hub, q.ExplainHub = o.Hub.Kube, o.Hub.Explain
 	}
 	missing, err := missingAccess(ctx, q)
 	if err != nil {

@@ -181,7 +181,7 @@ func (o *FinalizeOptions) completeCluster(c *cluster) error {
 		o.Quiet = true
 	}
 	o.cluster = c
-	if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
+	if err := plan.CheckCluster(o.plan, c.Config.Host, c.Context); err != nil {
 		return usageErrorf("%v", err)
 	}
 	return nil

@@ -82,22 +82,13 @@ func (a *argoAPIFlags) Fallback() *argoapp.APIOptions {
 	return &argoapp.APIOptions{Server: a.envServer, Token: a.Token, GRPCWeb: a.GRPCWeb, PlainText: a.Plaintext, Insecure: a.Insecure}
 }
 
-// engine is the cluster as the finalize and reconcile engines reach it.
-func (c *cluster) engine() finalize.Cluster {
-	return finalize.Cluster{Config: c.rest, Kube: c.kube, Dynamic: c.clients.Dynamic, Explain: c.explain}
-}
-
 // open is the run as the flags say: finalize.Open checks permissions,
 // chooses the mode and connects (unless --undo).
 func (o *FinalizeOptions) open(ctx context.Context) (*finalize.Session, func(), error) {
-	fo := finalize.Options{Plan: o.plan, Selection: o.sel, JournalFile: o.JournalFile, Workload: o.cluster.engine(),
+	fo := finalize.Options{Plan: o.plan, Selection: o.sel, JournalFile: o.JournalFile, Workload: o.cluster,
 		Namespace: o.ArgoCDNamespace, Version: o.ArgoCDVersion, API: o.API.Options(), Fallback: o.API.Fallback(),
 		DryRun: o.DryRun, Undo: o.Undo, Sync: o.Sync, RetireHelmRecords: o.RetireHelmRecords, Revision: o.Revision, AllowHealth: o.AllowHealth,
-		Timeout: o.Timeout, PollInterval: o.PollInterval, Settle: o.Settle, Parallel: o.Parallel}
-	if o.hub != nil {
-		h := o.hub.engine()
-		fo.Hub = &h
-	}
+		Timeout: o.Timeout, PollInterval: o.PollInterval, Settle: o.Settle, Parallel: o.Parallel, Hub: o.hub}
 	if !o.Quiet {
 		fo.Progress = o.progress
 		fo.Note = func(line string) { fmt.Fprintln(o.ErrOut, line) }

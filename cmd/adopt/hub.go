@@ -49,11 +49,11 @@ func (h *hubFlags) connect(main *genericclioptions.ConfigFlags) (*cluster, error
 }
 
 // scanHub is the plan pipeline's view of the management cluster.
-func (c *cluster) scanHub() *planner.Hub {
+func scanHub(c *cluster) *planner.Hub {
 	if c == nil {
 		return nil
 	}
-	return &planner.Hub{Kube: c.kube, Dynamic: c.clients.Dynamic, Server: c.rest.Host, Context: c.context, Explain: c.explain}
+	return &planner.Hub{Kube: c.Kube, Dynamic: c.Clients.Dynamic, Server: c.Config.Host, Context: c.Context, Explain: c.Explain}
 }
 
 // checkHub refuses a management cluster other than the one the plan was
@@ -62,10 +62,10 @@ func (c *cluster) scanHub() *planner.Hub {
 func checkHub(p *plan.Plan, hub *cluster) error {
 	m := p.ArgoCD.Management
 	switch {
-	case m != nil && hub != nil && !argoapp.SameServer(m.Server, hub.rest.Host):
-		return usageErrorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, hub.rest.Host, hub.context)
+	case m != nil && hub != nil && !argoapp.SameServer(m.Server, hub.Config.Host):
+		return usageErrorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, hub.Config.Host, hub.Context)
 	case m == nil && hub != nil:
-		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.rest.Host)
+		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.Config.Host)
 	}
 	return nil
 }
@@ -96,9 +96,9 @@ func (fc *fleetConnector) connect(ctx context.Context, f *fleet.Fleet, name stri
 		fc.regs = map[string][]argoapp.Registration{}
 	}
 	if _, ok := fc.regs[ns]; !ok {
-		regs, err := argoapp.Registrations(ctx, fc.hub.kube, ns)
+		regs, err := argoapp.Registrations(ctx, fc.hub.Kube, ns)
 		if err != nil {
-			return nil, fc.hub.explain(err)
+			return nil, fc.hub.Explain(err)
 		}
 		fc.regs[ns] = regs
 	}

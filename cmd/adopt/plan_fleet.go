@@ -90,12 +90,12 @@ func (o *PlanOptions) completeRegistered(ctx context.Context) error {
 	if selector == allRegistered {
 		selector = ""
 	}
-	regs, err := argoapp.Registrations(ctx, o.hub.kube, o.ArgoCDNamespace)
+	regs, err := argoapp.Registrations(ctx, o.hub.Kube, o.ArgoCDNamespace)
 	if err != nil {
-		return o.hub.explain(err)
+		return o.hub.Explain(err)
 	}
 	if regs, err = argoapp.Select(regs, selector); err != nil {
-		return usageErrorf("--argocd-clusters on the management cluster %s, namespace %s: %v", o.hub.rest.Host, o.ArgoCDNamespace, err)
+		return usageErrorf("--argocd-clusters on the management cluster %s, namespace %s: %v", o.hub.Config.Host, o.ArgoCDNamespace, err)
 	}
 	for _, r := range regs {
 		o.fleet = append(o.fleet, o.registeredCluster(r))
@@ -146,9 +146,9 @@ func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 }
 
 func (o *PlanOptions) fleetScan(c *cluster) planner.Options {
-	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so := scanOptions(c, "", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.Cluster.Namespace = o.scopeNS
-	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()
+	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, scanHub(o.hub)
 	so.Unsealed = true // fleet.WriteDir seals each plan as it writes it
 	return so
 }
@@ -189,7 +189,7 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 	if o.hub != nil {
 		// Only for label selectors: a management cluster that cannot be
 		// read has already failed every cluster's plan with the reason.
-		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.kube, o.ArgoCDNamespace)
+		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.Kube, o.ArgoCDNamespace)
 	}
 	ix, err := fleet.WriteDir(o.OutDir, results, registered)
 	var long *fleet.LabelError

@@ -134,7 +134,7 @@ func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
 	}
 	o.API.Complete()
 	if o.ClusterName == "" {
-		o.ClusterName = o.apply.cluster.context
+		o.ClusterName = o.apply.cluster.Context
 	}
 	o.ClusterName = reconcile.ClusterName(o.ClusterName)
 	if o.LockNamespace == "" {
@@ -210,7 +210,7 @@ func (o *ReconcileOptions) run(ctx context.Context) (*reconcile.Report, error) {
 	rep, err := reconcile.RunOnce(ctx, reconcile.RunOptions{Apply: ro, PR: ao.pr.options(ao.auth.Token, ao.tokenFrom), Templates: ao.Templates,
 		Cluster: o.ClusterName, MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, GroupPRsBy: o.GroupPRsBy,
 		Namespace: o.LockNamespace, LockDuration: o.LockDuration, Build: version + " " + commit, Overrides: ao.Overrides, JournalDir: o.JournalDir,
-		Finalize: finalize.Options{Workload: ao.cluster.engine(), Version: ao.ArgoCDVersion, API: o.API.Options(), SyncOnly: true, Fallback: o.API.Fallback(),
+		Finalize: finalize.Options{Workload: ao.cluster, Version: ao.ArgoCDVersion, API: o.API.Options(), SyncOnly: true, Fallback: o.API.Fallback(),
 			Sync: o.Sync, Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle, Parallel: finalize.DefaultParallel}})
 	if ie := (*reconcile.InputError)(nil); errors.As(err, &ie) {
 		return nil, &exitError{code: ExitUsage, err: err}

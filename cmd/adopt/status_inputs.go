@@ -14,9 +14,9 @@ func (o *StatusOptions) completeReconcile(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	groups, err := reconcile.Store{Kube: o.cluster.kube, Namespace: o.Reconcile}.List(ctx)
+	groups, err := reconcile.Store{Kube: o.cluster.Kube, Namespace: o.Reconcile}.List(ctx)
 	if err != nil {
-		return o.cluster.explain(err)
+		return o.cluster.Explain(err)
 	}
 	if len(groups) == 0 {
 		return usageErrorf("--reconcile %s: adopt reconcile keeps no group there; give its --lock-namespace", o.Reconcile)
@@ -46,7 +46,7 @@ func (o *StatusOptions) completeFleet(ctx context.Context, file string) error {
 			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, in.Cluster, err)
 		}
 		o.clusters[in.Cluster] = c
-		in.Clients, in.Kube, in.Explain = c.clients, c.kube, c.explain
+		in.Clients, in.Kube, in.Explain = c.Clients, c.Kube, c.Explain
 		o.inputs = append(o.inputs, in)
 	}
 	return nil
