@@ -25,7 +25,7 @@ func (o *ApplyOptions) completeFleet(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	o.fleet, o.clusters, o.members = f, map[string]*cluster{}, map[string]apply.Cluster{}
-	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
+	fc := &fleetConnector{main: o.ConfigFlags, reach: fleet.Reach{Hub: o.hub}}
 	for _, name := range f.Contexts() {
 		c, err := fc.connect(ctx, f, name)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -71,46 +72,24 @@ func checkHub(p *plan.Plan, hub *cluster) error {
 }
 
 // fleetConnector reconnects to a fleet plan's clusters the way plan
-// reached them: by kubeconfig context, or (via argocd-cluster) through the
-// management cluster's cluster Secret, listed once per Argo CD namespace,
-// with the Secret's own credentials.
+// reached them (fleet.Reach): by kubeconfig context, or with a cluster
+// Secret's credentials.
 type fleetConnector struct {
-	main *genericclioptions.ConfigFlags
-	hub  *cluster
-	regs map[string][]argoapp.Registration
+	main  *genericclioptions.ConfigFlags
+	reach fleet.Reach
 }
 
-// connect resolves the connection to the fleet's cluster name. A
-// registration that is gone or now names another server than the index
-// records is refused.
+// connect connects to the fleet's cluster name.
 func (fc *fleetConnector) connect(ctx context.Context, f *fleet.Fleet, name string) (*cluster, error) {
-	e := f.Index.Entry(name)
-	if e.Via != fleet.ViaArgoCDCluster {
+	r, err := fc.reach.Registration(ctx, f, name)
+	var re *fleet.ReachError
+	switch {
+	case errors.As(err, &re):
+		return nil, usageErrorf("%v", err)
+	case err != nil:
+		return nil, err
+	case r == nil:
 		return connect(contextFlags(fc.main, name))
 	}
-	if fc.hub == nil {
-		return nil, needsHub(name)
-	}
-	ns := f.Plans[name].ArgoCDNamespace()
-	if fc.regs == nil {
-		fc.regs = map[string][]argoapp.Registration{}
-	}
-	if _, ok := fc.regs[ns]; !ok {
-		regs, err := argoapp.Registrations(ctx, fc.hub.Kube, ns)
-		if err != nil {
-			return nil, fc.hub.Explain(err)
-		}
-		fc.regs[ns] = regs
-	}
-	r, err := argoapp.FindRegistration(fc.regs[ns], name, e.Server)
-	if err != nil {
-		return nil, usageErrorf("%v", err)
-	}
-	return connectRegistration(r, fc.main)
-}
-
-// needsHub refuses to reach a cluster planned through its registration
-// without the management cluster.
-func needsHub(name string) error {
-	return usageErrorf("cluster %s was planned through its Argo CD registration (via %s): give --argocd-context (the management cluster) to reach it the same way", name, fleet.ViaArgoCDCluster)
+	return connectRegistration(*r, fc.main)
 }

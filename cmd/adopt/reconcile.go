@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -184,17 +183,8 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	began := time.Now()
 	rep, err := o.run(ctx)
 	m := reconcile.RunMetrics{Cluster: o.ClusterName, Report: rep, Took: time.Since(began), Ended: time.Now(), Err: err}
-	if o.MetricsFile != "" {
-		if merr := reconcile.WriteMetrics(o.MetricsFile, m); merr != nil && err == nil {
-			err = merr
-		}
-	}
-	if o.MetricsPushgateway != "" {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if merr := reconcile.PushMetrics(pctx, &http.Client{}, o.MetricsPushgateway, m); merr != nil && err == nil {
-			err = merr
-		}
+	if merr := reconcile.Publish(ctx, o.MetricsFile, o.MetricsPushgateway, m); merr != nil && err == nil {
+		err = merr
 	}
 	if errors.Is(err, reconcile.ErrLocked) {
 		fmt.Fprintf(o.apply.ErrOut, "nothing done: %v\n", err)
