@@ -26,7 +26,7 @@ type Options struct {
 	// cluster Argo CD runs on (else Workload).
 	Workload *kubeconn.Cluster
 	Hub      *kubeconn.Cluster
-	// Namespace is the Applications' (Plan.ArgoCDNamespace, unless told).
+	// Namespace is the Applications' ("": Plan.ArgoCDNamespace).
 	Namespace string
 	// Version is --argocd-version ("": resolved when connecting).
 	Version string
@@ -68,6 +68,9 @@ type Options struct {
 func Open(ctx context.Context, o Options) (*Session, func(), error) {
 	if o.Parallel < 1 {
 		o.Parallel = DefaultParallel
+	}
+	if o.Namespace == "" {
+		o.Namespace = o.Plan.ArgoCDNamespace()
 	}
 	if err := o.checkAccess(ctx); err != nil {
 		return nil, nil, err

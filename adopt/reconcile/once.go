@@ -49,8 +49,8 @@ type RunOptions struct {
 	Overrides apply.Overrides
 	// JournalDir holds finalize's journals, one per merged group.
 	// Finalize is how a merged group is finalized (finalize.Open): the
-	// workload, Argo CD's API, the waits; its plan, selection, journal and
-	// Argo CD namespace are the group's.
+	// workload, Argo CD's API, the waits; its plan, selection and journal
+	// are the group's.
 	JournalDir string
 	Finalize   finalize.Options
 }
@@ -207,7 +207,7 @@ func (o RunOptions) finalize(ctx context.Context, p *plan.Plan, journal string) 
 		return nil, err
 	}
 	fo := o.Finalize
-	fo.Plan, fo.Selection, fo.JournalFile, fo.Namespace = p, sel, journal, p.ArgoCDNamespace()
+	fo.Plan, fo.Selection, fo.JournalFile = p, sel, journal
 	s, closeConn, err := finalize.Open(ctx, fo)
 	if err != nil {
 		return nil, err

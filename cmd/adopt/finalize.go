@@ -174,12 +174,7 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 // completeCluster takes the defaults from the plan and checks that c is
 // the plan's cluster.
 func (o *FinalizeOptions) completeCluster(c *cluster) error {
-	if o.ArgoCDNamespace == "" {
-		o.ArgoCDNamespace = o.plan.ArgoCDNamespace()
-	}
-	if o.Quiet || o.Output != "table" {
-		o.Quiet = true
-	}
+	o.Quiet = o.Quiet || o.Output != "table"
 	o.cluster = c
 	if err := plan.CheckCluster(o.plan, c.Config.Host, c.Context); err != nil {
 		return usageErrorf("%v", err)

@@ -10,7 +10,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // hubFlags name the management cluster Argo CD runs on, when it is not the
@@ -57,16 +56,13 @@ func scanHub(c *cluster) *planner.Hub {
 	return &planner.Hub{Kube: c.Kube, Dynamic: c.Clients.Dynamic, Server: c.Config.Host, Context: c.Context, Explain: c.Explain}
 }
 
-// checkHub refuses a management cluster other than the one the plan was
-// made with, and a plan made with one when the command was given another
-// Argo CD.
+// checkHub is plan.CheckHub when a management cluster was named.
 func checkHub(p *plan.Plan, hub *cluster) error {
-	m := p.ArgoCD.Management
-	switch {
-	case m != nil && hub != nil && !argoapp.SameServer(m.Server, hub.Config.Host):
-		return usageErrorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, hub.Config.Host, hub.Context)
-	case m == nil && hub != nil:
-		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.Config.Host)
+	if hub == nil {
+		return nil
+	}
+	if err := plan.CheckHub(p, hub.Config.Host, hub.Context); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }

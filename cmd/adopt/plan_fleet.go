@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -202,19 +201,9 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 	if err := printer.Fleet(o.Out, ix, o.Output); err != nil {
 		return err
 	}
-	var failed []string
-	worst := plan.Severity("")
-	for _, r := range results {
-		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("cluster %s: not scanned: %s", r.Cluster, strings.Join(strings.Fields(r.Err.Error()), " ")))
-			continue
-		}
-		if w := r.Plan.Worst(); w.AtLeast(worst) {
-			worst = w
-		}
-	}
-	if len(failed) == len(results) {
-		return fmt.Errorf("no cluster could be planned: %s", strings.Join(failed, "; "))
+	worst, err := fleet.Worst(results)
+	if err != nil {
+		return err
 	}
 	if o.FailOn != "" && worst.AtLeast(plan.Severity(o.FailOn)) {
 		return &exitError{code: ExitFindings, err: fmt.Errorf("findings at or above --fail-on %s in the fleet plan %s", o.FailOn, o.OutDir)}
