@@ -97,11 +97,11 @@ func OnlyApplications(missing []Access) bool {
 	return len(missing) > 0
 }
 
-// AccessQuery is what a run will do, and where: the objects are read and
+// accessQuery is what a run will do, and where: the objects are read and
 // patched on Workload; the Applications are read (and synced) on Hub, or
 // on Workload when Hub is nil, or through argocd-server when API is set.
 // ExplainWorkload and ExplainHub word an error of that cluster.
-type AccessQuery struct {
+type accessQuery struct {
 	Workload, Hub               kubernetes.Interface
 	ExplainWorkload, ExplainHub func(error) error
 	Targets                     []Target
@@ -112,10 +112,10 @@ type AccessQuery struct {
 	DryRun, Undo, API, Sync bool
 }
 
-// MissingAccess asks each cluster's SelfSubjectAccessReview about what q
+// missingAccess asks each cluster's SelfSubjectAccessReview about what q
 // will do there and returns what is denied: the hub's first, then the
 // workload's, each sorted.
-func MissingAccess(ctx context.Context, q AccessQuery) ([]Access, error) {
+func missingAccess(ctx context.Context, q accessQuery) ([]Access, error) {
 	needs := RunNeeds(q.Targets, q.Namespace, q.DryRun, q.Undo, q.API, q.Sync)
 	var missing []Access
 	if q.Hub != nil {

@@ -10,10 +10,10 @@ import (
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
-// ArgoCDOptions say how a run reaches Argo CD: through the Kubernetes API
+// argoCDOptions say how a run reaches Argo CD: through the Kubernetes API
 // of the cluster it runs on (Kube, Dynamic), or through argocd-server when
 // API is set (Argo CD API mode).
-type ArgoCDOptions struct {
+type argoCDOptions struct {
 	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
@@ -29,9 +29,9 @@ type ArgoCDOptions struct {
 	Plan    *plan.Plan
 }
 
-// ArgoCDConn is a connected Argo CD: how Applications are read and
+// argoCDConn is a connected Argo CD: how Applications are read and
 // synced, its version, and what the report says of it.
-type ArgoCDConn struct {
+type argoCDConn struct {
 	Reader argoapp.StatusReader
 	Syncer argoapp.Syncer
 	// Find finds a renamed Application by its source (Runner.Find); nil
@@ -44,11 +44,11 @@ type ArgoCDConn struct {
 	Close func()
 }
 
-// ConnectArgoCD picks the mode, connects, and resolves the Argo CD version
+// connectArgoCD picks the mode, connects, and resolves the Argo CD version
 // (the flag, else argocd-server's version API in API mode, else the
 // application controller's image tag, else the plan's).
-func ConnectArgoCD(ctx context.Context, o ArgoCDOptions) (*ArgoCDConn, error) {
-	c := &ArgoCDConn{Close: func() {}}
+func connectArgoCD(ctx context.Context, o argoCDOptions) (*argoCDConn, error) {
+	c := &argoCDConn{Close: func() {}}
 	q := argoapp.VersionQuery{Flag: o.Version, Kube: o.Kube, Namespace: o.Namespace,
 		Recorded: o.Plan.Tracking.Version, RecordedSource: o.Plan.Tracking.VersionSource, RecordedBy: o.Plan.ID}
 	if o.API != nil && o.SyncOnly {
@@ -98,7 +98,7 @@ func bySource(k argoapp.KubeStatus, p *plan.Plan) func(ctx context.Context, a pl
 }
 
 // ServerError is an error of argocd-server's, met starting a sync in
-// Kubernetes mode (ArgoCDOptions.SyncOnly): it already says where, so it
+// Kubernetes mode (Options.SyncOnly): it already says where, so it
 // is not worded as the Kubernetes API server's.
 type ServerError struct{ Err error }
 

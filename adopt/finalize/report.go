@@ -27,7 +27,7 @@ type ArgoCD struct {
 	// Kubernetes API) or "api" (through argocd-server).
 	Mode string `json:"mode" yaml:"mode"`
 	// Server is argocd-server's host:port in API mode, or in Kubernetes
-	// mode when syncs are started through it (ArgoCDOptions.SyncOnly).
+	// mode when syncs are started through it (Options.SyncOnly).
 	Server string `json:"server,omitempty" yaml:"server,omitempty"`
 	// Version is the Argo CD version, "" when unknown; VersionSource says
 	// where it was learnt, or why it is unknown.

@@ -62,6 +62,26 @@ type Result struct {
 	Err    error
 }
 
+// Worst is the most severe finding of the planned clusters, or an error
+// naming why each was not scanned when none could be planned.
+func Worst(results []Result) (plan.Severity, error) {
+	var failed []string
+	worst := plan.Severity("")
+	for _, r := range results {
+		if r.Err != nil {
+			failed = append(failed, fmt.Sprintf("cluster %s: not scanned: %s", r.Cluster, strings.Join(strings.Fields(r.Err.Error()), " ")))
+			continue
+		}
+		if w := r.Plan.Worst(); w.AtLeast(worst) {
+			worst = w
+		}
+	}
+	if len(failed) == len(results) {
+		return worst, fmt.Errorf("no cluster could be planned: %s", strings.Join(failed, "; "))
+	}
+	return worst, nil
+}
+
 // Plan runs the plan pipeline for every cluster, at most parallel at once
 // (4 when 0), and returns the results sorted by cluster name. progress,
 // when set, hears each cluster as it ends (err nil on success).

@@ -58,4 +58,17 @@ func CheckCluster(p *Plan, server, context string) error {
 	return nil
 }
 
+// CheckHub refuses a management cluster (server and context, as the
+// command connected to it) other than the one p was made with, and one at
+// all for a plan made with Argo CD in the cluster itself.
+func CheckHub(p *Plan, server, context string) error {
+	switch m := p.ArgoCD.Management; {
+	case m != nil && norm(m.Server) != norm(server):
+		return fmt.Errorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, server, context)
+	case m == nil:
+		return fmt.Errorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, server)
+	}
+	return nil
+}
+
 func norm(s string) string { return strings.TrimRight(strings.ToLower(strings.TrimSpace(s)), "/") }

@@ -136,6 +136,23 @@ func TestCheckCluster(t *testing.T) {
 	}
 }
 
+// TestCheckHub: a plan made with Argo CD on a management cluster takes
+// that cluster (however its URL is spelled) and no other; a plan made
+// with Argo CD in the cluster itself takes none.
+func TestCheckHub(t *testing.T) {
+	p := samplePlan()
+	if err := CheckHub(p, "https://mgmt.example.invalid", "mgmt"); err == nil || !strings.Contains(err.Error(), "in the cluster itself") {
+		t.Errorf("a hub for a plan without one: %v", err)
+	}
+	p.ArgoCD.Management = &Management{Server: "https://mgmt.example.invalid/", Context: "mgmt"}
+	if err := CheckHub(p, "HTTPS://mgmt.example.invalid", "renamed"); err != nil {
+		t.Errorf("the plan's hub: %v", err)
+	}
+	if err := CheckHub(p, "https://other.example.invalid", "other"); err == nil || !strings.Contains(err.Error(), "pick the plan's management cluster") {
+		t.Errorf("another hub: %v", err)
+	}
+}
+
 // FuzzUnmarshal: the plan-file parser never panics, and what it accepts is
 // consistent and encodes again.
 func FuzzUnmarshal(f *testing.F) {

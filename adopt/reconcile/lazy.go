@@ -8,9 +8,9 @@ import (
 	"github.com/adopt-dev/adopt/gitops"
 )
 
-// LazyPRs is the provider's pull requests, resolved (with the base branch)
+// lazyPRs is the provider's pull requests, resolved (with the base branch)
 // on first use: a run with nothing to do asks the provider nothing.
-type LazyPRs struct {
+type lazyPRs struct {
 	// Get resolves the provider and the base branch.
 	Get  func(context.Context) (gitops.PRStateReader, string, error)
 	once sync.Once
@@ -19,13 +19,13 @@ type LazyPRs struct {
 	err  error
 }
 
-func (l *LazyPRs) resolve(ctx context.Context) error {
+func (l *lazyPRs) resolve(ctx context.Context) error {
 	l.once.Do(func() { l.p, l.base, l.err = l.Get(ctx) })
 	return l.err
 }
 
 // ListOpenPRs is the provider's, into the resolved base when base is "".
-func (l *LazyPRs) ListOpenPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
+func (l *lazyPRs) ListOpenPRs(ctx context.Context, r gitops.RepoRef, base, prefix string) ([]gitops.PRStatus, error) {
 	if err := l.resolve(ctx); err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (l *LazyPRs) ListOpenPRs(ctx context.Context, r gitops.RepoRef, base, prefi
 }
 
 // PRState is the provider's, into the resolved base when o.Base is "".
-func (l *LazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
+func (l *lazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.PRStatus, error) {
 	if err := l.resolve(ctx); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (l *LazyPRs) PRState(ctx context.Context, o gitops.FindPROptions) (*gitops.
 }
 
 // ClosePR is the provider's (gitops.PRCloser).
-func (l *LazyPRs) ClosePR(ctx context.Context, o gitops.ClosePROptions) error {
+func (l *lazyPRs) ClosePR(ctx context.Context, o gitops.ClosePROptions) error {
 	if err := l.resolve(ctx); err != nil {
 		return err
 	}

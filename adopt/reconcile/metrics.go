@@ -142,3 +142,22 @@ func PushMetrics(ctx context.Context, client *http.Client, gateway string, m Run
 	}
 	return nil
 }
+
+// Publish leaves m where on-call reads it, each when set: in file
+// (WriteMetrics) and at the Pushgateway gateway (PushMetrics, within 30
+// seconds even once ctx is cancelled, so a run stopped by SIGTERM still
+// reports). It returns the first error.
+func Publish(ctx context.Context, file, gateway string, m RunMetrics) error {
+	var err error
+	if file != "" {
+		err = WriteMetrics(file, m)
+	}
+	if gateway != "" {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if perr := PushMetrics(pctx, &http.Client{}, gateway, m); err == nil {
+			err = perr
+		}
+	}
+	return err
+}

@@ -1,9 +1,14 @@
 package status
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/kubeconn"
+	"github.com/adopt-dev/adopt/adopt/reconcile"
 )
 
 // FleetInputs are a fleet plan's inputs, one per planned cluster in
@@ -26,4 +31,23 @@ func FleetInputs(f *fleet.Fleet) []Input {
 			Cluster: c, Branch: branch, AppFiles: files})
 	}
 	return out
+}
+
+// ReconcileInputs are adopt reconcile's groups kept in namespace (its
+// lock namespace) as inputs: each group's plan on its branch, with its
+// journal in journalDir, read from c. None is an InputError; the caller
+// sets each input's clients.
+func ReconcileInputs(ctx context.Context, c *kubeconn.Cluster, namespace, journalDir string) ([]Input, error) {
+	groups, err := reconcile.Store{Kube: c.Kube, Namespace: namespace}.List(ctx)
+	if err != nil {
+		return nil, c.Explain(err)
+	}
+	if len(groups) == 0 {
+		return nil, &InputError{fmt.Errorf("--reconcile %s: adopt reconcile keeps no group there; give its --lock-namespace", namespace)}
+	}
+	out := make([]Input, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, Input{Plan: g.Plan, File: g.Branch, Journal: reconcile.JournalFile(journalDir, g.Branch), Branch: g.Branch})
+	}
+	return out, nil
 }

@@ -213,7 +213,7 @@ func (o *ApplyOptions) Validate() error {
 		return o.validateFleet()
 	}
 	if o.plan != nil {
-		if err := plan.CheckCluster(o.plan, o.cluster.rest.Host, o.cluster.context); err != nil {
+		if err := plan.CheckCluster(o.plan, o.cluster.Config.Host, o.cluster.Context); err != nil {
 			return usageErrorf("%v", err)
 		}
 		if err := o.Overrides.Check(o.plan); err != nil {

@@ -89,15 +89,15 @@ func (o *ApplyOptions) runOptions() apply.RunOptions {
 	ro := apply.RunOptions{Plan: o.plan, Cluster: applyCluster(o.cluster), ArgoCDVersion: o.ArgoCDVersion,
 		Render: o.render(), Checkout: o.checkout(o.auth), Write: o.writeOptions()}
 	if o.hub != nil {
-		ro.Hub = o.hub.kube
+		ro.Hub = o.hub.Kube
 	}
 	if o.plan == nil {
 		argoNS := o.Overrides.ArgoCDNamespace
 		if argoNS == "" {
 			argoNS = argoapp.DefaultNamespace
 		}
-		ro.Scan = o.cluster.scanOptions(o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
-		ro.Scan.Hub = o.hub.scanHub()
+		ro.Scan = scanOptions(o.cluster, o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
+		ro.Scan.Hub = scanHub(o.hub)
 	}
 	return ro
 }
@@ -105,7 +105,7 @@ func (o *ApplyOptions) runOptions() apply.RunOptions {
 // applyCluster is the apply engine's view of c: where a plan's objects
 // are read, and how its errors are explained.
 func applyCluster(c *cluster) apply.Cluster {
-	return apply.Cluster{Dynamic: c.clients.Dynamic, Core: c.clients.Core, Kube: c.kube, Explain: c.explain}
+	return apply.Cluster{Dynamic: c.Clients.Dynamic, Core: c.Clients.Core, Kube: c.Kube, Explain: c.Explain}
 }
 
 // render is how the flags say every plan's Applications are written.

@@ -63,7 +63,7 @@ func TestExportListEqualsGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, lister, _ := apply.Live(dyn, c.clients.Core) // ConfigMaps as protobuf
+	_, lister, _ := apply.Live(dyn, c.Clients.Core) // ConfigMaps as protobuf
 	gets, lists := 0, 0
 	run := func(list bool, p *plan.Plan) (map[string][]byte, error) {
 		set, err := templates.New("")
@@ -201,7 +201,7 @@ func TestExportSpread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fetch, lister, count := apply.Live(c.clients.Dynamic, c.clients.Core)
+		fetch, lister, count := apply.Live(c.Clients.Dynamic, c.Clients.Core)
 		set, err := templates.New("")
 		if err != nil {
 			t.Fatal(err)

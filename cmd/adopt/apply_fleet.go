@@ -25,7 +25,7 @@ func (o *ApplyOptions) completeFleet(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	o.fleet, o.clusters, o.members = f, map[string]*cluster{}, map[string]apply.Cluster{}
-	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
+	fc := &fleetConnector{main: o.ConfigFlags, reach: fleet.Reach{Hub: o.hub}}
 	for _, name := range f.Contexts() {
 		c, err := fc.connect(ctx, f, name)
 		if err != nil {
@@ -50,7 +50,7 @@ func (o *ApplyOptions) validateFleet() error {
 	}
 	for _, name := range o.fleet.Contexts() {
 		p, c := o.fleet.Plans[name], o.clusters[name]
-		if err := plan.CheckCluster(p, c.rest.Host, name); err != nil {
+		if err := plan.CheckCluster(p, c.Config.Host, name); err != nil {
 			return usageErrorf("fleet plan %s, cluster %s: %v", o.fleet.Path, name, err)
 		}
 		if err := o.Overrides.Check(p); err != nil {
@@ -69,7 +69,7 @@ func (o *ApplyOptions) runFleet(ctx context.Context) error {
 	fo := apply.FleetOptions{Fleet: o.fleet, Clusters: o.members, ArgoCDVersion: o.ArgoCDVersion,
 		Render: o.render(), Checkout: o.checkout(o.auth), Write: o.writeOptions()}
 	if o.hub != nil {
-		fo.Hub = o.hub.kube
+		fo.Hub = o.hub.Kube
 	}
 	res, err := apply.RunFleet(ctx, fo)
 	if res != nil {

@@ -89,10 +89,9 @@ func (o *prOptions) Validate() error {
 // variable is read. The one line saying which provider, API and token
 // source were used goes to out.
 func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom string, out io.Writer) (string, error) {
-	r, err := apply.OpenPR(ctx, apply.OpenPROptions{
-		Input: in, Provider: o.Provider, APIURL: o.APIURL, Title: o.Title, Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
-		Token: token, TokenFrom: tokenFrom, Getenv: o.getenv, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff,
-	})
+	po := o.options(token, tokenFrom)
+	po.Input = in
+	r, err := apply.OpenPR(ctx, po)
 	if out != nil {
 		printer.PullRequest(out, r)
 	}
@@ -100,4 +99,11 @@ func (o *prOptions) Open(ctx context.Context, in apply.PRInput, token, tokenFrom
 		return "", contractOr(err)
 	}
 	return r.PR.URL, nil
+}
+
+// options are the engine's pull-request options from the flags, with the
+// Git token apply has and where it came from.
+func (o *prOptions) options(token, tokenFrom string) apply.OpenPROptions {
+	return apply.OpenPROptions{Provider: o.Provider, APIURL: o.APIURL, Title: o.Title, Labels: o.Labels, Reviewers: o.Reviewers, Draft: o.Draft,
+		Token: token, TokenFrom: tokenFrom, Getenv: o.getenv, HTTPClient: o.httpClient, Attempts: o.attempts, Backoff: o.backoff}
 }

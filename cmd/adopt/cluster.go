@@ -1,39 +1,23 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/kubeconn"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
 )
 
 // cluster is a resolved connection to one cluster.
-type cluster struct {
-	rest    *rest.Config
-	context string
-	// secret is the cluster Secret (namespace/name) whose credentials rest
-	// holds, for a cluster reached through its Argo CD registration.
-	secret  string
-	clients discover.Clients
-	kube    kubernetes.Interface
-}
+type cluster = kubeconn.Cluster
 
 // connect resolves kubeconfig flags into clients. It makes no request.
 func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
@@ -59,36 +43,11 @@ func connect(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 	return connectREST(cfg, ctxName, "")
 }
 
-// connectREST makes the clients of cfg, a cluster named context (a
-// kubeconfig context, or a registered cluster's name when secret, the
-// cluster Secret whose credentials cfg holds, is set). It makes no request.
+// connectREST makes the clients of cfg (kubeconn.New). It makes no
+// request.
 func connectREST(cfg *rest.Config, context, secret string) (*cluster, error) {
-	// kubectl's rate for discovery: 50 requests a second, bursts of 300,
-	// which a plan's lists of a 100,000-object cluster fit in.
-	cfg.QPS, cfg.Burst = 50, 300
-	c := &cluster{rest: cfg, context: context, secret: secret}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	c, err := kubeconn.New(cfg, context, secret)
 	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	mc, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	core, err := kubernetes.NewForConfig(discover.ProtobufConfig(cfg))
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	lists, err := discover.ListClient(cfg)
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	c.clients = discover.Clients{Discovery: dc, Metadata: mc, Dynamic: dyn, Core: core.CoreV1(), Lists: lists}
-	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, usageErrorf("bad cluster configuration: %v", err)
 	}
 	return c, nil
@@ -129,51 +88,13 @@ func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericc
 	return f
 }
 
-// dynamicFor is a dynamic client for parallel requests at once: client-go's
-// token bucket allows 100 requests a second per parallel request (1,600 at
-// finalize's default 16; at least the default 50), with a burst of twice
-// that, so the bound is what is in flight, and the API server's priority
-// and fairness (429 with Retry-After, which client-go waits out and
-// retries, up to 10 times) what slows it.
-func (c *cluster) dynamicFor(parallel int) (dynamic.Interface, error) {
-	cfg := rest.CopyConfig(c.rest)
-	if q := float32(100 * parallel); q > cfg.QPS {
-		cfg.QPS, cfg.Burst = q, 200*parallel
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, usageErrorf("bad cluster configuration: %v", err)
-	}
-	return dyn, nil
-}
-
-// explain turns a client error into one sentence that says where and what to
-// do next.
-func (c *cluster) explain(err error) error {
-	var ue *url.Error
-	var ne net.Error
-	switch {
-	case apierrors.IsUnauthorized(err) && c.secret != "":
-		return fmt.Errorf("the API server at %s rejected the credentials of cluster Secret %s (401): %v. Refresh them there (Argo CD uses them too), or plan the cluster with --contexts", c.rest.Host, c.secret, err)
-	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the API server at %s rejected the credentials (401): %v. Refresh the token in your kubeconfig or pick another --context", c.rest.Host, err)
-	case apierrors.IsForbidden(err):
-		return fmt.Errorf("forbidden by the API server at %s: %v. Ask for list and get on these resources (see examples/rbac)", c.rest.Host, err)
-	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("the API server at %s did not answer within --request-timeout: %v. Check that the cluster is up and reachable", c.rest.Host, err)
-	case errors.As(err, &ue):
-		return fmt.Errorf("cannot reach the API server at %s: %v. Check --kubeconfig, --context and that the cluster is up", c.rest.Host, ue.Err)
-	}
-	return fmt.Errorf("talking to the API server at %s: %w", c.rest.Host, err)
-}
-
 // scanOptions are the plan pipeline's inputs for this cluster, with
 // adopt.yaml's grouping and kubectl's default chunk size.
-func (c *cluster) scanOptions(namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) planner.Options {
+func scanOptions(c *cluster, namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) planner.Options {
 	return planner.Options{
-		Clients: c.clients, Kube: c.kube, Dynamic: c.clients.Dynamic,
-		Cluster: plan.Cluster{Server: c.rest.Host, Context: c.context, Namespace: namespace},
+		Clients: c.Clients, Kube: c.Kube, Dynamic: c.Clients.Dynamic,
+		Cluster: plan.Cluster{Server: c.Config.Host, Context: c.Context, Namespace: namespace},
 		Config:  cfg, GroupBy: plan.GroupBy(cfg.GroupBy), ArgoCDNamespace: argoNS, ArgoCDVersion: argoVersion,
-		Repo: repo, ChunkSize: 500, Explain: c.explain,
+		Repo: repo, ChunkSize: 500, Explain: c.Explain,
 	}
 }

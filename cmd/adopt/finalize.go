@@ -45,9 +45,6 @@ type FinalizeOptions struct {
 	// API is Argo CD API mode.
 	API argoAPIFlags
 	Hub hubFlags
-	// APISyncOnly (reconcile's) reads the Applications through the
-	// Kubernetes API and uses API only to start syncs.
-	APISyncOnly bool
 
 	genericiooptions.IOStreams
 	cluster *cluster
@@ -177,14 +174,9 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 // completeCluster takes the defaults from the plan and checks that c is
 // the plan's cluster.
 func (o *FinalizeOptions) completeCluster(c *cluster) error {
-	if o.ArgoCDNamespace == "" {
-		o.ArgoCDNamespace = o.plan.ArgoCDNamespace()
-	}
-	if o.Quiet || o.Output != "table" {
-		o.Quiet = true
-	}
+	o.Quiet = o.Quiet || o.Output != "table"
 	o.cluster = c
-	if err := plan.CheckCluster(o.plan, c.rest.Host, c.context); err != nil {
+	if err := plan.CheckCluster(o.plan, c.Config.Host, c.Context); err != nil {
 		return usageErrorf("%v", err)
 	}
 	return nil
@@ -244,12 +236,12 @@ func (o *FinalizeOptions) Run(ctx context.Context) error {
 	if o.fleet != nil {
 		return o.runFleet(ctx)
 	}
-	s, closeConn, err := o.session(ctx)
-	if err != nil {
-		return err
+	s, closeConn, err := o.open(ctx)
+	var rep *finalize.Report
+	if err == nil {
+		defer closeConn()
+		rep, err = s.Run(ctx)
 	}
-	defer closeConn()
-	rep, err := s.Run(ctx)
 	var ie *finalize.InputError
 	switch {
 	case errors.As(err, &ie):

@@ -19,7 +19,7 @@ func (o *FinalizeOptions) completeFleet() error {
 	}
 	o.fleet = f
 	o.hub, err = o.Hub.connect(o.ConfigFlags)
-	o.connector = &fleetConnector{main: o.ConfigFlags, hub: o.hub}
+	o.connector = &fleetConnector{main: o.ConfigFlags, reach: fleet.Reach{Hub: o.hub}}
 	return err
 }
 
@@ -28,10 +28,8 @@ func (o *FinalizeOptions) validateFleet() error {
 	if len(o.Apps) > 0 || o.JournalFile != "" {
 		return usageErrorf("--app and --journal name one cluster's run: a fleet plan finalizes every generated Application, with one journal per cluster next to its plan")
 	}
-	for _, c := range o.fleet.Index.Clusters {
-		if c.Via == fleet.ViaArgoCDCluster && c.Plan != "" && o.hub == nil {
-			return needsHub(c.Context)
-		}
+	if err := o.fleet.NeedsHub(); err != nil && o.hub == nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }
@@ -95,5 +93,5 @@ func (o *FinalizeOptions) clusterSession(ctx context.Context, fc finalize.FleetC
 	if err := one.Validate(); err != nil {
 		return nil, nil, err
 	}
-	return one.session(ctx)
+	return one.open(ctx)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -9,7 +10,6 @@ import (
 	"github.com/adopt-dev/adopt/adopt/fleet"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
-	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // hubFlags name the management cluster Argo CD runs on, when it is not the
@@ -49,68 +49,43 @@ func (h *hubFlags) connect(main *genericclioptions.ConfigFlags) (*cluster, error
 }
 
 // scanHub is the plan pipeline's view of the management cluster.
-func (c *cluster) scanHub() *planner.Hub {
+func scanHub(c *cluster) *planner.Hub {
 	if c == nil {
 		return nil
 	}
-	return &planner.Hub{Kube: c.kube, Dynamic: c.clients.Dynamic, Server: c.rest.Host, Context: c.context, Explain: c.explain}
+	return &planner.Hub{Kube: c.Kube, Dynamic: c.Clients.Dynamic, Server: c.Config.Host, Context: c.Context, Explain: c.Explain}
 }
 
-// checkHub refuses a management cluster other than the one the plan was
-// made with, and a plan made with one when the command was given another
-// Argo CD.
+// checkHub is plan.CheckHub when a management cluster was named.
 func checkHub(p *plan.Plan, hub *cluster) error {
-	m := p.ArgoCD.Management
-	switch {
-	case m != nil && hub != nil && !argoapp.SameServer(m.Server, hub.rest.Host):
-		return usageErrorf("plan %s was made with Argo CD on %s (context %q), but --argocd-context connects to %s (context %q): pick the plan's management cluster", p.ID, m.Server, m.Context, hub.rest.Host, hub.context)
-	case m == nil && hub != nil:
-		return usageErrorf("plan %s was made with Argo CD in the cluster itself, but --argocd-context names a management cluster (%s): plan again with --argocd-context, or drop it", p.ID, hub.rest.Host)
+	if hub == nil {
+		return nil
+	}
+	if err := plan.CheckHub(p, hub.Config.Host, hub.Context); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }
 
 // fleetConnector reconnects to a fleet plan's clusters the way plan
-// reached them: by kubeconfig context, or (via argocd-cluster) through the
-// management cluster's cluster Secret, listed once per Argo CD namespace,
-// with the Secret's own credentials.
+// reached them (fleet.Reach): by kubeconfig context, or with a cluster
+// Secret's credentials.
 type fleetConnector struct {
-	main *genericclioptions.ConfigFlags
-	hub  *cluster
-	regs map[string][]argoapp.Registration
+	main  *genericclioptions.ConfigFlags
+	reach fleet.Reach
 }
 
-// connect resolves the connection to the fleet's cluster name. A
-// registration that is gone or now names another server than the index
-// records is refused.
+// connect connects to the fleet's cluster name.
 func (fc *fleetConnector) connect(ctx context.Context, f *fleet.Fleet, name string) (*cluster, error) {
-	e := f.Index.Entry(name)
-	if e.Via != fleet.ViaArgoCDCluster {
+	r, err := fc.reach.Registration(ctx, f, name)
+	var re *fleet.ReachError
+	switch {
+	case errors.As(err, &re):
+		return nil, usageErrorf("%v", err)
+	case err != nil:
+		return nil, err
+	case r == nil:
 		return connect(contextFlags(fc.main, name))
 	}
-	if fc.hub == nil {
-		return nil, needsHub(name)
-	}
-	ns := f.Plans[name].ArgoCDNamespace()
-	if fc.regs == nil {
-		fc.regs = map[string][]argoapp.Registration{}
-	}
-	if _, ok := fc.regs[ns]; !ok {
-		regs, err := argoapp.Registrations(ctx, fc.hub.kube, ns)
-		if err != nil {
-			return nil, fc.hub.explain(err)
-		}
-		fc.regs[ns] = regs
-	}
-	r, err := argoapp.FindRegistration(fc.regs[ns], name, e.Server)
-	if err != nil {
-		return nil, usageErrorf("%v", err)
-	}
-	return connectRegistration(r, fc.main)
-}
-
-// needsHub refuses to reach a cluster planned through its registration
-// without the management cluster.
-func needsHub(name string) error {
-	return usageErrorf("cluster %s was planned through its Argo CD registration (via %s): give --argocd-context (the management cluster) to reach it the same way", name, fleet.ViaArgoCDCluster)
+	return connectRegistration(*r, fc.main)
 }

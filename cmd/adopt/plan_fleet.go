@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -90,12 +89,12 @@ func (o *PlanOptions) completeRegistered(ctx context.Context) error {
 	if selector == allRegistered {
 		selector = ""
 	}
-	regs, err := argoapp.Registrations(ctx, o.hub.kube, o.ArgoCDNamespace)
+	regs, err := argoapp.Registrations(ctx, o.hub.Kube, o.ArgoCDNamespace)
 	if err != nil {
-		return o.hub.explain(err)
+		return o.hub.Explain(err)
 	}
 	if regs, err = argoapp.Select(regs, selector); err != nil {
-		return usageErrorf("--argocd-clusters on the management cluster %s, namespace %s: %v", o.hub.rest.Host, o.ArgoCDNamespace, err)
+		return usageErrorf("--argocd-clusters on the management cluster %s, namespace %s: %v", o.hub.Config.Host, o.ArgoCDNamespace, err)
 	}
 	for _, r := range regs {
 		o.fleet = append(o.fleet, o.registeredCluster(r))
@@ -146,9 +145,9 @@ func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 }
 
 func (o *PlanOptions) fleetScan(c *cluster) planner.Options {
-	so := c.scanOptions("", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so := scanOptions(c, "", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
 	so.Cluster.Namespace = o.scopeNS
-	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.hub.scanHub()
+	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, scanHub(o.hub)
 	so.Unsealed = true // fleet.WriteDir seals each plan as it writes it
 	return so
 }
@@ -189,7 +188,7 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 	if o.hub != nil {
 		// Only for label selectors: a management cluster that cannot be
 		// read has already failed every cluster's plan with the reason.
-		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.kube, o.ArgoCDNamespace)
+		registered, _ = argoapp.RegisteredClusters(ctx, o.hub.Kube, o.ArgoCDNamespace)
 	}
 	ix, err := fleet.WriteDir(o.OutDir, results, registered)
 	var long *fleet.LabelError
@@ -202,19 +201,9 @@ func (o *PlanOptions) runFleet(ctx context.Context) error {
 	if err := printer.Fleet(o.Out, ix, o.Output); err != nil {
 		return err
 	}
-	var failed []string
-	worst := plan.Severity("")
-	for _, r := range results {
-		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("cluster %s: not scanned: %s", r.Cluster, strings.Join(strings.Fields(r.Err.Error()), " ")))
-			continue
-		}
-		if w := r.Plan.Worst(); w.AtLeast(worst) {
-			worst = w
-		}
-	}
-	if len(failed) == len(results) {
-		return fmt.Errorf("no cluster could be planned: %s", strings.Join(failed, "; "))
+	worst, err := fleet.Worst(results)
+	if err != nil {
+		return err
 	}
 	if o.FailOn != "" && worst.AtLeast(plan.Severity(o.FailOn)) {
 		return &exitError{code: ExitFindings, err: fmt.Errorf("findings at or above --fail-on %s in the fleet plan %s", o.FailOn, o.OutDir)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/adopt-dev/adopt/adopt/finalize"
-	"github.com/adopt-dev/adopt/adopt/planner"
 	"github.com/adopt-dev/adopt/adopt/printer"
 	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -135,7 +133,7 @@ func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
 	}
 	o.API.Complete()
 	if o.ClusterName == "" {
-		o.ClusterName = o.apply.cluster.context
+		o.ClusterName = o.apply.cluster.Context
 	}
 	o.ClusterName = reconcile.ClusterName(o.ClusterName)
 	if o.LockNamespace == "" {
@@ -185,17 +183,8 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	began := time.Now()
 	rep, err := o.run(ctx)
 	m := reconcile.RunMetrics{Cluster: o.ClusterName, Report: rep, Took: time.Since(began), Ended: time.Now(), Err: err}
-	if o.MetricsFile != "" {
-		if merr := reconcile.WriteMetrics(o.MetricsFile, m); merr != nil && err == nil {
-			err = merr
-		}
-	}
-	if o.MetricsPushgateway != "" {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if merr := reconcile.PushMetrics(pctx, &http.Client{}, o.MetricsPushgateway, m); merr != nil && err == nil {
-			err = merr
-		}
+	if merr := reconcile.Publish(ctx, o.MetricsFile, o.MetricsPushgateway, m); merr != nil && err == nil {
+		err = merr
 	}
 	if errors.Is(err, reconcile.ErrLocked) {
 		fmt.Fprintf(o.apply.ErrOut, "nothing done: %v\n", err)
@@ -204,27 +193,18 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	return err
 }
 
-// run is one run: the plan, the groups, the report.
+// run is one run (reconcile.RunOnce), printed.
 func (o *ReconcileOptions) run(ctx context.Context) (*reconcile.Report, error) {
 	ao := o.apply
 	ro := ao.runOptions()
-	p, err := planner.Plan(ctx, ro.Scan)
-	if err != nil {
-		return nil, err
+	rep, err := reconcile.RunOnce(ctx, reconcile.RunOptions{Apply: ro, PR: ao.pr.options(ao.auth.Token, ao.tokenFrom), Templates: ao.Templates,
+		Cluster: o.ClusterName, MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, GroupPRsBy: o.GroupPRsBy,
+		Namespace: o.LockNamespace, LockDuration: o.LockDuration, Build: version + " " + commit, Overrides: ao.Overrides, JournalDir: o.JournalDir,
+		Finalize: finalize.Options{Workload: ao.cluster, Version: ao.ArgoCDVersion, API: o.API.Options(), SyncOnly: true, Fallback: o.API.Fallback(),
+			Sync: o.Sync, Timeout: o.FinalizeWait, PollInterval: o.PollInterval, Settle: o.Settle, Parallel: finalize.DefaultParallel}})
+	if ie := (*reconcile.InputError)(nil); errors.As(err, &ie) {
+		return nil, &exitError{code: ExitUsage, err: err}
 	}
-	repoRef, repoErr := gitops.ParseRepoURL(ao.Repo)
-	store := reconcile.Store{Kube: ao.cluster.kube, Namespace: o.LockNamespace}
-	seams := o.seams(ro, repoErr, store)
-	records, err := store.Records(ctx)
-	if err != nil {
-		return nil, err
-	}
-	teams, err := o.teams(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := reconcile.Run(ctx, reconcile.Options{Plan: p, Cluster: o.ClusterName, Repo: repoRef,
-		MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects, Records: records, Settings: o.settings(), Teams: teams}, seams)
 	if err != nil {
 		return nil, err
 	}

@@ -203,7 +203,7 @@ func (o *StatusOptions) Validate() error {
 		if i.Cluster != "" {
 			c = o.clusters[i.Cluster]
 		}
-		if err := plan.CheckCluster(i.Plan, c.rest.Host, c.context); err != nil {
+		if err := plan.CheckCluster(i.Plan, c.Config.Host, c.Context); err != nil {
 			return usageErrorf("--plan %s: %v", i.File, err)
 		}
 		if err := checkHub(i.Plan, o.hub); err != nil {
@@ -237,14 +237,14 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	for n := range o.inputs {
 		if o.inputs[n].Cluster == "" { // a plan of its own: the cluster worked on
-			o.inputs[n].Clients, o.inputs[n].Kube, o.inputs[n].Explain = o.cluster.clients, o.cluster.kube, o.cluster.explain
+			o.inputs[n].Clients, o.inputs[n].Kube, o.inputs[n].Explain = o.cluster.Clients, o.cluster.Kube, o.cluster.Explain
 		}
 	}
 	argo, perCluster := o.argoCD()
 	r, err := status.Run(ctx, status.Options{
-		Inputs: o.inputs, Clients: argo.clients, Kube: argo.kube, ArgoCDPerCluster: perCluster,
+		Inputs: o.inputs, Clients: argo.Clients, Kube: argo.Kube, ArgoCDPerCluster: perCluster,
 		Repo: o.Repo, Auth: o.auth, Base: o.Base, Provider: o.Provider, APIURL: o.APIURL,
-		Coverage: !o.NoCoverage, Config: o.cfg, Record: o.Record, Now: o.now(), Explain: argo.explain,
+		Coverage: !o.NoCoverage, Config: o.cfg, Record: o.Record, Now: o.now(), Explain: argo.Explain,
 	})
 	var ie *status.InputError
 	if errors.As(err, &ie) {

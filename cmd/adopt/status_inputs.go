@@ -2,29 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
-	"github.com/adopt-dev/adopt/adopt/reconcile"
 	"github.com/adopt-dev/adopt/adopt/status"
 )
 
-// completeReconcile takes adopt reconcile's groups as the inputs: each
-// group's plan on its branch, with its journal.
+// completeReconcile takes adopt reconcile's groups as the inputs
+// (status.ReconcileInputs).
 func (o *StatusOptions) completeReconcile(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	groups, err := reconcile.Store{Kube: o.cluster.kube, Namespace: o.Reconcile}.List(ctx)
-	if err != nil {
-		return o.cluster.explain(err)
+	in, err := status.ReconcileInputs(ctx, o.cluster, o.Reconcile, o.JournalDir)
+	if ie := (*status.InputError)(nil); errors.As(err, &ie) {
+		return usageErrorf("%v", err)
 	}
-	if len(groups) == 0 {
-		return usageErrorf("--reconcile %s: adopt reconcile keeps no group there; give its --lock-namespace", o.Reconcile)
-	}
-	for _, g := range groups {
-		o.inputs = append(o.inputs, status.Input{Plan: g.Plan, File: g.Branch, Journal: reconcile.JournalFile(o.JournalDir, g.Branch), Branch: g.Branch})
-	}
-	return nil
+	o.inputs = append(o.inputs, in...)
+	return err
 }
 
 // completeFleet loads a fleet plan and connects to each of its clusters
@@ -39,14 +34,14 @@ func (o *StatusOptions) completeFleet(ctx context.Context, file string) error {
 		ctx = context.Background()
 	}
 	o.fleet, o.clusters = f, map[string]*cluster{}
-	fc := &fleetConnector{main: o.ConfigFlags, hub: o.hub}
+	fc := &fleetConnector{main: o.ConfigFlags, reach: fleet.Reach{Hub: o.hub}}
 	for _, in := range status.FleetInputs(f) {
 		c, err := fc.connect(ctx, f, in.Cluster)
 		if err != nil {
 			return usageErrorf("fleet plan %s, cluster %s: %v", f.Path, in.Cluster, err)
 		}
 		o.clusters[in.Cluster] = c
-		in.Clients, in.Kube, in.Explain = c.clients, c.kube, c.explain
+		in.Clients, in.Kube, in.Explain = c.Clients, c.Kube, c.Explain
 		o.inputs = append(o.inputs, in)
 	}
 	return nil

@@ -1,0 +1,71 @@
+// Package profile runs adopt under the profilers the environment asks
+// for (ADOPT_CPUPROFILE, ADOPT_MEMPROFILE), for the bench and for whoever
+// tunes adopt. It does nothing else, and nothing unless asked.
+package profile
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+// Run runs fn under the profilers the environment asks for, for the
+// bench and for whoever tunes adopt: ADOPT_CPUPROFILE names a file for a
+// CPU profile of the whole run, ADOPT_MEMPROFILE one for the heap profile
+// at the run's peak (go tool pprof reads both). Unset, it only runs fn.
+func Run(fn func() int) int {
+	if path := os.Getenv("ADOPT_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
+			return 1 // adopt's ExitError: the work failed
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
+			return 1 // adopt's ExitError: the work failed
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("ADOPT_MEMPROFILE"); path != "" {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go peakHeap(path, stop, done)
+		defer func() { close(stop); <-done }()
+	}
+	return fn()
+}
+
+// peakHeap writes the heap profile to path each time the heap in use
+// reaches a new peak (checked every 50 ms), so the file ends up holding
+// the profile at the run's peak.
+func peakHeap(path string, stop, done chan struct{}) {
+	defer close(done)
+	var peak uint64
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		if m.HeapInuse <= peak+peak/20 {
+			continue
+		}
+		peak = m.HeapInuse
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adopt: ADOPT_MEMPROFILE:", err)
+			return
+		}
+	}
+}
