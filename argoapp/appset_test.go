@@ -67,7 +67,7 @@ func appSetTree(t *testing.T) TreeAt {
 		if !SameRepo(url, appSetRepo) {
 			return nil, fmt.Errorf("it reads %s, not the plan's repo", url)
 		}
-		return ix.AtRevision(rev)
+		return ix.AtRevision(context.Background(), rev)
 	}
 }
 
