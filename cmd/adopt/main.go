@@ -17,6 +17,7 @@ import (
 )
 
 func main() {
+	installAPIWarnings(os.Stderr)
 	os.Exit(profiled(func() int { return runAs(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr) }))
 }
 

@@ -15,6 +15,7 @@ import (
 var cp *testenv.ControlPlane
 
 func TestMain(m *testing.M) {
+	installAPIWarnings(os.Stderr) // as main does
 	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea)
 }
 
