@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -13,6 +14,7 @@ import (
 
 	_ "golang.org/x/crypto/x509roots/fallback" // CA roots where the system has none (the release image)
 
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	_ "github.com/adopt-dev/adopt/internal/quietinit" // before kubectl's commands initialize
 )
 
@@ -25,27 +27,39 @@ func main() {
 // bench and for whoever tunes adopt: ADOPT_CPUPROFILE names a file for a
 // CPU profile of the whole run, ADOPT_MEMPROFILE one for the heap profile
 // at the run's peak (go tool pprof reads both). Unset, it only runs fn.
+// Each file is written whole (internal/atomicfile): the CPU profile when
+// the run ends, the heap profile at each new peak.
 func profiled(fn func() int) int {
-	if path := os.Getenv("ADOPT_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
-			return ExitError
+	if path := os.Getenv("ADOPT_MEMPROFILE"); path != "" {
+		inner := fn
+		fn = func() int {
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go peakHeap(path, stop, done)
+			defer func() { close(stop); <-done }()
+			return inner()
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
-			return ExitError
+	}
+	path := os.Getenv("ADOPT_CPUPROFILE")
+	if path == "" {
+		return fn()
+	}
+	code, ran := ExitError, false
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if err := pprof.StartCPUProfile(w); err != nil {
+			return err
 		}
 		defer pprof.StopCPUProfile()
+		code, ran = fn(), true
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
+		if !ran {
+			return ExitError
+		}
 	}
-	if path := os.Getenv("ADOPT_MEMPROFILE"); path != "" {
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go peakHeap(path, stop, done)
-		defer func() { close(stop); <-done }()
-	}
-	return fn()
+	return code
 }
 
 // peakHeap writes the heap profile to path each time the heap in use
@@ -68,12 +82,7 @@ func peakHeap(path string, stop, done chan struct{}) {
 			continue
 		}
 		peak = m.HeapInuse
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
-		if err != nil {
+		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) }); err != nil {
 			fmt.Fprintln(os.Stderr, "adopt: ADOPT_MEMPROFILE:", err)
 			return
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/internal/demo/estate"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -199,7 +200,7 @@ func (d *demo) withoutArgoCD(ctx context.Context) error {
 	}
 	fmt.Println("k8s/system/litellm-test-usage-hook-cm.yaml is 8,126 B ahead of the live ConfigMap; k8s/system/README.md still says kubectl apply")
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := os.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
 		return err
 	}
 	planFile := filepath.Join(d.work, "plan.yaml")
@@ -304,7 +305,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := os.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("adopt.yaml leaves Argo CD's own installation out:\n%s", estate.AdoptConfig)
@@ -379,7 +380,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	d.phase("finalize (api mode)")
 
 	say("Git deletes %s from %s; the next sync deletes it from the cluster", estate.DeletedKey, estate.ProxyConfigName)
-	if err := os.WriteFile(filepath.Join(checkout, estate.ProxyConfigPath), []byte(estate.ProxyConfigManifest(false)), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(checkout, estate.ProxyConfigPath), []byte(estate.ProxyConfigManifest(false)), 0o644); err != nil {
 		return err
 	}
 	for _, args := range [][]string{

@@ -21,6 +21,8 @@ import (
 	"github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // SSHGitServer is a real SSH server on loopback for git: it runs the real
@@ -147,10 +149,10 @@ func WriteSSHKey(path, passphrase string) (ssh.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
 		return nil, err
 	}
-	return sp, os.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(sp), 0o644)
+	return sp, atomicfile.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(sp), 0o644)
 }
 
 // KnownHostsLine is the server's known_hosts line,
@@ -161,7 +163,7 @@ func (s *SSHGitServer) KnownHostsLine() string {
 
 // WriteKnownHosts writes a known_hosts file holding only this server.
 func (s *SSHGitServer) WriteKnownHosts(path string) error {
-	return os.WriteFile(path, []byte(s.KnownHostsLine()+"\n"), 0o644)
+	return atomicfile.WriteFile(path, []byte(s.KnownHostsLine()+"\n"), 0o644)
 }
 
 // URL is the ssh:// URL of repo name (without .git).
@@ -213,7 +215,7 @@ func (s *SSHGitServer) WriteSSHConfig(path, alias string) (*SSHConfig, error) {
 		return nil, fmt.Errorf("ssh_config alias %q is not a plain host name", alias)
 	}
 	text := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n", alias, s.Port)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
 	cfg, err := ssh_config.DecodeBytes([]byte(text))
