@@ -1,4 +1,4 @@
-package argoapp
+package argoapp_test
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 const appSetRepo = "https://git.example.invalid/org/gitops.git"
 
 // appSetTree builds a real Git repository in a temp dir (v1 tagged, then
-// main moves on) and returns a TreeAt over it, for the repo appSetRepo.
-func appSetTree(t *testing.T) TreeAt {
+// main moves on) and returns an argoapp.TreeAt over it, for the repo appSetRepo.
+func appSetTree(t *testing.T) argoapp.TreeAt {
 	t.Helper()
 	dir := t.TempDir()
 	git := func(args ...string) {
@@ -63,21 +64,21 @@ func appSetTree(t *testing.T) TreeAt {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(url, rev string) (Tree, error) {
-		if !SameRepo(url, appSetRepo) {
+	return func(url, rev string) (argoapp.Tree, error) {
+		if !argoapp.SameRepo(url, appSetRepo) {
 			return nil, fmt.Errorf("it reads %s, not the plan's repo", url)
 		}
-		return ix.AtRevision(rev)
+		return ix.AtRevision(context.Background(), rev)
 	}
 }
 
-func appSetOf(t *testing.T, doc string) AppSet {
+func appSetOf(t *testing.T, doc string) argoapp.AppSet {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(doc, "REPO", appSetRepo)), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	s := AppSet{Namespace: u.GetNamespace(), Name: u.GetName()}
+	s := argoapp.AppSet{Namespace: u.GetNamespace(), Name: u.GetName()}
 	b, _ := json.Marshal(u.Object["spec"])
 	if err := json.Unmarshal(b, &s.Spec); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func appSetOf(t *testing.T, doc string) AppSet {
 
 // summary is each generated Application as "ns/name path dest-namespace
 // project", sorted.
-func summary(apps []Defined) []string {
+func summary(apps []argoapp.Defined) []string {
 	var out []string
 	for _, d := range apps {
 		u := unstructured.Unstructured{Object: d.Object}
@@ -232,9 +233,9 @@ func TestAppSetGenerate(t *testing.T) {
 // simply existing; the others are pending, with the ApplicationSet named.
 func TestAddGenerated(t *testing.T) {
 	at := appSetTree(t)
-	a := NewApplications([]string{"argocd/web"})
-	a.Specs = []Spec{{Namespace: "argocd", Name: "web"}}
-	a.AppSets = []AppSet{appSetOf(t, `
+	a := argoapp.NewApplications([]string{"argocd/web"})
+	a.Specs = []argoapp.Spec{{Namespace: "argocd", Name: "web"}}
+	a.AppSets = []argoapp.AppSet{appSetOf(t, `
 metadata: {name: set, namespace: argocd}
 spec:
   generators: [{git: {repoURL: REPO, directories: [{path: 'apps/*'}]}}]

@@ -66,6 +66,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -305,7 +306,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(c.Out, append(data, '\n'), 0o644); err != nil {
+		if err := atomicfile.WriteFile(c.Out, append(data, '\n'), 0o644); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -123,7 +124,7 @@ func writeRenderRepo(root string, apps, files int) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(p, []byte(content), 0o644)
+		return atomicfile.WriteFile(p, []byte(content), 0o644)
 	}
 	var overlays []string
 	n := 0

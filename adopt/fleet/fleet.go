@@ -9,7 +9,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -360,7 +359,7 @@ func WriteDir(dir string, results []Result, registered []argoapp.Cluster) (*Inde
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, IndexFile), 0o644, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, IndexFile), b, 0o644); err != nil {
 		return nil, fmt.Errorf("write the fleet index %s: %w", filepath.Join(dir, IndexFile), err)
 	}
 	return ix, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // Drift is how a live object differs from its manifest.
@@ -30,11 +31,9 @@ var comparedMeta = []string{"labels", "annotations"}
 
 // ignoredAnnotations are written by tools, not by the author of a manifest.
 var ignoredAnnotations = map[string]bool{
-	budget.LastAppliedKey: true,
-	// argoapp.AnnotationTrackingID and AnnotationInstallationID, spelt
-	// out: argoapp's tests read repositories through gitindex.
-	"argocd.argoproj.io/tracking-id":     true,
-	"argocd.argoproj.io/installation-id": true,
+	budget.LastAppliedKey:            true,
+	argoapp.AnnotationTrackingID:     true,
+	argoapp.AnnotationInstallationID: true,
 }
 
 // Compare reports the fields the manifest sets that the live object does not

@@ -16,11 +16,10 @@ import (
 // targetRevision asks: each commit once, shared by every index Load made
 // from one Source.
 type revisions struct {
-	ctx  context.Context
 	src  Source
 	head string // the commit Load indexed
 	// resolve turns a targetRevision into a commit of the repo.
-	resolve func(rev string) (string, error)
+	resolve func(ctx context.Context, rev string) (string, error)
 
 	mu sync.Mutex
 	at map[string]*Index // by commit
@@ -32,9 +31,9 @@ type revisions struct {
 // for "" and HEAD (the revision the plan reads), else that branch, tag or
 // commit. A checkout resolves a branch as its remote has it (what Argo CD
 // fetches), then a tag, a local branch or a commit; a URL is read again
-// at that revision. A revision the repo lacks is an error saying how to
-// fetch it.
-func (ix *Index) AtRevision(rev string) (*Index, error) {
+// at that revision, with ctx. A revision the repo lacks is an error
+// saying how to fetch it.
+func (ix *Index) AtRevision(ctx context.Context, rev string) (*Index, error) {
 	r := ix.revs
 	if IsHead(rev) {
 		if r != nil {
@@ -45,7 +44,7 @@ func (ix *Index) AtRevision(rev string) (*Index, error) {
 	if r == nil {
 		return nil, fmt.Errorf("targetRevision %s: %s is not a Git repository, so only its files as they are can be read", rev, ix.Source)
 	}
-	commit, err := r.resolve(rev)
+	commit, err := r.resolve(ctx, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +58,7 @@ func (ix *Index) AtRevision(rev string) (*Index, error) {
 	}
 	src := r.src
 	src.Revision = commit
-	at, err := Load(r.ctx, src)
+	at, err := Load(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("targetRevision %s (commit %s): %v", rev, commit, err)
 	}
@@ -70,15 +69,15 @@ func (ix *Index) AtRevision(rev string) (*Index, error) {
 
 // SameRevision says whether rev is the revision the index was read at:
 // "" or HEAD for the plan's own index, or a name that resolves to its
-// commit.
-func (ix *Index) SameRevision(rev string) bool {
+// commit (resolved with ctx: a URL's revision is read from its remote).
+func (ix *Index) SameRevision(ctx context.Context, rev string) bool {
 	if IsHead(rev) {
 		return ix.revs == nil || ix.revs.root == ix
 	}
 	if ix.revs == nil {
 		return false
 	}
-	commit, err := ix.revs.resolve(rev)
+	commit, err := ix.revs.resolve(ctx, rev)
 	return err == nil && commit == ix.Revision
 }
 
@@ -90,8 +89,8 @@ func IsHead(rev string) bool {
 // localResolver resolves revisions in the repository at dir, whose remote
 // Argo CD reads from: the remote's branch first, as Argo CD fetches it,
 // then a tag, a local branch and a commit.
-func localResolver(dir, location, remote string) func(string) (string, error) {
-	return func(rev string) (string, error) {
+func localResolver(dir, location, remote string) func(context.Context, string) (string, error) {
+	return func(_ context.Context, rev string) (string, error) {
 		repo, err := gitops.OpenLocal(dir)
 		if err != nil {
 			return "", fmt.Errorf("open repo %s: %v", location, err)
@@ -128,8 +127,8 @@ func peel(repo *git.Repository, h plumbing.Hash) string {
 }
 
 // urlResolver resolves a revision of a remote repository by reading it.
-func urlResolver(ctx context.Context, src Source) func(string) (string, error) {
-	return func(rev string) (string, error) {
+func urlResolver(src Source) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, rev string) (string, error) {
 		if plumbing.IsHash(rev) {
 			return strings.ToLower(rev), nil
 		}

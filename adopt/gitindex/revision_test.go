@@ -70,8 +70,8 @@ func TestAtRevision(t *testing.T) {
 			t.Fatalf("%s: HEAD reads %s", loc, value(ix))
 		}
 		for _, rev := range []string{"", "HEAD", "main"} {
-			at, err := ix.AtRevision(rev)
-			if err != nil || at != ix || !ix.SameRevision(rev) {
+			at, err := ix.AtRevision(ctx, rev)
+			if err != nil || at != ix || !ix.SameRevision(ctx, rev) {
 				t.Errorf("%s: %q is not the plan's own index (%v)", loc, rev, err)
 			}
 		}
@@ -80,11 +80,11 @@ func TestAtRevision(t *testing.T) {
 			if loc == url && rev == one[:12] {
 				continue // a short commit is resolved only in a clone
 			}
-			at, err := ix.AtRevision(rev)
+			at, err := ix.AtRevision(ctx, rev)
 			if err != nil {
 				t.Fatalf("%s at %s: %v", loc, rev, err)
 			}
-			if at.Revision != one || value(at) != "one" || ix.SameRevision(rev) {
+			if at.Revision != one || value(at) != "one" || ix.SameRevision(ctx, rev) {
 				t.Errorf("%s at %s: commit %s reads %s, want %s reading one", loc, rev, at.Revision, value(at), one)
 			}
 			if first == nil {
@@ -93,11 +93,11 @@ func TestAtRevision(t *testing.T) {
 				t.Errorf("%s at %s: the commit was read again", loc, rev)
 			}
 			// From the other revision, "" is the plan's revision again.
-			if back, err := at.AtRevision(""); err != nil || back != ix || at.SameRevision("") {
+			if back, err := at.AtRevision(ctx, ""); err != nil || back != ix || at.SameRevision(ctx, "") {
 				t.Errorf("%s: \"\" from %s is not the plan's index", loc, rev)
 			}
 		}
-		_, err = ix.AtRevision("v9")
+		_, err = ix.AtRevision(ctx, "v9")
 		if err == nil || !strings.Contains(err.Error(), "v9") {
 			t.Errorf("%s: a missing revision: %v", loc, err)
 		}
@@ -114,7 +114,7 @@ func TestAtRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := px.AtRevision("v1"); err == nil || !strings.Contains(err.Error(), "not a Git repository") {
+	if _, err := px.AtRevision(ctx, "v1"); err == nil || !strings.Contains(err.Error(), "not a Git repository") {
 		t.Errorf("a plain directory at v1: %v", err)
 	}
 }

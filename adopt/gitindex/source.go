@@ -64,7 +64,7 @@ func loadURL(ctx context.Context, src Source) (*Index, error) {
 		return nil, fmt.Errorf("repo %s: %s", snap.URL, gitops.OneLine(gitops.Redact(err.Error(), src.Auth.Token, src.Auth.Password)))
 	}
 	ix.Source = snap.URL
-	ix.revs = &revisions{ctx: ctx, src: src, head: ix.Revision, resolve: urlResolver(ctx, src), at: map[string]*Index{}, root: ix}
+	ix.revs = &revisions{src: src, head: ix.Revision, resolve: urlResolver(src), at: map[string]*Index{}, root: ix}
 	return ix, nil
 }
 
@@ -117,7 +117,7 @@ func loadPath(ctx context.Context, src Source, abs string) (*Index, error) {
 	if ix.Remote, err = gitops.UpstreamRemote(repo); err != nil {
 		ix.RemoteErr = err.Error()
 	}
-	ix.revs = &revisions{ctx: ctx, src: src, head: ix.Revision, resolve: localResolver(abs, src.Location, ix.Remote.Name), at: map[string]*Index{}, root: ix}
+	ix.revs = &revisions{src: src, head: ix.Revision, resolve: localResolver(abs, src.Location, ix.Remote.Name), at: map[string]*Index{}, root: ix}
 	return ix, nil
 }
 

@@ -18,8 +18,9 @@ const CodeAppSetNotEvaluated = "applicationset-not-evaluated"
 // generators generate from the plan's repo (argoapp.AddGenerated): those
 // not in the cluster yet as pending. A Git generator reads the plan's
 // repo when its repoURL is that repo (as argoapp.SameRepo compares them),
-// at its revision. Every generator not evaluated is a finding naming it.
-func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS string) []Finding {
+// at its revision (read through revs). Every generator not evaluated is a
+// finding naming it.
+func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS string, revs Revisions) []Finding {
 	if ix == nil {
 		return nil // without a repo there is nothing to evaluate them on
 	}
@@ -37,7 +38,7 @@ func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS s
 		if !argoapp.SameRepo(url, repoURL) {
 			return nil, fmt.Errorf("it reads %s, not the plan's repo %s", gitops.Redact(url), gitops.Redact(repoURL))
 		}
-		t, err := ix.AtRevision(rev)
+		t, err := revs.at(ix, rev)
 		if err != nil {
 			return nil, err
 		}

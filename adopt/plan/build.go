@@ -44,6 +44,11 @@ type Inputs struct {
 	// Charts renders the Helm charts in Git that existing Applications
 	// sync (its KubeVersion is the cluster's).
 	Charts helmrelease.Renderer
+	// Renders is what Render read for these inputs: what the existing
+	// Applications render, each source at its targetRevision. nil renders
+	// them at the index's own revision only (a source pinned elsewhere is
+	// a finding), reading nothing.
+	Renders *Renders
 	// Findings are plan-wide findings of the caller's own (for example the
 	// namespaces of the scope it could not check).
 	Findings []Finding
@@ -78,9 +83,11 @@ type candidate struct {
 }
 
 // Build judges every collected object, matches it with Git and assembles
-// the plan, not yet sealed (Seal, or WriteFile, sets its ID). It uses
-// in.Result up: an object's labels and annotations are dropped once it is
-// judged, unless a later step reads them.
+// the plan, not yet sealed (Seal, or WriteFile, sets its ID). It reads
+// nothing but its inputs (the repo at other revisions is in.Renders, read
+// by Render; object bodies come through in.Bodies). It uses in.Result up:
+// an object's labels and annotations are dropped once it is judged, unless
+// a later step reads them.
 func Build(in Inputs) *Plan {
 	cfg := in.Config
 	if cfg == nil {
@@ -106,6 +113,10 @@ func Build(in Inputs) *Plan {
 		p.Findings = append(p.Findings, Finding{Code: CodeArgoCDUnchecked, Severity: Warning, Message: in.Apps.Note})
 	}
 	p.Findings = append(p.Findings, notRun(in.Apps, in.Tracking)...)
+	renders := in.Renders
+	if renders == nil {
+		renders = Render(in, Revisions{})
+	}
 	if ix := in.Index; ix != nil {
 		p.Repo = &Repo{Source: ix.Source, Remote: ix.Remote.Name, RemoteURL: ix.Remote.URL, Revision: ix.Revision, Manifests: len(ix.Manifests()), Kustomizations: ix.Kustomizations,
 			Rendered: ix.Rendered, SkippedFiles: ix.Skipped, Unrendered: ix.Unrendered}
@@ -118,7 +129,8 @@ func Build(in Inputs) *Plan {
 		}
 	}
 	// Applications that ApplicationSets would generate render objects too.
-	p.Findings = append(p.Findings, generated(&in.Apps, in.Index, p.Settings.RepoURL, in.Tracking.Namespace)...)
+	in.Apps = renders.apps
+	p.Findings = append(p.Findings, renders.appSets...)
 	for _, s := range in.Result.SkippedTypes {
 		p.Skipped = append(p.Skipped, Skipped{Kind: s.Type.Kind, Group: s.Type.Group, Class: judge.SkipWholeType, Reason: s.Reason})
 	}
@@ -171,8 +183,8 @@ func Build(in Inputs) *Plan {
 	})
 	p.Objects = make([]Object, n)
 	store := make([]candidate, n)
-	owned, ownedFindings := existingRenders(in.Apps, in.Index, p.Settings.RepoURL, p.Settings.RepoURLFrom, in.Tracking, in.Charts)
-	p.Findings = append(p.Findings, ownedFindings...)
+	owned := renders.owned
+	p.Findings = append(p.Findings, renders.findings...)
 	_ = ordered(len(objs), func(b []struct{}, lo, hi int) ([]struct{}, error) {
 		for i := lo; i < hi; i++ {
 			if at[i] < 0 {
@@ -252,7 +264,7 @@ func Build(in Inputs) *Plan {
 	p.Applications = helmApps(p, cands, in)
 	extendExisting(p, in.Apps.Specs)
 	if in.Apps.Installed {
-		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications)
+		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications, renders.same)
 	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {

@@ -94,7 +94,8 @@ func notRun(apps argoapp.Applications, tr argoapp.Tracking) []Finding {
 // as argoapp.SameRepo compares them). A source adopt cannot render is a
 // finding naming the Application and why, and so are the sources that
 // read other repos (otherRepos).
-func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, repoFrom string, tr argoapp.Tracking, charts helmrelease.Renderer) (appRenders, []Finding) {
+// Each source is read at its targetRevision through revs.
+func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, repoFrom string, tr argoapp.Tracking, charts helmrelease.Renderer, revs Revisions) (appRenders, []Finding) {
 	argoNS := tr.Namespace
 	specs := apps.Specs
 	r := appRenders{specs: specs, by: map[gitindex.Key][]owner{}}
@@ -126,10 +127,10 @@ func existingRenders(apps argoapp.Applications, ix *gitindex.Index, repoURL, rep
 				continue // a values source of a multi-source Application
 			}
 			// Argo CD renders each source at its own targetRevision.
-			at, err := ix.AtRevision(src.TargetRevision)
+			at, err := revs.at(ix, src.TargetRevision)
 			var ms []*gitindex.Manifest
 			if err == nil {
-				ms, err = RenderSource(at, charts, s, src, repoURL)
+				ms, err = RenderSource(at, revs, charts, s, src, repoURL)
 			}
 			if err != nil {
 				fs = append(fs, Finding{Code: CodeSourceNotRendered, Severity: Warning,
@@ -245,21 +246,34 @@ type Root struct {
 	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
 }
 
+// rootSources are the sources of s that may read the apps directory: from
+// the plan's repo, with a path and no chart, of an Application running.
+func rootSources(s argoapp.Spec, repoURL string) []v1alpha1.ApplicationSource {
+	if s.Pending != "" {
+		return nil // not running: it creates nothing yet
+	}
+	var out []v1alpha1.ApplicationSource
+	for _, src := range s.Sources {
+		if inRepo(src, repoURL) && src.Chart == "" && src.Path != "" {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
 // appsRoot finds the existing Application whose directory source reads
 // every new Application's file (<appsDir>/<name>.yaml); nil when none does.
-// A kustomization reads only the files it lists, so it never counts.
-func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string, apps []Application) *Root {
+// A kustomization reads only the files it lists, so it never counts. same
+// says which targetRevisions are the plan's (Renders.same).
+func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string, apps []Application, same map[string]bool) *Root {
 	if ix == nil || repoURL == "" || appsDir == "" {
 		return nil
 	}
 	for _, s := range specs {
-		if s.Pending != "" {
-			continue // not running: it creates nothing yet
-		}
-		for _, src := range s.Sources {
+		for _, src := range rootSources(s, repoURL) {
 			// The new Applications' files are written at the plan's
 			// revision: a root pinned elsewhere never reads them.
-			if !inRepo(src, repoURL) || src.Chart != "" || src.Path == "" || !ix.SameRevision(src.TargetRevision) || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
+			if !same[src.TargetRevision] || ix.IsChart(src.Path) || ix.InKustomization(path.Clean(src.Path)) != "" {
 				continue
 			}
 			d := directoryOf(src)

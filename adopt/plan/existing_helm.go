@@ -24,8 +24,9 @@ import (
 // or $<ref>/… from a multi-source Application's ref source), then
 // valuesObject or values, then parameters (--set, or --set-string with
 // forceString). Hooks are left out, as Argo CD runs them as its own hooks.
-func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
-	out, err := renderGitChart(ix, r, s, src, repoURL)
+// A ref source is read at its targetRevision through revs.
+func renderChart(ix *gitindex.Index, revs Revisions, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
+	out, err := renderGitChart(ix, revs, r, s, src, repoURL)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func renderChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src
 }
 
 // renderGitChart renders the chart in Git at src.Path as renderChart says.
-func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) (helmrelease.Rendered, error) {
+func renderGitChart(ix *gitindex.Index, revs Revisions, r helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) (helmrelease.Rendered, error) {
 	ch, err := ix.Chart(src.Path)
 	if err != nil {
 		return helmrelease.Rendered{}, err
@@ -62,7 +63,7 @@ func renderGitChart(ix *gitindex.Index, r helmrelease.Renderer, s argoapp.Spec, 
 		vix := ix
 		if ref != nil {
 			// A ref source is read at its own targetRevision.
-			if vix, err = ix.AtRevision(ref.TargetRevision); err != nil {
+			if vix, err = revs.at(ix, ref.TargetRevision); err != nil {
 				return helmrelease.Rendered{}, fmt.Errorf("values file %s: %v", vf, err)
 			}
 		}

@@ -221,7 +221,7 @@ func RenderGitChart(ix *gitindex.Index, r helmrelease.Renderer, a Application) (
 	if err != nil {
 		return helmrelease.Rendered{}, err
 	}
-	return renderGitChart(ix, r, argoapp.Spec{Name: a.Name, Destination: a.Namespace}, src, "")
+	return renderGitChart(ix, Revisions{}, r, argoapp.Spec{Name: a.Name, Destination: a.Namespace}, src, "")
 }
 
 // gitChartSource is the Application source apply writes for h, a chart in
@@ -282,7 +282,7 @@ func releaseChart(in Inputs, key string, fs *[]Finding) map[gitindex.Key]*gitind
 	src, err := gitChartSource(h)
 	var ms []*gitindex.Manifest
 	if err == nil {
-		ms, err = renderChart(in.Index, in.Charts, argoapp.Spec{Name: h.ReleaseName, Destination: ns}, src, "")
+		ms, err = renderChart(in.Index, Revisions{}, in.Charts, argoapp.Spec{Name: h.ReleaseName, Destination: ns}, src, "")
 	}
 	var de *gitindex.DependencyError
 	switch {

@@ -19,9 +19,10 @@ import (
 // plan's repo (ix, at the source's revision) as Argo CD's repo-server
 // would: the parameter override files merged in (withOverrides), then the
 // tool sourceType chooses: a chart with Helm (see renderChart), a
-// kustomization or a directory with gitindex. A source adopt cannot
-// render returns an error saying why.
-func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
+// kustomization or a directory with gitindex. A chart's values from a ref
+// source are read at its targetRevision through revs. A source adopt
+// cannot render returns an error saying why.
+func RenderSource(ix *gitindex.Index, revs Revisions, charts helmrelease.Renderer, s argoapp.Spec, src v1alpha1.ApplicationSource, repoURL string) ([]*gitindex.Manifest, error) {
 	src, err := withOverrides(ix, s, src)
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func RenderSource(ix *gitindex.Index, charts helmrelease.Renderer, s argoapp.Spe
 		if !ix.IsChart(dir) {
 			return nil, fmt.Errorf("a Helm source at %s, which holds no Chart.yaml: Argo CD cannot render it either", src.Path)
 		}
-		return renderChart(ix, charts, s, src, repoURL)
+		return renderChart(ix, revs, charts, s, src, repoURL)
 	case v1alpha1.ApplicationSourceTypeKustomize:
 		if !src.Kustomize.IsZero() {
 			return nil, fmt.Errorf("kustomize settings in the Application (namePrefix, images, patches, …): not rendered by adopt")

@@ -151,11 +151,20 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	// Existing (or pending) Applications may render charts from the repo,
 	// and so do hand-installed releases whose chart is in it.
 	charts := chartRenderer(o, ix != nil && (len(apps.Specs) > 0 || chartInGit(helm)))
-	p := plan.Build(plan.Inputs{
+	in := plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
 		Findings: uncheckedNamespaces(unchecked),
-	})
+	}
+	if ix != nil {
+		// The sources of existing Applications are read at their own
+		// revisions here (a URL's are cloned), so that Build reads nothing.
+		in.Renders = plan.Render(in, plan.Revisions{
+			At:   func(rev string) (*gitindex.Index, error) { return ix.AtRevision(ctx, rev) },
+			Same: func(rev string) bool { return ix.SameRevision(ctx, rev) },
+		})
+	}
+	p := plan.Build(in)
 	if o.Preview {
 		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
 			return nil, err

@@ -3,11 +3,14 @@ package status
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // Snapshot is one recorded run: small (counts only, no object names), so a
@@ -51,9 +54,9 @@ func (r *Report) Snapshot() Snapshot {
 
 const snapshotPrefix, snapshotSuffix = "status-", ".json"
 
-// Record writes s into dir as status-<UTC time>.json (created without
-// replacing: two runs in the same nanosecond do not overwrite each other)
-// and returns its path.
+// Record writes s into dir as status-<UTC time>.json, whole (History
+// never reads half a snapshot) and without replacing (two runs in the same
+// nanosecond do not overwrite each other), and returns its path.
 func Record(dir string, s Snapshot) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("--record %s: %w. Pick a writable directory", dir, err)
@@ -63,16 +66,7 @@ func Record(dir string, s Snapshot) (string, error) {
 		return "", err
 	}
 	name := filepath.Join(dir, snapshotPrefix+s.Time.UTC().Format("20060102T150405.000000000Z")+snapshotSuffix)
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("--record %s: %w", dir, err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
+	if err := atomicfile.Create(name, 0o644, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
 		return "", fmt.Errorf("--record %s: %w", name, err)
 	}
 	return name, nil

@@ -14,5 +14,6 @@ import (
 )
 
 func main() {
+	installAPIWarnings(os.Stderr)
 	os.Exit(profile.Run(func() int { return runAs(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr) }))
 }

@@ -23,6 +23,7 @@ var cp *testenv.ControlPlane
 // test on its version's shared Argo CD plane (argoCDPlane's cleanup deletes
 // the Applications its test did not find).
 func TestMain(m *testing.M) {
+	installAPIWarnings(os.Stderr) // as main does
 	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea)
 }
 

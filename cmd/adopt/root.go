@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 )
 
 // run executes the adopt command line and returns the exit code.
@@ -81,10 +80,6 @@ func newRootCmdAs(streams genericiooptions.IOStreams, inv invocation) *cobra.Com
 	flags := genericclioptions.NewConfigFlags(true)
 	timeout := "30s"
 	flags.Timeout = &timeout
-	// Every connection the command makes, the kubeconfig's and those
-	// built from elsewhere (--argocd-clusters' cluster Secrets), sends the
-	// API server's warnings through adopt's masking writer.
-	rest.SetDefaultWarningHandler(newAPIWarnings(streams.ErrOut))
 	root := &cobra.Command{
 		Use:   "adopt",
 		Short: "Move hand-applied Kubernetes objects under Argo CD management, safely",

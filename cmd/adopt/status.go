@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -277,7 +276,7 @@ func (o *StatusOptions) writeHTML(r *status.Report) error {
 	if err := printer.StatusHTML(&b, r, t); err != nil {
 		return fmt.Errorf("render %s: %w", templates.StatusReport, err)
 	}
-	if err := atomicfile.Write(o.HTML, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
+	if err := atomicfile.WriteFile(o.HTML, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("--html %s: %w. Pick a writable path", o.HTML, err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
@@ -34,8 +36,17 @@ func (w *apiWarnings) HandleWarningHeader(code int, _ string, text string) {
 	fmt.Fprintf(w.out, "Warning: %s\n", text)
 }
 
-// newAPIWarnings sends warnings to out; the root command installs it as
-// client-go's process-wide default (rest.SetDefaultWarningHandler).
+// newAPIWarnings sends warnings to out.
 func newAPIWarnings(out io.Writer) *apiWarnings {
 	return &apiWarnings{out: out, seen: map[string]bool{}}
+}
+
+// installAPIWarnings makes apiWarnings to out client-go's process-wide
+// default (rest.SetDefaultWarningHandler), so that every connection the
+// process makes, the kubeconfig's and those built from elsewhere
+// (--argocd-clusters' cluster Secrets), sends the API server's warnings
+// through it. main calls it once, for the process's stderr; no rest.Config
+// sets a handler of its own.
+func installAPIWarnings(out io.Writer) {
+	rest.SetDefaultWarningHandler(newAPIWarnings(out))
 }

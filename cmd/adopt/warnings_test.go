@@ -3,24 +3,41 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
+	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-// TestAPIWarningsThroughAdoptsWriters (issue 36): the API server's
-// warnings reach the command's stderr, not the process's, once each, with
-// what looks like a secret masked. A CRD version deprecated with a warning
-// that quotes a URL with a password and a token is served by the real API
-// server; plan lists its hand-applied object and prints the warning.
+// apiWarningsTo installs adopt's warning handler as main does, writing to
+// a buffer the test reads, and puts main's back when the test ends.
+func apiWarningsTo(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var b bytes.Buffer
+	installAPIWarnings(&b)
+	t.Cleanup(func() { installAPIWarnings(os.Stderr) })
+	return &b
+}
+
+// TestAPIWarningsThroughAdoptsWriters (issues 36 and 44): the API server's
+// warnings go through adopt's masking handler, once each, with what looks
+// like a secret masked, from every connection: main installs the handler
+// as client-go's process-wide default. A CRD version deprecated with a
+// warning that quotes a URL with a password and a token is served by the
+// real API server; plan lists its hand-applied object and the warning is
+// told masked. Then the same cluster is reached only through its Argo CD
+// cluster Secret (plan --argocd-clusters; the kubeconfig has only the
+// management cluster, which has no such CRD), and its warning is masked
+// too.
 func TestAPIWarningsThroughAdoptsWriters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	ns := cp.Namespace(t)
 	const pass, token = "Wp0-S3cr3tPassw0rd-7f1c", "aZ3kP9qL2mX8vB4nR7tY1wE6uI0oS5dF"
 	kc(t, []byte(fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
@@ -40,34 +57,44 @@ spec:
 `, pass, token)), "apply", "-f", "-")
 	kc(t, nil, "wait", "--for", "condition=established", "crd/gadgets.warn.adopt.dev")
 	kc(t, []byte(fmt.Sprintf("apiVersion: warn.adopt.dev/v1\nkind: Gadget\nmetadata: {name: g1, namespace: %s}\nspec: {size: 3}\n", ns)), "apply", "-f", "-")
+	want := "Warning: warn.adopt.dev/v1 Gadget is going away; migrate with https://robot:<redacted>@tools.invalid/migrate?<redacted>"
+	check := func(how, out, errOut string, warned *bytes.Buffer) {
+		t.Helper()
+		for _, s := range []string{pass, token} {
+			if strings.Contains(out+errOut+warned.String(), s) {
+				t.Errorf("%s: a secret in the API server's warning reached the output: %s %s", how, errOut, warned)
+			}
+		}
+		if strings.Count(warned.String(), want) != 1 {
+			t.Errorf("%s: the warnings told %q, want this once, masked: %q", how, warned, want)
+		}
+	}
 
+	warned := apiWarningsTo(t)
 	out, errOut, code := adopt(t, "plan", "-n", ns, "-o", "json")
 	if code != ExitOK && code != ExitFindings {
 		t.Fatalf("plan exited %d: %s", code, errOut)
 	}
-	for _, s := range []string{pass, token} {
-		if strings.Contains(out+errOut, s) {
-			t.Errorf("a secret in the API server's warning reached the output: %s", errOut)
-		}
-	}
-	want := "Warning: warn.adopt.dev/v1 Gadget is going away; migrate with https://robot:<redacted>@tools.invalid/migrate?<redacted>"
-	if strings.Count(errOut, want) != 1 {
-		t.Errorf("stderr %q, want the warning once, masked: %q", errOut, want)
-	}
+	check("plan", out, errOut, warned)
 
-	// A connection the command builds from elsewhere, as --argocd-clusters
-	// does from a cluster Secret (a bare rest.Config, no kubeconfig and no
-	// ConfigFlags), sends its warnings through the same writer: the
-	// handler is client-go's process-wide default.
-	var stderr bytes.Buffer
-	newRootCmd(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &stderr})
-	bare := rest.CopyConfig(cp.RESTConfig())
-	bare.WarningHandler = nil
-	gadgets := schema.GroupVersionResource{Group: "warn.adopt.dev", Version: "v1", Resource: "gadgets"}
-	if _, err := dynamic.NewForConfigOrDie(bare).Resource(gadgets).Namespace(ns).List(context.Background(), metav1.ListOptions{}); err != nil {
+	// --argocd-clusters: cp registered with another cluster's Argo CD, and
+	// reached only through that cluster Secret's own rest.Config.
+	mgmt := startControlPlane(ctx, t)
+	installApplicationCRDOn(t, mgmt)
+	if _, err := testenv.RegisterClusterOn(ctx, mgmt, argoNS, "workload", cp, map[string]string{"fleet": "warnings"}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(stderr.String(), want) != 1 || strings.Contains(stderr.String(), token) {
-		t.Errorf("a bare connection's warning: stderr %q, want it once, masked", stderr.String())
+	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"mgmt": mgmt})
+	warned = apiWarningsTo(t)
+	var outb, errb bytes.Buffer
+	code = runAdopt(t, "adopt", []string{"--kubeconfig", kubeconfig, "plan", "--argocd-context", "mgmt", "--argocd-clusters=fleet=warnings",
+		"--argocd-version", "v3.2.6", "-n", ns, "--out-dir", filepath.Join(t.TempDir(), "fleet"), "-o", "json"}, strings.NewReader(""), &outb, &errb)
+	var ix fleet.Index
+	if err := json.Unmarshal(outb.Bytes(), &ix); err != nil || code != ExitOK && code != ExitFindings {
+		t.Fatalf("plan --argocd-clusters exited %d (%v): %s %s", code, err, outb.String(), errb.String())
 	}
+	if len(ix.Clusters) != 1 || ix.Clusters[0].Via != fleet.ViaArgoCDCluster || ix.Clusters[0].NotScanned != "" {
+		t.Fatalf("plan --argocd-clusters did not plan the workload through its cluster Secret: %+v", ix.Clusters)
+	}
+	check("plan --argocd-clusters", outb.String(), errb.String(), warned)
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/internal/demo/estate"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -58,7 +59,6 @@ func say(format string, a ...any) {
 
 // demo holds what the steps share.
 type demo struct {
-	ctx      context.Context
 	cp       *testenv.ControlPlane
 	adoptBin string
 	work     string
@@ -74,9 +74,9 @@ func (d *demo) phase(name string) {
 
 // adopt runs the adopt binary with extra environment variables; it returns
 // the exit code, and an error only when the binary could not run.
-func (d *demo) adopt(env []string, args ...string) (int, error) {
+func (d *demo) adopt(ctx context.Context, env []string, args ...string) (int, error) {
 	fmt.Printf("$ adopt %s\n\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(d.ctx, d.adoptBin, append([]string{"--kubeconfig", d.cp.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, d.adoptBin, append([]string{"--kubeconfig", d.cp.Kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err := cmd.Run()
@@ -87,8 +87,8 @@ func (d *demo) adopt(env []string, args ...string) (int, error) {
 }
 
 // mustAdopt is adopt that wants exit code 0.
-func (d *demo) mustAdopt(env []string, args ...string) error {
-	code, err := d.adopt(env, args...)
+func (d *demo) mustAdopt(ctx context.Context, env []string, args ...string) error {
+	code, err := d.adopt(ctx, env, args...)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit code %d", code)
 	}
@@ -99,17 +99,17 @@ func (d *demo) mustAdopt(env []string, args ...string) error {
 }
 
 // kubectl runs the real kubectl, echoing the command and its output.
-func (d *demo) kubectl(args ...string) error {
+func (d *demo) kubectl(ctx context.Context, args ...string) error {
 	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
-	out, err := d.cp.Kubectl(d.ctx, nil, args...)
+	out, err := d.cp.Kubectl(ctx, nil, args...)
 	fmt.Print(out)
 	return err
 }
 
 // git runs the git CLI in dir, echoing the command.
-func (d *demo) git(dir string, args ...string) (string, error) {
+func (d *demo) git(ctx context.Context, dir string, args ...string) (string, error) {
 	fmt.Printf("$ git %s\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(d.ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
@@ -122,7 +122,7 @@ func (d *demo) git(dir string, args ...string) (string, error) {
 func run(adoptBin, version string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &demo{ctx: ctx, adoptBin: adoptBin, last: time.Now()}
+	d := &demo{adoptBin: adoptBin, last: time.Now()}
 
 	say("Starting a real kube-apiserver and etcd on loopback (built once, cached in ~/.cache/adopt)")
 	cp, err := testenv.Start(ctx, testenv.Options{})
@@ -148,9 +148,9 @@ func run(adoptBin, version string) error {
 	}
 	defer os.RemoveAll(d.work)
 	if version == "" {
-		err = d.withoutArgoCD()
+		err = d.withoutArgoCD(ctx)
 	} else {
-		err = d.withArgoCD(version)
+		err = d.withArgoCD(ctx, version)
 	}
 	if err != nil {
 		return err
@@ -174,12 +174,12 @@ scans; see examples/rbac for a read-only ClusterRole.`, "\n"))
 }
 
 // seed seeds the estate and shows the Deployment that cannot fit.
-func (d *demo) seed() error {
+func (d *demo) seed(ctx context.Context) error {
 	say("Seeding the incident's estate with the real kubectl, the way the runbook did")
-	if err := estate.Seed(d.ctx, d.cp, os.Stdout); err != nil {
+	if err := estate.Seed(ctx, d.cp, os.Stdout); err != nil {
 		return err
 	}
-	reason, err := d.cp.WaitUnschedulable(d.ctx, "litellm-test", "app=litellm")
+	reason, err := d.cp.WaitUnschedulable(ctx, "litellm-test", "app=litellm")
 	if err != nil {
 		return err
 	}
@@ -189,8 +189,8 @@ func (d *demo) seed() error {
 }
 
 // withoutArgoCD is ARGOCD=0: plan and apply against a local GitOps repo.
-func (d *demo) withoutArgoCD() error {
-	if err := d.seed(); err != nil {
+func (d *demo) withoutArgoCD(ctx context.Context) error {
+	if err := d.seed(ctx); err != nil {
 		return err
 	}
 	repo := filepath.Join(d.work, "gitops")
@@ -200,44 +200,44 @@ func (d *demo) withoutArgoCD() error {
 	}
 	fmt.Println("k8s/system/litellm-test-usage-hook-cm.yaml is 8,126 B ahead of the live ConfigMap; k8s/system/README.md still says kubectl apply")
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := os.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
 		return err
 	}
 	planFile := filepath.Join(d.work, "plan.yaml")
 	say("adopt plan: what is untracked, how close to the cap, and where it lives in Git")
-	if err := d.mustAdopt(nil, "plan", "--repo", repo, "--config", cfg, "--out", planFile); err != nil {
+	if err := d.mustAdopt(ctx, nil, "plan", "--repo", repo, "--config", cfg, "--out", planFile); err != nil {
 		return err
 	}
 	d.phase("plan")
 	say("adopt apply: the Applications, on a branch of the GitOps repo (nothing in the cluster changes)")
 	say("Without an Argo CD to ask, the version is unknown: apply refuses to guess whether the first sync of the 98% ConfigMap needs ClientSideApplyMigration=false")
-	if code, err := d.adopt(nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil || code != 2 {
+	if code, err := d.adopt(ctx, nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git"); err != nil || code != 2 {
 		return fmt.Errorf("apply with the Argo CD version unknown: exit %d (%v), want 2 (refused)", code, err)
 	}
 	say("So name the remedy: --csa-migration=disable is safe on every Argo CD version")
-	if err := d.mustAdopt(nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git", "--csa-migration", "disable"); err != nil {
+	if err := d.mustAdopt(ctx, nil, "apply", "--plan", planFile, "--repo", repo, "--repo-url", "https://git.example.invalid/platform/gitops.git", "--csa-migration", "disable"); err != nil {
 		return err
 	}
 	d.phase("apply")
 	if os.Getenv("PR") != "" {
-		if err := d.pullRequest(repo, planFile); err != nil {
+		if err := d.pullRequest(ctx, repo, planFile); err != nil {
 			return err
 		}
 	}
 	say("What apply wrote")
-	git := exec.CommandContext(d.ctx, "git", "-C", repo, "log", "--all", "--stat", "--format=%n%C(auto)%d %s%n%b", "-1", "--exclude=refs/heads/main", "--branches=adopt/*")
+	git := exec.CommandContext(ctx, "git", "-C", repo, "log", "--all", "--stat", "--format=%n%C(auto)%d %s%n%b", "-1", "--exclude=refs/heads/main", "--branches=adopt/*")
 	git.Stdout, git.Stderr = os.Stdout, os.Stderr
 	if err := git.Run(); err != nil {
 		return fmt.Errorf("git log: %w", err)
 	}
 	fmt.Println("\nNext, after review and merge, and Argo CD's first sync:  adopt finalize --plan plan.yaml")
 	fmt.Println("(make demo without ARGOCD=0 runs that part too, on a real Argo CD)")
-	return d.status(nil, planFile, repo, "--config", cfg)
+	return d.status(ctx, nil, planFile, repo, "--config", cfg)
 }
 
 // status ends the demo: adopt status over the plan, and its HTML report
 // written where it outlives the demo's work directory.
-func (d *demo) status(env []string, planFile, repo string, extra ...string) error {
+func (d *demo) status(ctx context.Context, env []string, planFile, repo string, extra ...string) error {
 	say("adopt status: where every object stands, and the report for the team")
 	dir, err := os.MkdirTemp("", "adopt-demo-status-")
 	if err != nil {
@@ -245,7 +245,7 @@ func (d *demo) status(env []string, planFile, repo string, extra ...string) erro
 	}
 	html := filepath.Join(dir, "status.html")
 	args := append([]string{"status", "--plan", planFile, "--repo", repo, "--record", filepath.Join(dir, "history"), "--html", html}, extra...)
-	if err := d.mustAdopt(env, args...); err != nil {
+	if err := d.mustAdopt(ctx, env, args...); err != nil {
 		return err
 	}
 	d.phase("status")
@@ -254,9 +254,9 @@ func (d *demo) status(env []string, planFile, repo string, extra ...string) erro
 }
 
 // withArgoCD tells the whole story on a real Argo CD.
-func (d *demo) withArgoCD(version string) error {
+func (d *demo) withArgoCD(ctx context.Context, version string) error {
 	say("A real Argo CD %s out of cluster on loopback (built once, cached in ~/.cache/adopt; the first build takes minutes)", version)
-	argo, err := testenv.StartArgoCD(d.ctx, d.cp, version)
+	argo, err := testenv.StartArgoCD(ctx, d.cp, version)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func (d *demo) withArgoCD(version string) error {
 	for _, tm := range argo.Timings {
 		fmt.Printf("  %-48s %s\n", tm.Step, tm.Took.Round(time.Millisecond))
 	}
-	if err := argo.SetConfig(d.ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
+	if err := argo.SetConfig(ctx, map[string]string{"application.resourceTrackingMethod": "annotation"}); err != nil {
 		return err
 	}
 	fmt.Printf("argocd-server at %s; tracking by annotation (argocd-cm)\n", argo.Address)
@@ -288,88 +288,88 @@ metadata:
   labels: {argocd.argoproj.io/secret-type: repository}
 stringData: {type: git, url: %q, username: %q, password: %q}
 `, repoURL, gs.User, gs.Password)
-	if err := argo.CreateApplication(d.ctx, []byte(repoSecret)); err != nil {
+	if err := argo.CreateApplication(ctx, []byte(repoSecret)); err != nil {
 		return err
 	}
 	fmt.Printf("%s: k8s/system/litellm-test-usage-hook-cm.yaml is 8,126 B ahead of the live ConfigMap; Argo CD has its credentials (Secret argocd/repo-gitops)\n", repoURL)
 	checkout := filepath.Join(d.work, "checkout")
-	if _, err := d.git("", "clone", "-q", gs.BarePath("gitops"), checkout); err != nil {
+	if _, err := d.git(ctx, "", "clone", "-q", gs.BarePath("gitops"), checkout); err != nil {
 		return err
 	}
-	if err := d.seed(); err != nil {
+	if err := d.seed(ctx); err != nil {
 		return err
 	}
 	say("The payments service is already managed by Argo CD")
-	if err := d.kubectl("apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp)); err != nil {
+	if err := d.kubectl(ctx, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp)); err != nil {
 		return err
 	}
 
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := os.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("adopt.yaml leaves Argo CD's own installation out:\n%s", estate.AdoptConfig)
 	planFile := filepath.Join(d.work, "plan.yaml")
 	gitEnv := []string{"ADOPT_GIT_USERNAME=" + gs.User, "ADOPT_GIT_TOKEN=" + gs.Password}
 	say("adopt plan: what is untracked, how close to the cap, and where it lives in Git")
-	if err := d.mustAdopt(gitEnv, "plan", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--out", planFile); err != nil {
+	if err := d.mustAdopt(ctx, gitEnv, "plan", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--out", planFile); err != nil {
 		return err
 	}
 	d.phase("plan")
 	say("adopt apply: the Applications, on a branch of the GitOps repo (nothing in the cluster changes)")
-	if err := d.mustAdopt(gitEnv, "apply", "--plan", planFile, "--repo", repoURL, "--git-user", gs.User); err != nil {
+	if err := d.mustAdopt(ctx, gitEnv, "apply", "--plan", planFile, "--repo", repoURL, "--git-user", gs.User); err != nil {
 		return err
 	}
 	d.phase("apply")
 	if os.Getenv("PR") != "" {
-		if err := d.pullRequest(checkout, planFile); err != nil {
+		if err := d.pullRequest(ctx, checkout, planFile); err != nil {
 			return err
 		}
 	}
 
 	say("Review and merge (here: fast-forward main to the adoption branch)")
 	bare := gs.BarePath("gitops")
-	branch, err := d.git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/adopt/")
+	branch, err := d.git(ctx, bare, "for-each-ref", "--format=%(refname)", "refs/heads/adopt/")
 	if err != nil {
 		return err
 	}
-	old, err := d.git(bare, "rev-parse", "refs/heads/main")
+	old, err := d.git(ctx, bare, "rev-parse", "refs/heads/main")
 	if err != nil {
 		return err
 	}
-	if _, err := d.git(bare, "merge-base", "--is-ancestor", old, branch); err != nil {
+	if _, err := d.git(ctx, bare, "merge-base", "--is-ancestor", old, branch); err != nil {
 		return err
 	}
-	if _, err := d.git(bare, "update-ref", "refs/heads/main", branch, old); err != nil {
+	if _, err := d.git(ctx, bare, "update-ref", "refs/heads/main", branch, old); err != nil {
 		return err
 	}
-	if _, err := d.git(checkout, "pull", "-q", "--ff-only", "origin", "main"); err != nil {
+	if _, err := d.git(ctx, checkout, "pull", "-q", "--ff-only", "origin", "main"); err != nil {
 		return err
 	}
 	say("Create the Applications from the repo (or let an app-of-apps pick up argocd/apps/)")
-	if err := d.kubectl("apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, "argocd", "apps")); err != nil {
+	if err := d.kubectl(ctx, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, "argocd", "apps")); err != nil {
 		return err
 	}
 	d.phase("merge + Applications")
 
 	say("adopt finalize --sync, Kubernetes mode: first sync of adopt-system, then clean up the hooks")
-	if err := d.mustAdopt(nil, "finalize", "--plan", planFile, "--sync", "--app", "adopt-system", "--timeout", "5m", "--poll-interval", "1s"); err != nil {
+	if err := d.mustAdopt(ctx, nil, "finalize", "--plan", planFile, "--sync", "--app", "adopt-system", "--timeout", "5m", "--poll-interval", "1s"); err != nil {
 		return err
 	}
 	d.phase("finalize (kubernetes mode)")
 	say("adopt finalize --sync, Argo CD API mode: log in as admin with the initial admin password, then adopt-cluster")
-	token, err := argo.Token(d.ctx)
+	token, err := argo.Token(ctx)
 	if err != nil {
 		return err
 	}
 	tokenEnv := []string{"ARGOCD_AUTH_TOKEN=" + token}
 	api := []string{"--argocd-server", argo.Address, "--plaintext", "--poll-interval", "1s"}
 	fmt.Println("(the token is in $ARGOCD_AUTH_TOKEN; adopt never prints it)")
-	if err := d.mustAdopt(tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-cluster", "--timeout", "5m"}, api...)...); err != nil {
+	if err := d.mustAdopt(ctx, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-cluster", "--timeout", "5m"}, api...)...); err != nil {
 		return err
 	}
 	say("adopt-litellm-test: its Deployment cannot fit, so finalize explains why and leaves it alone (exit code 4)")
-	code, err := d.adopt(tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-litellm-test", "--timeout", "30s"}, api...)...)
+	code, err := d.adopt(ctx, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-litellm-test", "--timeout", "30s"}, api...)...)
 	if err != nil {
 		return err
 	}
@@ -380,7 +380,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	d.phase("finalize (api mode)")
 
 	say("Git deletes %s from %s; the next sync deletes it from the cluster", estate.DeletedKey, estate.ProxyConfigName)
-	if err := os.WriteFile(filepath.Join(checkout, estate.ProxyConfigPath), []byte(estate.ProxyConfigManifest(false)), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(checkout, estate.ProxyConfigPath), []byte(estate.ProxyConfigManifest(false)), 0o644); err != nil {
 		return err
 	}
 	for _, args := range [][]string{
@@ -388,35 +388,35 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 		{"-c", "user.name=demo", "-c", "user.email=demo@example.invalid", "commit", "-q", "-m", "drop " + estate.DeletedKey},
 		{"push", "-q", "origin", "HEAD:main"},
 	} {
-		if _, err := d.git(checkout, args...); err != nil {
+		if _, err := d.git(ctx, checkout, args...); err != nil {
 			return err
 		}
 	}
-	rev, err := d.git(checkout, "rev-parse", "HEAD")
+	rev, err := d.git(ctx, checkout, "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("sync adopt-system at %s (its own sync options, no prune)\n", rev[:12])
-	if err := argoapp.TriggerSync(d.ctx, dynamic.NewForConfigOrDie(d.cp.RESTConfig()), argo.Namespace, "adopt-system", rev); err != nil {
+	if err := argoapp.TriggerSync(ctx, dynamic.NewForConfigOrDie(d.cp.RESTConfig()), argo.Namespace, "adopt-system", rev); err != nil {
 		return err
 	}
-	st, err := argo.WaitApplication(d.ctx, "adopt-system", func(s testenv.AppStatus) bool {
+	st, err := argo.WaitApplication(ctx, "adopt-system", func(s testenv.AppStatus) bool {
 		return s.Revision == rev && s.OperationPhase == "Succeeded" && testenv.SyncedHealthy(s)
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("adopt-system: %s at %s\n", st.Sync+"/"+st.Health, rev[:12])
-	if err := d.kubectl("get", "configmap", "-n", estate.ProxyConfigNamespace, estate.ProxyConfigName, "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
+	if err := d.kubectl(ctx, "get", "configmap", "-n", estate.ProxyConfigNamespace, estate.ProxyConfigName, "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
 		return err
 	}
 	fmt.Printf("%s is gone. Without finalize, kubectl's co-ownership from the runbook's --server-side apply would have kept it.\n", estate.DeletedKey)
 	d.phase("key deleted in git, synced")
-	if err := d.status(gitEnv, planFile, repoURL, "--config", cfg); err != nil {
+	if err := d.status(ctx, gitEnv, planFile, repoURL, "--config", cfg); err != nil {
 		return err
 	}
 	say("adopt reconcile, as a CronJob would run it: the estate is adopted, so there is nothing to do")
-	if err := d.mustAdopt(gitEnv, "reconcile", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--journal-dir", d.work); err != nil {
+	if err := d.mustAdopt(ctx, gitEnv, "reconcile", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--journal-dir", d.work); err != nil {
 		return err
 	}
 	d.phase("reconcile")
@@ -425,28 +425,28 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 
 // pullRequest starts a real Gitea on loopback, copies the demo repo into it
 // and runs `adopt apply --open-pr` against it (make demo PR=1).
-func (d *demo) pullRequest(repo, planFile string) error {
+func (d *demo) pullRequest(ctx context.Context, repo, planFile string) error {
 	say("PR=1: starting a real Gitea on loopback (built once, cached in ~/.cache/adopt)")
-	g, err := testenv.StartGitea(d.ctx)
+	g, err := testenv.StartGitea(ctx)
 	if err != nil {
 		return err
 	}
 	defer g.Stop()
-	url, err := g.CreateRepo(d.ctx, "gitops")
+	url, err := g.CreateRepo(ctx, "gitops")
 	if err != nil {
 		return err
 	}
-	if err := g.PushRepo(d.ctx, repo, url, "main"); err != nil {
+	if err := g.PushRepo(ctx, repo, url, "main"); err != nil {
 		return err
 	}
 	say("adopt apply --open-pr against %s", url)
 	env := []string{"ADOPT_GIT_TOKEN=" + g.Token} // for the push; the PR step reads it too
-	if err := d.mustAdopt(env, "apply", "--plan", planFile, "--repo", url, "--git-user", g.User, "--open-pr", "--provider", "gitea", "--pr-label", "adopt"); err != nil {
+	if err := d.mustAdopt(ctx, env, "apply", "--plan", planFile, "--repo", url, "--git-user", g.User, "--open-pr", "--provider", "gitea", "--pr-label", "adopt"); err != nil {
 		return err
 	}
 	fmt.Printf("Log in at %s as %s / %s to read the pull request while the demo waits 5 seconds.\n", g.URL, g.User, g.Password)
 	select {
-	case <-d.ctx.Done():
+	case <-ctx.Done():
 	case <-time.After(5 * time.Second):
 	}
 	return nil

@@ -5,37 +5,55 @@ package profile
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
-// Run runs fn under the profilers the environment asks for, for the
-// bench and for whoever tunes adopt: ADOPT_CPUPROFILE names a file for a
-// CPU profile of the whole run, ADOPT_MEMPROFILE one for the heap profile
-// at the run's peak (go tool pprof reads both). Unset, it only runs fn.
+// failed is adopt's ExitError: the work failed.
+const failed = 1
+
+// Run runs fn under the profilers the environment asks for:
+// ADOPT_CPUPROFILE names a file for a CPU profile of the whole run,
+// ADOPT_MEMPROFILE one for the heap profile at the run's peak (go tool
+// pprof reads both). Unset, it only runs fn. Each file is written whole
+// (internal/atomicfile): the CPU profile when the run ends, the heap
+// profile at each new peak.
 func Run(fn func() int) int {
-	if path := os.Getenv("ADOPT_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
-			return 1 // adopt's ExitError: the work failed
+	if path := os.Getenv("ADOPT_MEMPROFILE"); path != "" {
+		inner := fn
+		fn = func() int {
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go peakHeap(path, stop, done)
+			defer func() { close(stop); <-done }()
+			return inner()
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
-			return 1 // adopt's ExitError: the work failed
+	}
+	path := os.Getenv("ADOPT_CPUPROFILE")
+	if path == "" {
+		return fn()
+	}
+	code, ran := failed, false
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if err := pprof.StartCPUProfile(w); err != nil {
+			return err
 		}
 		defer pprof.StopCPUProfile()
+		code, ran = fn(), true
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "adopt: ADOPT_CPUPROFILE:", err)
+		if !ran {
+			return failed
+		}
 	}
-	if path := os.Getenv("ADOPT_MEMPROFILE"); path != "" {
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go peakHeap(path, stop, done)
-		defer func() { close(stop); <-done }()
-	}
-	return fn()
+	return code
 }
 
 // peakHeap writes the heap profile to path each time the heap in use
@@ -58,12 +76,7 @@ func peakHeap(path string, stop, done chan struct{}) {
 			continue
 		}
 		peak = m.HeapInuse
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
-		if err != nil {
+		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) }); err != nil {
 			fmt.Fprintln(os.Stderr, "adopt: ADOPT_MEMPROFILE:", err)
 			return
 		}

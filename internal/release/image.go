@@ -7,10 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // The container image is written as an OCI image layout, in one tar
@@ -183,7 +184,7 @@ func writeImage(o Options, bins map[Target][]byte) (Archive, error) {
 		return Archive{}, err
 	}
 	name := ImageName(o.Version)
-	if err := os.WriteFile(filepath.Join(o.Out, name), out.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, name), out.Bytes(), 0o644); err != nil {
 		return Archive{}, err
 	}
 	sum := sha256.Sum256(out.Bytes())

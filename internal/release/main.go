@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // AllTargets are the platforms make release builds.
@@ -211,14 +213,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, a := range sums {
 		fmt.Fprintf(&b, "%s  %s\n", a.SHA256, a.Name)
 	}
-	if err := os.WriteFile(filepath.Join(o.Out, "checksums.txt"), []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, "checksums.txt"), []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
 	m, err := KrewManifest(o, res.Archives)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(o.Out, "plugins", "adopt.yaml"), m, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, "plugins", "adopt.yaml"), m, 0o644); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -290,7 +292,7 @@ func writeArchive(o Options, t Target, bin []byte, docs []entry) (Archive, error
 		return Archive{}, err
 	}
 	name := ArchiveName(o.Version, t)
-	if err := os.WriteFile(filepath.Join(o.Out, name), buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, name), buf.Bytes(), 0o644); err != nil {
 		return Archive{}, err
 	}
 	sum := sha256.Sum256(buf.Bytes())

@@ -162,7 +162,7 @@ func testAppSetOracle(t *testing.T, ctx context.Context, a *ArgoCD, ix *gitindex
 				if !argoapp.SameRepo(url, repoURL) {
 					return nil, fmt.Errorf("reads %s", url)
 				}
-				return ix.AtRevision(rev)
+				return ix.AtRevision(ctx, rev)
 			})
 			if len(skipped) > 0 {
 				t.Fatalf("adopt did not evaluate: %q", skipped)

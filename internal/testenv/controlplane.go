@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // Users of the control plane. Admin is in system:masters; Viewer is in no
@@ -135,7 +137,7 @@ func (cp *ControlPlane) start(ctx context.Context, o Options) error {
 	tokens := filepath.Join(cp.Dir, "tokens.csv")
 	csv := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s,\"adopt:viewers\"\n",
 		cp.AdminToken, AdminUser, AdminUser, cp.ViewerToken, ViewerUser, ViewerUser)
-	if err := os.WriteFile(tokens, []byte(csv), 0o600); err != nil {
+	if err := atomicfile.WriteFile(tokens, []byte(csv), 0o600); err != nil {
 		return err
 	}
 	port := ports[2]
@@ -209,7 +211,7 @@ contexts:
     user: %s
 current-context: adopt-local
 `, server, user, token, user)
-	return os.WriteFile(path, []byte(cfg), 0o600)
+	return atomicfile.WriteFile(path, []byte(cfg), 0o600)
 }
 
 // RESTConfig is the admin's client configuration.
@@ -369,5 +371,5 @@ func writeRSAKey(path string) error {
 		return err
 	}
 	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-	return os.WriteFile(path, b, 0o600)
+	return atomicfile.WriteFile(path, b, 0o600)
 }

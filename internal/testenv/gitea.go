@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // GiteaVersion is the Gitea release the tests and the demo run.
@@ -79,7 +81,7 @@ func (g *Gitea) start(ctx context.Context, bin, modDir string) error {
 		return err
 	}
 	ini := filepath.Join(g.Dir, "app.ini")
-	if err := os.WriteFile(ini, []byte(giteaINI(g.Dir, modDir, u.Username, ports[0])), 0o600); err != nil {
+	if err := atomicfile.WriteFile(ini, []byte(giteaINI(g.Dir, modDir, u.Username, ports[0])), 0o600); err != nil {
 		return err
 	}
 	env := append(os.Environ(), "GITEA_WORK_DIR="+g.Dir, "HOME="+filepath.Join(g.Dir, "home"), "GIT_CONFIG_NOSYSTEM=1")

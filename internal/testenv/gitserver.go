@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // GitServer is the real git smart-HTTP server (`git http-backend` behind
@@ -178,7 +180,7 @@ func WriteFiles(dir string, files map[string]string) error {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+		if err := atomicfile.WriteFile(full, []byte(c), 0o644); err != nil {
 			return err
 		}
 	}

@@ -250,6 +250,7 @@ func testHelmOracle(t *testing.T, ctx context.Context, version string, a *ArgoCD
 		t.Fatal(err)
 	}
 	charts := helmrelease.Renderer{KubeVersion: sv.GitVersion, APIVersions: helmrelease.APIVersions(cp.Clientset().Discovery())}
+	revs := plan.Revisions{At: func(rev string) (*gitindex.Index, error) { return ix.AtRevision(ctx, rev) }}
 	for _, h := range oracleHelmApps {
 		t.Run(h.app, func(t *testing.T) {
 			argo := oracleManifests(t, ctx, a, h.app)
@@ -272,7 +273,7 @@ func testHelmOracle(t *testing.T, ctx context.Context, version string, a *ArgoCD
 				if src.Path == "" && src.Ref != "" {
 					continue // the values source
 				}
-				ms, err := plan.RenderSource(ix, charts, s, src, repoURL)
+				ms, err := plan.RenderSource(ix, revs, charts, s, src, repoURL)
 				if err != nil {
 					t.Fatalf("adopt cannot render %s of %s: %v", src.Path, h.app, err)
 				}

@@ -21,6 +21,8 @@ import (
 	"github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
 
 // SSHGitServer is a real SSH server on loopback for git: it runs the real
@@ -46,8 +48,7 @@ type SSHGitServer struct {
 	execPath   string
 	config     *ssh.ServerConfig
 	l          net.Listener
-	ctx        context.Context
-	cancel     context.CancelFunc
+	cancel     context.CancelFunc // ends the git processes (Close)
 	wg         sync.WaitGroup
 	mu         sync.Mutex
 	authorized map[string]bool
@@ -94,9 +95,10 @@ func StartSSHGitServer(root string) (*SSHGitServer, error) {
 	}
 	s.Addr = s.l.Addr().String()
 	s.Port = s.l.Addr().(*net.TCPAddr).Port
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	s.wg.Add(1)
-	go s.serve()
+	go s.serve(ctx)
 	return s, nil
 }
 
@@ -147,10 +149,10 @@ func WriteSSHKey(path, passphrase string) (ssh.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
 		return nil, err
 	}
-	return sp, os.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(sp), 0o644)
+	return sp, atomicfile.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(sp), 0o644)
 }
 
 // KnownHostsLine is the server's known_hosts line,
@@ -161,7 +163,7 @@ func (s *SSHGitServer) KnownHostsLine() string {
 
 // WriteKnownHosts writes a known_hosts file holding only this server.
 func (s *SSHGitServer) WriteKnownHosts(path string) error {
-	return os.WriteFile(path, []byte(s.KnownHostsLine()+"\n"), 0o644)
+	return atomicfile.WriteFile(path, []byte(s.KnownHostsLine()+"\n"), 0o644)
 }
 
 // URL is the ssh:// URL of repo name (without .git).
@@ -213,7 +215,7 @@ func (s *SSHGitServer) WriteSSHConfig(path, alias string) (*SSHConfig, error) {
 		return nil, fmt.Errorf("ssh_config alias %q is not a plain host name", alias)
 	}
 	text := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n", alias, s.Port)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
 	cfg, err := ssh_config.DecodeBytes([]byte(text))
@@ -252,7 +254,7 @@ func (s *SSHGitServer) Close() {
 	}
 }
 
-func (s *SSHGitServer) serve() {
+func (s *SSHGitServer) serve(ctx context.Context) {
 	defer s.wg.Done()
 	for {
 		c, err := s.l.Accept()
@@ -268,11 +270,11 @@ func (s *SSHGitServer) serve() {
 		s.conns[c] = true
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.handleConn(c)
+		go s.handleConn(ctx, c)
 	}
 }
 
-func (s *SSHGitServer) handleConn(c net.Conn) {
+func (s *SSHGitServer) handleConn(ctx context.Context, c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -298,7 +300,7 @@ func (s *SSHGitServer) handleConn(c net.Conn) {
 			continue
 		}
 		s.wg.Add(1)
-		go s.session(ch, creqs)
+		go s.session(ctx, ch, creqs)
 	}
 }
 
@@ -308,7 +310,7 @@ var (
 )
 
 // session serves one session channel: env GIT_PROTOCOL, then one exec.
-func (s *SSHGitServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (s *SSHGitServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer s.wg.Done()
 	defer ch.Close()
 	var env []string
@@ -329,7 +331,7 @@ func (s *SSHGitServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			}
 			_ = req.Reply(true, nil)
 			go ssh.DiscardRequests(reqs)
-			status := s.exec(ch, cmd.Command, env)
+			status := s.exec(ctx, ch, cmd.Command, env)
 			_ = ch.CloseWrite()
 			_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
 			return
@@ -339,8 +341,9 @@ func (s *SSHGitServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	}
 }
 
-// exec runs one git command on the channel and returns its exit status.
-func (s *SSHGitServer) exec(ch ssh.Channel, command string, env []string) uint32 {
+// exec runs one git command on the channel and returns its exit status;
+// ctx ends with the server.
+func (s *SSHGitServer) exec(ctx context.Context, ch ssh.Channel, command string, env []string) uint32 {
 	service, arg, err := parseGitCommand(command)
 	if err == nil {
 		arg, err = s.repoPath(arg)
@@ -349,7 +352,7 @@ func (s *SSHGitServer) exec(ch ssh.Channel, command string, env []string) uint32
 		fmt.Fprintf(ch.Stderr(), "fatal: %v\n", err)
 		return 128
 	}
-	cmd := exec.CommandContext(s.ctx, filepath.Join(s.execPath, service), arg)
+	cmd := exec.CommandContext(ctx, filepath.Join(s.execPath, service), arg)
 	cmd.Dir = s.Root
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = ch

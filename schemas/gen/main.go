@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/adopt-dev/adopt/internal/atomicfile"
 	"github.com/adopt-dev/adopt/schemas"
 )
 
@@ -13,7 +14,7 @@ func main() {
 	files, err := schemas.Generate("..")
 	for name, b := range files {
 		if err == nil {
-			err = os.WriteFile(name, b, 0o644)
+			err = atomicfile.WriteFile(name, b, 0o644)
 		}
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -163,7 +164,7 @@ func Seed(ctx context.Context, cp *testenv.ControlPlane, w io.Writer) error {
 	if err := kubectl(ordinaryObjects, "apply", "-f", "-"); err != nil {
 		return err
 	}
-	if err := kubectl(trackedObjects, "create", "-f", "-"); err != nil {
+	if err := kubectl(trackedObjects(), "create", "-f", "-"); err != nil {
 		return err
 	}
 	// Later the runbook was changed to --server-side for some files: the
@@ -268,14 +269,16 @@ stringData:
   master-key: sk-demo-not-a-real-key
 `
 
-// trackedObjects are already managed by Argo CD (Application payments).
-const trackedObjects = `apiVersion: v1
+// trackedObjects are already managed by Argo CD (Application payments):
+// each carries the tracking id Argo CD wrote.
+func trackedObjects() string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
   name: payments-config
   namespace: payments
   annotations:
-    argocd.argoproj.io/tracking-id: payments:/ConfigMap:payments/payments-config
+    %[1]s: payments:/ConfigMap:payments/payments-config
 data: {currency: EUR}
 ---
 apiVersion: v1
@@ -284,11 +287,12 @@ metadata:
   name: payments
   namespace: payments
   annotations:
-    argocd.argoproj.io/tracking-id: payments:/Service:payments/payments
+    %[1]s: payments:/Service:payments/payments
 spec:
   selector: {app: payments}
   ports: [{port: 80}]
-`
+`, argoapp.AnnotationTrackingID)
+}
 
 // paymentsInGit is the payments service as Git holds it.
 const paymentsInGit = `apiVersion: v1
