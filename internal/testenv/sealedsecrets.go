@@ -335,4 +335,3 @@ func (s *SealedSecrets) Stop() {
 		}
 	}
 }
-
