@@ -27,8 +27,10 @@ const FieldManager = "adopt"
 
 // ErrNotManaged is the controller's refusal of a SealedSecret applied over
 // a Secret that was not annotated sealedsecrets.bitnami.com/managed: "true"
-// first. The controller does not try again when the annotation comes
-// later: the SealedSecret's spec is unchanged and it never resyncs.
+// first. The controller retries a refused unseal 5 times, within about
+// 0.2 s (its work queue's backoff), and then never again on its own: the
+// SealedSecret's spec is unchanged and it never resyncs. An annotation
+// that comes later is not seen.
 var ErrNotManaged = errors.New("the Sealed Secrets controller refused to take over a Secret it does not manage")
 
 // ErrReplaced says the Secret now has another uid than the one taken over:
@@ -140,11 +142,13 @@ func refusal(ref, secretRef objref.Ref, secret *corev1.Secret, message string, c
 	if !controlled && strings.Contains(message, "is not managed by SealedSecret") {
 		late := ""
 		if secret.Annotations[ManagedAnnotation] == "true" {
-			late = " It carries the annotation now, but it came after the SealedSecret, and the controller does not look again."
+			late = " It carries the annotation now, but the annotation came after the SealedSecret and after the controller's few retries."
 		}
 		return fmt.Errorf("%s was applied over %s before the Secret was annotated %s: \"true\": %w.%s "+
-			"To recover: annotate the Secret (adopt's MarkManaged), then delete %s (the Secret is not its dependent yet, so it stays) and sync it again from Git",
-			ref, secretRef, ManagedAnnotation, ErrNotManaged, late, ref)
+			"To recover without a gap: annotate the Secret (MarkManaged), then make the controller look again: "+
+			"seal the Secret again and apply (or commit) the new SealedSecret, whose changed spec it unseals, or restart the controller. "+
+			"Do not delete the SealedSecret: if it controls the Secret by then, the garbage collector deletes the Secret with it",
+			ref, secretRef, ManagedAnnotation, ErrNotManaged, late)
 	}
 	if message == "" {
 		message = "no message"
