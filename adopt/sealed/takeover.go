@@ -40,11 +40,13 @@ var ErrReplaced = errors.New("the Secret was replaced, not taken over in place")
 // MarkManaged annotates the live Secret namespace/name
 // sealedsecrets.bitnami.com/managed: "true", the step that must come
 // before its SealedSecret is applied, and returns the Secret's uid, which
-// WaitTakeover then expects. The JSON patch tests the uid and
-// resourceVersion it read, so it never writes over a change it did not
-// see; an annotation already there is left as it is, so it is safe to run
-// again.
-func MarkManaged(ctx context.Context, k kubernetes.Interface, namespace, name string) (types.UID, error) {
+// WaitTakeover then expects. sealedAt is the resourceVersion of the Secret
+// that was sealed (empty: not checked): a Secret changed since then is
+// refused, so the controller never writes older values over newer ones.
+// The JSON patch tests the uid and resourceVersion it read, so it never
+// writes over a change it did not see; an annotation already there is
+// left as it is, so it is safe to run again.
+func MarkManaged(ctx context.Context, k kubernetes.Interface, namespace, name, sealedAt string) (types.UID, error) {
 	ref := objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: namespace, Name: name}
 	live, err := k.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -52,6 +54,9 @@ func MarkManaged(ctx context.Context, k kubernetes.Interface, namespace, name st
 	}
 	if live.Annotations[ManagedAnnotation] == "true" {
 		return live.UID, nil
+	}
+	if sealedAt != "" && live.ResourceVersion != sealedAt {
+		return "", fmt.Errorf("%s changed since it was sealed (resourceVersion %s, now %s): the controller would write the older values over it; seal it again", ref, sealedAt, live.ResourceVersion)
 	}
 	ops := []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": live.UID},

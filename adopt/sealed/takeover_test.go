@@ -181,7 +181,7 @@ func TestTakeoverInPlace(t *testing.T) {
 	}
 	defer events.Stop()
 
-	uid, err := sealed.MarkManaged(ctx, k, ns, "db")
+	uid, err := sealed.MarkManaged(ctx, k, ns, "db", live.ResourceVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestTakeoverInPlace(t *testing.T) {
 	if uid != live.UID || marked.Annotations[sealed.ManagedAnnotation] != "true" {
 		t.Fatalf("MarkManaged: uid %s (live %s), annotation %q", uid, live.UID, marked.Annotations[sealed.ManagedAnnotation])
 	}
-	if again, err := sealed.MarkManaged(ctx, k, ns, "db"); err != nil || again != uid {
+	if again, err := sealed.MarkManaged(ctx, k, ns, "db", live.ResourceVersion); err != nil || again != uid {
 		t.Fatalf("MarkManaged again: %s, %v", again, err)
 	}
 	if now, _ := k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); now.ResourceVersion != marked.ResourceVersion {
@@ -291,7 +291,7 @@ func TestTakeoverWrongOrder(t *testing.T) {
 		t.Fatalf("the refused Secret was written: resourceVersion %s (was %s), owners %v", now.ResourceVersion, live.ResourceVersion, now.OwnerReferences)
 	}
 
-	uid, err := sealed.MarkManaged(ctx, k, ns, "db")
+	uid, err := sealed.MarkManaged(ctx, k, ns, "db", live.ResourceVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +331,32 @@ func TestTakeoverWrongOrder(t *testing.T) {
 	}
 	if _, ok := after.Annotations[sealed.ManagedAnnotation]; ok {
 		t.Error("the managed mark stays after the takeover; the template does not carry it")
+	}
+}
+
+// TestMarkManagedRefusesAChangedSecret: a Secret changed after it was
+// sealed is not marked, so the controller cannot write the sealed (older)
+// values over it.
+func TestMarkManagedRefusesAChangedSecret(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := cp.Namespace(t)
+	live := handApply(t, ctx, ns)
+	if out, err := cp.Kubectl(ctx, nil, "label", "secret", "-n", ns, "db", "rotated=yes"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	k := cp.Clientset()
+	_, err := sealed.MarkManaged(ctx, k, ns, "db", live.ResourceVersion)
+	noValue(t, err)
+	if err == nil || !strings.Contains(err.Error(), "changed since it was sealed") || !strings.Contains(err.Error(), "seal it again") {
+		t.Fatalf("err %v; want a refusal naming the change", err)
+	}
+	now, err := k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := now.Annotations[sealed.ManagedAnnotation]; ok {
+		t.Fatal("the changed Secret was marked")
 	}
 }
 
