@@ -147,7 +147,7 @@ func refusal(ref, secretRef objref.Ref, secret *corev1.Secret, message string, c
 	if !controlled && strings.Contains(message, "is not managed by SealedSecret") {
 		late := ""
 		if secret.Annotations[ManagedAnnotation] == "true" {
-			late = " It carries the annotation now, but the annotation came after the SealedSecret and after the controller's few retries."
+			late = " It carries the annotation now, after the SealedSecret: unless it came within the controller's 5 retries (about 0.2 s), the controller does not see it."
 		}
 		return fmt.Errorf("%s was applied over %s before the Secret was annotated %s: \"true\": %w.%s "+
 			"To recover without a gap: annotate the Secret (MarkManaged), then make the controller look again: "+
