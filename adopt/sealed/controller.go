@@ -23,8 +23,11 @@ type Controller struct {
 	Name      string
 }
 
-// Default is where kubeseal looks when it is given neither.
-var Default = Controller{Namespace: "kube-system", Name: "sealed-secrets-controller"}
+// Where kubeseal looks when it is given neither.
+const (
+	DefaultControllerNamespace = "kube-system"
+	DefaultControllerName      = "sealed-secrets-controller"
+)
 
 func (c Controller) String() string { return "Service " + c.Namespace + "/" + c.Name }
 

@@ -100,7 +100,7 @@ func (s *SealedSecret) SecretRef() objref.Ref {
 // YAML is the manifest, keys sorted.
 func (s *SealedSecret) YAML() ([]byte, error) { return yaml.Marshal(s) }
 
-// dropped are annotations a template must not carry:
+// dropped reports the annotations a template must not carry:
 //   - the last-applied copies kubectl and kubecfg keep, which hold the
 //     Secret's data in plaintext;
 //   - the managed mark, which only opens the takeover (the controller's
@@ -109,13 +109,14 @@ func (s *SealedSecret) YAML() ([]byte, error) { return yaml.Marshal(s) }
 //     another label than the strict one adopt seals with;
 //   - Argo CD's tracking id, which would name the unsealed Secret as an
 //     object of the Application itself, to be pruned as absent from Git.
-var dropped = map[string]bool{
-	budget.LastAppliedKey:                           true,
-	"kubecfg.ksonnet.io/last-applied-configuration": true,
-	ManagedAnnotation:                               true,
-	namespaceWideAnnotation:                         true,
-	clusterWideAnnotation:                           true,
-	"argocd.argoproj.io/tracking-id":                true,
+func dropped(key string) bool {
+	switch key {
+	case budget.LastAppliedKey, "kubecfg.ksonnet.io/last-applied-configuration",
+		ManagedAnnotation, namespaceWideAnnotation, clusterWideAnnotation,
+		"argocd.argoproj.io/tracking-id":
+		return true
+	}
+	return false
 }
 
 // TemplateMeta is the template's metadata for Secret s: its name,
@@ -123,7 +124,7 @@ var dropped = map[string]bool{
 func TemplateMeta(s *corev1.Secret) Meta {
 	m := Meta{Name: s.Name, Namespace: s.Namespace, Labels: maps.Clone(s.Labels)}
 	for k, v := range s.Annotations {
-		if dropped[k] {
+		if dropped(k) {
 			continue
 		}
 		if m.Annotations == nil {
