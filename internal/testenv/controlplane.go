@@ -60,6 +60,9 @@ type ControlPlane struct {
 	// that are still running.
 	staticMu  sync.Mutex
 	staticIPs map[string]bool
+
+	// egress is the API server's cluster egress proxy (egress.go).
+	egress net.Listener
 }
 
 // Options tune Start.
@@ -140,6 +143,10 @@ func (cp *ControlPlane) start(ctx context.Context, o Options) error {
 	if err := atomicfile.WriteFile(tokens, []byte(csv), 0o600); err != nil {
 		return err
 	}
+	egressConfig, err := cp.startEgress()
+	if err != nil {
+		return err
+	}
 	port := ports[2]
 	cp.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
 	api, err := cp.spawn(o, "kube-apiserver",
@@ -162,6 +169,7 @@ func (cp *ControlPlane) start(ctx context.Context, o Options) error {
 		"--service-cluster-ip-range=10.0.0.0/16",
 		"--disable-admission-plugins=ServiceAccount",
 		"--endpoint-reconciler-type=none",
+		"--egress-selector-config-file="+egressConfig,
 	)
 	if err != nil {
 		return err
@@ -247,6 +255,9 @@ func (cp *ControlPlane) Stop() {
 	cp.stopOnce.Do(func() {
 		for i := len(cp.procs) - 1; i >= 0; i-- {
 			cp.procs[i].stop()
+		}
+		if cp.egress != nil {
+			cp.egress.Close()
 		}
 		os.RemoveAll(cp.Dir)
 	})

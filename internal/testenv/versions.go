@@ -17,6 +17,11 @@ const (
 	ArgoCDCurrent = "v3.6.2"
 )
 
+// SealedSecretsVersion is the Sealed Secrets controller (and kubeseal) the
+// tests run, built by tools/build-sealed-secrets.sh: the version `go
+// install` builds as the module proxy serves it (issue 45).
+const SealedSecretsVersion = "v0.27.1"
+
 // HelmVersion is the helm CLI the tests install releases with (and that
 // Argo CD v2.14 and v3.2 render with here).
 const HelmVersion = "v3.18.6"

@@ -33,3 +33,6 @@ phase "kustomize v5.8.3" "$here/build-kustomize.sh" v5.8.3
 phase "krew" "$here/build-krew.sh"
 # reconcile's --metrics-pushgateway test.
 phase "pushgateway" "$here/build-pushgateway.sh"
+# The Secrets tests (issue 45): the real Sealed Secrets controller and
+# kubeseal.
+phase "sealed secrets v0.27.1" "$here/build-sealed-secrets.sh" v0.27.1
