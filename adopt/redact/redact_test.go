@@ -39,13 +39,14 @@ func TestScalar(t *testing.T) {
 	}
 }
 
-// TestValues: the path rule reaches every depth and list; a reference under
-// a secret key stays; a known value anywhere is replaced.
+// TestValues: beneath a key naming a collection of secrets the name rule
+// reaches every depth and list; a reference beneath it stays; a known
+// value anywhere is replaced.
 func TestValues(t *testing.T) {
 	known := &Set{}
 	known.Add("rendered-into-a-secret")
 	in := map[string]any{
-		"credentials": map[string]any{"user": "u", "list": []any{map[string]any{"x": float64(12345)}}, "secretName": "keep"},
+		"credentials": map[string]any{"user": "user-1", "list": []any{map[string]any{"x": float64(12345)}}, "secretName": "keep"},
 		"plain":       map[string]any{"dsn": "rendered-into-a-secret", "n": float64(12345)},
 	}
 	out, paths, hide := Values(in, known, nil)
@@ -167,8 +168,8 @@ func TestJudgeFailsClosed(t *testing.T) {
 	if err == nil || j == nil {
 		t.Fatalf("orClosed = %v, %v; want a judge and the error", j, err)
 	}
-	if r := j.Secret("replicas", "12345678"); r != RuleUnloaded {
-		t.Errorf("Secret = %q, want %q", r, RuleUnloaded)
+	if r := j.Rule("replicas", "12345678"); r != RuleUnloaded {
+		t.Errorf("Rule = %q, want %q", r, RuleUnloaded)
 	}
 	if hits := j.Scan(map[string]any{"data": map[string]any{"mode": "fast-and-loose"}}); len(hits) != 1 {
 		t.Errorf("Scan found %v, want the one value", hits)
@@ -178,5 +179,89 @@ func TestJudgeFailsClosed(t *testing.T) {
 	}
 	if ok, err := orClosed(&Judge{}, nil); err != nil || ok.closed {
 		t.Errorf("orClosed of a loaded judge = %+v, %v", ok, err)
+	}
+}
+
+// TestRule (issue 44): the one rule. By name, strings and numbers of 4
+// bytes and more alike, never a switch, a reference or a field named just
+// key; beneath a collection of secrets, every value; by value, 8 bytes
+// and more.
+func TestRule(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, text string
+		under      bool
+		want       string
+	}{
+		{"db_password", "12345678", false, RuleKeyName},
+		{"db_password", "1234", false, RuleKeyName},
+		{"db_password", "123", false, ""},
+		{"automountServiceAccountToken", "true", false, ""},
+		{"tokenRef", "some-secret-name", false, ""},
+		{"key", "dedicated-credentials", false, ""},
+		{"path", "tls.crt", true, RuleKeyName},
+		{"secretName", "tls-cert", true, ""},
+		{"replicas", "12345678", false, ""},
+		{"DATABASE_URL", "postgres://app:s3cr3tpass@db:5432/app", false, RuleURLPassword},
+		{"password", Placeholder("db.password"), false, ""},
+		{"password", Shown, false, ""},
+	} {
+		if got := j.Rule(c.name, c.text); !c.under && got != c.want {
+			t.Errorf("Rule(%q, %q) = %q, want %q", c.name, c.text, got, c.want)
+		}
+		if got := j.rule(c.name, c.text, c.under); got != c.want {
+			t.Errorf("rule(%q, %q, %v) = %q, want %q", c.name, c.text, c.under, got, c.want)
+		}
+	}
+	for k, want := range map[string]bool{
+		"secrets": true, "credentials": true, "db_credentials": true, "sshKeys": true, "apiTokens": true,
+		"secret": false, "privateKey": false, "serviceAccountToken": false, "tokenRequests": false, "imagePullSecretsRef": false,
+	} {
+		if got := Collection(k); got != want {
+			t.Errorf("Collection(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestScanKubernetesSettings: settings that live under singular secret
+// names in Kubernetes objects (a secret volume's items and mode, a token
+// projection, automountServiceAccountToken, imagePullSecrets' names) are
+// not secrets, while an env entry named by key is judged by its name.
+func TestScanKubernetesSettings(t *testing.T) {
+	spec := map[string]any{
+		"automountServiceAccountToken": true,
+		"imagePullSecrets":             []any{map[string]any{"name": "regcred"}},
+		"volumes": []any{
+			map[string]any{"name": "tls", "secret": map[string]any{"secretName": "tls", "defaultMode": float64(420), "items": []any{map[string]any{"key": "tls.crt", "path": "tls.crt"}}}},
+			map[string]any{"name": "token", "projected": map[string]any{"sources": []any{map[string]any{"serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": float64(3600), "audience": "vault"}}}}},
+		},
+		"vars": []any{map[string]any{"key": "API_TOKEN", "value": float64(12345678)}},
+	}
+	got := (*Judge)(nil).Scan(map[string]any{"spec": spec})
+	want := []Hit{{"spec.vars[0].value", RuleKeyName}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hits %v, want %v", got, want)
+	}
+}
+
+// TestMaskByName (issue 44): Mask masks the value of a name=value or
+// name: value pair by the name rule, as Scan judges a map.
+func TestMaskByName(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"db_password: 12345678 rejected":                       "db_password: " + Shown + " rejected",
+		`{"API_TOKEN":"abcd1234","mode":"x"}`:                  `{"API_TOKEN":"` + Shown + `","mode":"x"}`,
+		"token: true, replicas=12345678":                       "token: true, replicas=12345678",
+		"tokenRef=some-secret-name key: dedicated-credentials": "tokenRef=some-secret-name key: dedicated-credentials",
+	} {
+		if got := j.Mask(in); got != want {
+			t.Errorf("Mask(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
