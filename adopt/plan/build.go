@@ -89,8 +89,8 @@ type candidate struct {
 }
 
 // mayExport says whether the candidate may be exported once grouped
-// (Object.Exported then decides): no manifest in Git, one to choose from
-// neither, no Helm release, not shared, not a Secret.
+// (Object.Exported then decides): no manifest in Git and none to choose
+// from, no Helm release, not shared, not a Secret.
 func (c *candidate) mayExport() bool {
 	return c.manifest == nil && len(c.ambiguous) == 0 && !c.shared && c.obj.HelmRelease == "" && !c.obj.IsSecret()
 }

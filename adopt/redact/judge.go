@@ -112,11 +112,11 @@ func (j *Judge) rule(name, text string, under bool) string {
 	if r := URLSecret(text); r != "" {
 		return r
 	}
-	context := text
+	pair := text
 	if name != "" {
-		context = name + "=" + text
+		pair = name + "=" + text
 	}
-	for _, f := range j.d.DetectString(context) {
+	for _, f := range j.d.DetectString(pair) {
 		return "gitleaks:" + f.RuleID
 	}
 	if opaque(text) {

@@ -97,7 +97,7 @@ var collectionWords = map[string]bool{"secrets": true, "credentials": true, "cre
 // only its own value: in Kubernetes objects such keys hold settings (a
 // secret volume's items and defaultMode, a token projection's path).
 func Collection(k string) bool {
-	if !SecretKey(k) {
+	if last := len(k) - 1; last < 0 || k[last] != 's' && k[last] != 'S' || !SecretKey(k) {
 		return false
 	}
 	w := words(k)
