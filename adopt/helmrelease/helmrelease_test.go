@@ -113,23 +113,25 @@ func TestRedactByValue(t *testing.T) {
 }
 
 // TestRedactEveryType: under a secret key, numbers (as helm --set stores
-// them, int64, and as a release record reads them back, float64), and
-// beneath a collection of secrets nested maps and list items, become
-// placeholders; a value only a hook's Secret holds is found as well (issue
-// 26: a numeric password reached Git). A switch (apiKey: true) holds no
-// secret and stays, as it does in an exported object (issue 44).
+// them, int64, and as a release record reads them back, float64), list
+// items and values nested in maps become placeholders; a value only a
+// hook's Secret holds is found as well (issue 26: a numeric password
+// reached Git). A switch (apiKey: true) holds no secret and stays, and a
+// value is judged by its own key, not one above it (secrets.nested.plain),
+// as in an exported object (issue 44).
 func TestRedactEveryType(t *testing.T) {
 	hook := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pre\n  annotations: {helm.sh/hook: pre-install}\nstringData:\n  seed: hook-only-seed-value\n"
 	in := map[string]any{
-		"db":      map[string]any{"password": float64(80123456789), "port": float64(5432)},
-		"cache":   map[string]any{"password": int64(4242424242)},
-		"auth":    map[string]any{"apiKey": true, "apiKeyEnabled": true},
-		"secrets": map[string]any{"nested": map[string]any{"deep": "d33p-value"}, "list": []any{"a1b2c3", float64(31415926)}},
-		"init":    map[string]any{"seed": "hook-only-seed-value"},
-		"empty":   map[string]any{"password": "", "token": nil},
+		"db":        map[string]any{"password": float64(80123456789), "port": float64(5432)},
+		"cache":     map[string]any{"password": int64(4242424242)},
+		"auth":      map[string]any{"apiKey": true, "apiKeyEnabled": true},
+		"secrets":   map[string]any{"nested": map[string]any{"password": "d33p-value", "plain": "pl41n-value"}},
+		"passwords": []any{"a1b2c3", float64(31415926)},
+		"init":      map[string]any{"seed": "hook-only-seed-value"},
+		"empty":     map[string]any{"password": "", "token": nil},
 	}
 	out, paths, hide := Redact(nil, in, manifest, hook)
-	want := []string{"cache.password", "db.password", "init.seed", "secrets.list[0]", "secrets.list[1]", "secrets.nested.deep"}
+	want := []string{"cache.password", "db.password", "init.seed", "passwords[0]", "passwords[1]", "secrets.nested.password"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
 	}
@@ -138,7 +140,8 @@ func TestRedactEveryType(t *testing.T) {
 			t.Errorf("no placeholder for %s in %v", p, out)
 		}
 	}
-	if out["db"].(map[string]any)["port"] != float64(5432) || out["auth"].(map[string]any)["apiKeyEnabled"] != true || out["auth"].(map[string]any)["apiKey"] != true {
+	if out["db"].(map[string]any)["port"] != float64(5432) || out["auth"].(map[string]any)["apiKeyEnabled"] != true || out["auth"].(map[string]any)["apiKey"] != true ||
+		out["secrets"].(map[string]any)["nested"].(map[string]any)["plain"] != "pl41n-value" {
 		t.Errorf("plain values changed: %v", out)
 	}
 	if e := out["empty"].(map[string]any); e["password"] != "" || e["token"] != nil {

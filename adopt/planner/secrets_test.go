@@ -58,6 +58,11 @@ func TestOneSecretRule(t *testing.T) {
 			return map[string]any{"env": []any{map[string]any{field: "API_TOKEN", "value": v}, map[string]any{field: "QUEUE", "value": "jobs-default"}}}
 		}
 	}
+	// schema is v as a CustomResourceDefinition's schema describes a
+	// field named passCredentials.
+	schema := func(v any) map[string]any {
+		return map[string]any{"passCredentials": map[string]any{"description": v, "type": "boolean"}}
+	}
 	cases := []struct {
 		name string
 		spec func(any) map[string]any
@@ -73,7 +78,8 @@ func TestOneSecretRule(t *testing.T) {
 		{"env entry by key", env("key"), "abcd1234", "abcd1234", "API_TOKEN=abcd1234", true},
 		{"URL with a password", at("DATABASE_URL"), "postgres://app:s3cr3tpass@db:5432/app", "s3cr3tpass", "DATABASE_URL: postgres://app:s3cr3tpass@db:5432/app", true},
 		{"GitHub token under a plain name", at("github"), "ghp_0123456789abcdefABCDEF0123456789abcd", "ghp_0123456789abcdefABCDEF0123456789abcd", "github: ghp_0123456789abcdefABCDEF0123456789abcd", true},
-		{"beneath a collection of secrets", at("secrets"), map[string]any{"nested": map[string]any{"deep": "d33p-value"}}, "d33p-value", "secrets.nested.deep: d33p-value", true},
+		{"a list under a secret name", at("passwords"), []any{"s3cr3t-one"}, "s3cr3t-one", "passwords: s3cr3t-one", true},
+		{"a schema beneath a secret name", schema, "pass credentials to all domains", "pass credentials to all domains", "description: pass credentials to all domains", false},
 		{"plain value", at("greeting"), "hello-there", "hello-there", "greeting: hello-there", false},
 		{"plain number", at("replicas"), 12345678, "12345678", "replicas: 12345678", false},
 		{"switch under a secret name", at("automountServiceAccountToken"), true, "true", "automountServiceAccountToken: true", false},

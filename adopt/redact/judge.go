@@ -78,32 +78,31 @@ const minHeld = 4
 const minJudged = 8
 
 // Rule returns the rule by which text, the text of a scalar (Scalar)
-// standing under name (a map key, or an env-style entry's name), is a
-// secret, "" when it is none. This is adopt's one secret rule; Values,
-// Scan, Hide and Mask all decide through it:
+// standing under name (its map key, the key of the list it is an item of,
+// or an env-style entry's name), is a secret, "" when it is none. This is
+// adopt's one secret rule; Values, Scan, Hide and Mask all decide through
+// it:
 //
 //   - nothing is a secret when empty, a Placeholder already, or Shown;
 //   - by name (RuleKeyName): a value of at least 4 bytes, strings and
-//     numbers alike, whose name is a SecretKey, or that stands anywhere
-//     beneath a key naming a collection of secrets (secrets, credentials,
-//     passwords, tokens, keys: see Collection), unless its own name is a
-//     Reference or just "key" (secretKeyRef.key, tolerations[].key: it
-//     names something) or it is a switch (true, false);
+//     numbers alike, whose own name is a SecretKey, unless that name is
+//     just "key" (secretKeyRef.key, tolerations[].key: it names something)
+//     or the value is a switch (true, false). Only the value's own name
+//     counts: a key above it does not (passCredentials, signatureKeys and
+//     jwtTokens hold schemas in a CustomResourceDefinition, and a secret
+//     volume holds settings);
 //   - by value, for values of 8 bytes and more: a URL with a password or
 //     a credential query parameter (URLSecret), one of gitleaks' rules
 //     (which read name=value, so the name is context), or a long opaque
 //     token of high entropy.
-func (j *Judge) Rule(name, text string) string { return j.rule(name, text, false) }
-
-// rule is Rule for a value beneath a collection of secrets when under.
-func (j *Judge) rule(name, text string, under bool) string {
+func (j *Judge) Rule(name, text string) string {
 	if text == "" || text == Shown || strings.HasPrefix(text, PlaceholderPrefix) {
 		return ""
 	}
 	if j != nil && j.closed {
 		return RuleUnloaded
 	}
-	if byName(name, text, under) {
+	if byName(name, text) {
 		return RuleKeyName
 	}
 	if j == nil || len(text) < minJudged {
@@ -126,11 +125,8 @@ func (j *Judge) rule(name, text string, under bool) string {
 }
 
 // byName is the name part of Rule.
-func byName(name, text string, under bool) bool {
-	if len(text) < minHeld || text == "true" || text == "false" || strings.EqualFold(name, "key") || Reference(name) {
-		return false
-	}
-	return under || SecretKey(name)
+func byName(name, text string) bool {
+	return len(text) >= minHeld && text != "true" && text != "false" && !strings.EqualFold(name, "key") && SecretKey(name)
 }
 
 // urlLike finds URLs with a scheme inside a longer text.
@@ -261,7 +257,7 @@ func maskNamed(text string) string {
 	last := 0
 	for _, m := range namedValue.FindAllStringSubmatchIndex(text, -1) {
 		name, value := text[m[2]:m[3]], text[m[4]:m[5]]
-		if strings.Contains(value, Shown) || !byName(name, value, false) {
+		if strings.Contains(value, Shown) || !byName(name, value) {
 			continue
 		}
 		b.WriteString(text[last:m[4]])

@@ -1,6 +1,6 @@
 // Package redact owns adopt's one rule for secret values (Rule) and the
 // one walk that applies it to decoded YAML and JSON: which keys hold
-// secrets (SecretKey, Reference, Collection), which values are secrets by
+// secrets (SecretKey, Reference), which values are secrets by
 // what they hold (Judge: gitleaks' rules, URL credentials, entropy), the
 // placeholder that takes a secret's place in a plan and in Git. Helm
 // values (Values, through package helmrelease), the export check (Scan,
@@ -84,24 +84,6 @@ func Reference(k string) bool {
 		return true
 	}
 	return len(w) > 0 && (firstReference[w[0]] || lastReference[w[len(w)-1]])
-}
-
-// collectionWords are the last words of a key that names a collection of
-// secrets.
-var collectionWords = map[string]bool{"secrets": true, "credentials": true, "creds": true, "passwords": true, "passwds": true, "passphrases": true, "tokens": true, "keys": true, "apikeys": true, "privatekeys": true, "accesskeys": true}
-
-// Collection reports whether a key names a collection of secrets, so that
-// every value beneath it is one: a SecretKey whose last word is plural
-// (secrets, credentials, creds, passwords, tokens, keys: db_credentials,
-// sshKeys). A singular one (secret, privateKey, serviceAccountToken) names
-// only its own value: in Kubernetes objects such keys hold settings (a
-// secret volume's items and defaultMode, a token projection's path).
-func Collection(k string) bool {
-	if last := len(k) - 1; last < 0 || k[last] != 's' && k[last] != 'S' || !SecretKey(k) {
-		return false
-	}
-	w := words(k)
-	return len(w) > 0 && collectionWords[w[len(w)-1]]
 }
 
 // words splits a key into lower-case words at case changes, digits and

@@ -39,29 +39,30 @@ func TestScalar(t *testing.T) {
 	}
 }
 
-// TestValues: beneath a key naming a collection of secrets the name rule
-// reaches every depth and list; a reference beneath it stays; a known
-// value anywhere is replaced.
+// TestValues: a value is judged by its own name at every depth and in
+// lists (a list's items by the list's name); a key above it does not make
+// it secret (credentials.user); a reference stays; a known value anywhere
+// is replaced.
 func TestValues(t *testing.T) {
 	known := &Set{}
 	known.Add("rendered-into-a-secret")
 	in := map[string]any{
-		"credentials": map[string]any{"user": "user-1", "list": []any{map[string]any{"x": float64(12345)}}, "secretName": "keep"},
+		"credentials": map[string]any{"user": "user-1", "list": []any{map[string]any{"password": float64(12345)}}, "secretName": "keep", "keys": []any{"k3y-1"}},
 		"plain":       map[string]any{"dsn": "rendered-into-a-secret", "n": float64(12345)},
 	}
 	out, paths, hide := Values(in, known, nil)
-	want := []string{"credentials.list[0].x", "credentials.user", "plain.dsn"}
+	want := []string{"credentials.keys[0]", "credentials.list[0].password", "plain.dsn"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
 	}
 	c := out["credentials"].(map[string]any)
-	if c["secretName"] != "keep" || c["user"] != Placeholder("credentials.user") {
+	if c["secretName"] != "keep" || c["user"] != "user-1" || c["keys"].([]any)[0] != Placeholder("credentials.keys[0]") {
 		t.Errorf("credentials %v", c)
 	}
 	if out["plain"].(map[string]any)["n"] != float64(12345) {
 		t.Errorf("plain number changed: %v", out)
 	}
-	if !hide.Holds("rendered-into-a-secret") || !hide.Holds("12345") || hide.Holds("keep") {
+	if !hide.Holds("rendered-into-a-secret") || !hide.Holds("12345") || hide.Holds("keep") || hide.Holds("user-1") {
 		t.Errorf("the hidden set %v", hide.values)
 	}
 	if _, p, _ := Values(map[string]any{"a": "b"}, nil, nil); p != nil {
@@ -182,56 +183,44 @@ func TestJudgeFailsClosed(t *testing.T) {
 	}
 }
 
-// TestRule (issue 44): the one rule. By name, strings and numbers of 4
-// bytes and more alike, never a switch, a reference or a field named just
-// key; beneath a collection of secrets, every value; by value, 8 bytes
-// and more.
+// TestRule (issue 44): the one rule. By its own name, strings and numbers
+// of 4 bytes and more alike, never a switch, a reference or a field named
+// just key; by value, 8 bytes and more.
 func TestRule(t *testing.T) {
 	j, err := DefaultJudge()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name, text string
-		under      bool
-		want       string
-	}{
-		{"db_password", "12345678", false, RuleKeyName},
-		{"db_password", "1234", false, RuleKeyName},
-		{"db_password", "123", false, ""},
-		{"automountServiceAccountToken", "true", false, ""},
-		{"tokenRef", "some-secret-name", false, ""},
-		{"key", "dedicated-credentials", false, ""},
-		{"path", "tls.crt", true, RuleKeyName},
-		{"secretName", "tls-cert", true, ""},
-		{"replicas", "12345678", false, ""},
-		{"DATABASE_URL", "postgres://app:s3cr3tpass@db:5432/app", false, RuleURLPassword},
-		{"password", Placeholder("db.password"), false, ""},
-		{"password", Shown, false, ""},
+	for _, c := range []struct{ name, text, want string }{
+		{"db_password", "12345678", RuleKeyName},
+		{"db_password", "1234", RuleKeyName},
+		{"db_password", "123", ""},
+		{"automountServiceAccountToken", "true", ""},
+		{"tokenRef", "some-secret-name", ""},
+		{"key", "dedicated-credentials", ""},
+		{"replicas", "12345678", ""},
+		{"DATABASE_URL", "postgres://app:s3cr3tpass@db:5432/app", RuleURLPassword},
+		{"password", Placeholder("db.password"), ""},
+		{"password", Shown, ""},
 	} {
-		if got := j.Rule(c.name, c.text); !c.under && got != c.want {
+		if got := j.Rule(c.name, c.text); got != c.want {
 			t.Errorf("Rule(%q, %q) = %q, want %q", c.name, c.text, got, c.want)
-		}
-		if got := j.rule(c.name, c.text, c.under); got != c.want {
-			t.Errorf("rule(%q, %q, %v) = %q, want %q", c.name, c.text, c.under, got, c.want)
-		}
-	}
-	for k, want := range map[string]bool{
-		"secrets": true, "credentials": true, "db_credentials": true, "sshKeys": true, "apiTokens": true,
-		"secret": false, "privateKey": false, "serviceAccountToken": false, "tokenRequests": false, "imagePullSecretsRef": false,
-	} {
-		if got := Collection(k); got != want {
-			t.Errorf("Collection(%q) = %v, want %v", k, got, want)
 		}
 	}
 }
 
-// TestScanKubernetesSettings: settings that live under singular secret
-// names in Kubernetes objects (a secret volume's items and mode, a token
-// projection, automountServiceAccountToken, imagePullSecrets' names) are
-// not secrets, while an env entry named by key is judged by its name.
+// TestScanKubernetesSettings: settings beneath secret names in
+// Kubernetes objects (a secret volume's items and mode, a token
+// projection, automountServiceAccountToken, imagePullSecrets' names, a
+// CustomResourceDefinition's schema of passCredentials and signatureKeys)
+// are not secrets: only a value's own name counts. An env entry named by
+// key is judged by its name.
 func TestScanKubernetesSettings(t *testing.T) {
 	spec := map[string]any{
+		"schema": map[string]any{"properties": map[string]any{
+			"passCredentials": map[string]any{"description": "PassCredentials pass credentials to all domains", "type": "boolean"},
+			"signatureKeys":   map[string]any{"type": "array", "items": map[string]any{"required": []any{"keyID"}, "type": "object"}},
+		}},
 		"automountServiceAccountToken": true,
 		"imagePullSecrets":             []any{map[string]any{"name": "regcred"}},
 		"volumes": []any{

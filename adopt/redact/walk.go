@@ -22,11 +22,11 @@ type found func(path, rule, text string) (any, bool)
 // it judges every scalar with Rule, by the name it stands under (its map
 // key; a list's items stand under the list's), and calls fn with each
 // secret. An env-style entry ({name: X, value: Y} or {key: X, value: Y})
-// judges Y under the name X. Beneath a Collection key, every value is
-// under it. known, when set, holds values that are secrets wherever they
-// stand (RuleKnown). It returns v, or, when fn replaced a value, a copy
-// of the maps and lists on the way to it; v is never modified.
-func (j *Judge) walk(v any, path, name string, under bool, known *Set, fn found) (any, bool) {
+// judges Y under the name X. known, when set, holds values that are
+// secrets wherever they stand (RuleKnown). It returns v, or, when fn
+// replaced a value, a copy of the maps and lists on the way to it; v is
+// never modified.
+func (j *Judge) walk(v any, path, name string, known *Set, fn found) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		entry := envName(x)
@@ -36,7 +36,7 @@ func (j *Judge) walk(v any, path, name string, under bool, known *Set, fn found)
 			if entry != "" && k == "value" {
 				n = entry // an env-style entry: its name says what its value is
 			}
-			if nv, ok := j.walk(x[k], join(path, k), n, under || Collection(k), known, fn); ok {
+			if nv, ok := j.walk(x[k], join(path, k), n, known, fn); ok {
 				if out == nil {
 					out = maps.Clone(x)
 				}
@@ -50,7 +50,7 @@ func (j *Judge) walk(v any, path, name string, under bool, known *Set, fn found)
 	case []any:
 		var out []any
 		for i, e := range x {
-			if nv, ok := j.walk(e, fmt.Sprintf("%s[%d]", path, i), name, under, known, fn); ok {
+			if nv, ok := j.walk(e, fmt.Sprintf("%s[%d]", path, i), name, known, fn); ok {
 				if out == nil {
 					out = slices.Clone(x)
 				}
@@ -66,7 +66,7 @@ func (j *Judge) walk(v any, path, name string, under bool, known *Set, fn found)
 	if !ok {
 		return v, false
 	}
-	r := j.rule(name, s, under)
+	r := j.Rule(name, s)
 	if r == "" && known.Holds(s) {
 		r = RuleKnown
 	}
@@ -101,7 +101,7 @@ func Values(values map[string]any, known *Set, j *Judge) (map[string]any, []stri
 	if known != nil {
 		hide.values = append(hide.values, known.values...)
 	}
-	out, _ := j.walk(values, "", "", false, known, func(path, _, text string) (any, bool) {
+	out, _ := j.walk(values, "", "", known, func(path, _, text string) (any, bool) {
 		paths = append(paths, path)
 		hide.Add(text)
 		return Placeholder(path), true
@@ -116,7 +116,7 @@ func Values(values map[string]any, known *Set, j *Judge) (map[string]any, []stri
 // annotations are judged.
 func (j *Judge) Scan(obj map[string]any) []Hit {
 	var hits []Hit
-	j.walk(judged(obj), "", "", false, nil, func(path, rule, _ string) (any, bool) {
+	j.walk(judged(obj), "", "", nil, func(path, rule, _ string) (any, bool) {
 		hits = append(hits, Hit{Path: path, Rule: rule})
 		return nil, false
 	})
@@ -126,7 +126,7 @@ func (j *Judge) Scan(obj map[string]any) []Hit {
 // Hide adds to s every value of obj that Scan finds, for a preview to
 // hide wherever it appears.
 func (j *Judge) Hide(s *Set, obj map[string]any) {
-	j.walk(judged(obj), "", "", false, nil, func(_, _, text string) (any, bool) {
+	j.walk(judged(obj), "", "", nil, func(_, _, text string) (any, bool) {
 		s.Add(text)
 		return nil, false
 	})
