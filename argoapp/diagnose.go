@@ -15,7 +15,7 @@ import (
 
 // workloadPods explains the stuck pods of a Deployment, StatefulSet,
 // DaemonSet or ReplicaSet, found by its selector.
-func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceState) []string {
+func workloadPods(ctx context.Context, kube kubernetes.Interface, j *redact.Judge, r ResourceState) []string {
 	var sel *metav1.LabelSelector
 	apps := kube.AppsV1()
 	switch r.Kind {
@@ -54,7 +54,7 @@ func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceStat
 		if notReadyRunning(p) {
 			probe = lastProbeFailure(ctx, kube, p)
 		}
-		if why := PodProblem(p, probe); why != "" {
+		if why := PodProblem(j, p, probe); why != "" {
 			out = append(out, "pod "+p.Name+": "+why)
 		}
 	}
@@ -62,8 +62,10 @@ func workloadPods(ctx context.Context, kube kubernetes.Interface, r ResourceStat
 }
 
 // PodProblem says in one line why a pod is not ready, or "". probe is the
-// latest probe-failure event message, if known.
-func PodProblem(p *corev1.Pod, probe string) string {
+// latest probe-failure event message, if known. Text from the cluster in
+// it has what looks like a secret masked by j (redact.Judge.Mask).
+func PodProblem(j *redact.Judge, p *corev1.Pod, probe string) string {
+	shown := func(s string) string { return j.Mask(gitops.OneLine(s)) }
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			return "Pending: " + orUnknown(shown(c.Message))
@@ -113,14 +115,6 @@ func PodProblem(p *corev1.Pod, probe string) string {
 		return "Pending: " + orUnknown(shown(p.Status.Reason+" "+p.Status.Message))
 	}
 	return ""
-}
-
-// shown is text from the cluster (a status or event message, which may
-// quote a log tail or a command line) as a diagnosis prints it: one line,
-// with what looks like a secret masked (redact.Judge.Mask).
-func shown(s string) string {
-	j, _ := redact.DefaultJudge()
-	return j.Mask(gitops.OneLine(s))
 }
 
 // commandMissing recognises the runtime's answer to a command that does not

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/adopt-dev/adopt/adopt/objref"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/gitops"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -431,14 +432,20 @@ func short(rev string) string {
 // that is not, from status.resources, and for workloads one line per pod
 // that is stuck (for a workload whose health Argo CD did not record, as
 // Argo CD 3 does by default, a line per stuck pod, naming the workload), read from the pods (scheduler reason, crash loop with the
-// last exit, failing probe, missing command).
-func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []string {
+// last exit, failing probe, missing command), with what looks like a
+// secret masked. It fails only when the secret-detection rules do not
+// load.
+func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) ([]string, error) {
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, r := range s.Resources {
 		if r.Health == "" && r.Group == "apps" && kube != nil {
 			// Argo CD 3 keeps no resource health in status.resources
 			// unless told to: the workload's pods say what is wrong.
-			for _, p := range workloadPods(ctx, kube, r) {
+			for _, p := range workloadPods(ctx, kube, j, r) {
 				out = append(out, r.Ref.String()+": "+p)
 			}
 			continue
@@ -452,7 +459,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []strin
 		}
 		out = append(out, line)
 		if r.Group == "apps" && kube != nil {
-			for _, p := range workloadPods(ctx, kube, r) {
+			for _, p := range workloadPods(ctx, kube, j, r) {
 				out = append(out, "  "+p)
 			}
 		}
@@ -464,5 +471,5 @@ func Explain(ctx context.Context, kube kubernetes.Interface, s AppState) []strin
 		}
 		out = append(out, line)
 	}
-	return out
+	return out, nil
 }

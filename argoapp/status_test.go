@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
 // The kubelet writes these statuses; there is none in the test control
@@ -56,11 +58,22 @@ func TestPodProblem(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: running}}},
 		}, `Readiness probe failed: Get "http://10.0.0.7:4000/ready?token=abc123def456": 401`,
 			`container app: Running but not Ready: Readiness probe failed: Get "http://10.0.0.7:4000/ready?token=<redacted>": 401`},
+		// Issue 44: a value named as a secret is masked as the one rule
+		// judges it in a map, numbers included.
+		{"crash message naming a password", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "app",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError",
+				Message: `invalid env DB_PASSWORD=12345678 for container app`}},
+		}}}}, "", `container app: CreateContainerConfigError: invalid env DB_PASSWORD=<redacted> for container app`},
 		{"healthy", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "litellm", State: running, Ready: true}}}}, "", ""},
+	}
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := PodProblem(&tc.pod, tc.event)
+			got := PodProblem(j, &tc.pod, tc.event)
 			if got != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
 			}

@@ -94,6 +94,7 @@ type Options struct {
 // Applier renders one plan into commit content.
 type Applier struct {
 	o       Options
+	judge   *redact.Judge
 	id      string
 	objs    map[string]*exported
 	appTpl  *template.Template
@@ -114,6 +115,9 @@ type exported struct {
 	// helm is set for an object Argo CD renders from a chart (or of a
 	// blocked Helm release): never exported.
 	helm bool
+	// refused are the critical secret-value findings that keep it from
+	// being exported (plan.SecretValues).
+	refused []plan.Finding
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -205,9 +209,15 @@ const DefaultReaders = 8
 // Options.Readers at once. A list keeps only the objects to export; a
 // failed list leaves its objects to the next way, and an object no list
 // returned is read alone, so its error names it. The first failed read
-// in plan order is returned.
+// in plan order is returned; else, when objects hold values that look
+// like secrets (plan.SecretValues, as the plan judged them), a
+// SecretValuesError naming every one.
 func (a *Applier) Export(ctx context.Context) error {
 	p := a.o.Plan
+	var err error
+	if a.judge, err = redact.DefaultJudge(); err != nil {
+		return err
+	}
 	a.objs = make(map[string]*exported, len(p.Objects))
 	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
 	var order []*exported
@@ -276,12 +286,44 @@ func (a *Applier) Export(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
+	refused := &SecretValuesError{}
 	for _, e := range order {
 		if err := errs[e]; err != nil {
 			return err
 		}
+		if len(e.refused) > 0 {
+			refused.Objects = append(refused.Objects, RefusedObject{Ref: e.obj.Ref.String(), Findings: e.refused})
+		}
+	}
+	if len(refused.Objects) > 0 {
+		return refused
 	}
 	return nil
+}
+
+// SecretValuesError is apply's refusal to export objects that hold values
+// that look like secrets: every such object, in plan order, with each
+// path and rule (the plan's critical secret-value findings), never a
+// value.
+type SecretValuesError struct {
+	Objects []RefusedObject
+}
+
+// RefusedObject is one object apply does not export, and why.
+type RefusedObject struct {
+	Ref      string
+	Findings []plan.Finding
+}
+
+func (e *SecretValuesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "not exported: %d object(s) hold values that look like secrets, and nothing was written:", len(e.Objects))
+	for _, o := range e.Objects {
+		for _, f := range o.Findings {
+			fmt.Fprintf(&b, "\n  %s: %s", o.Ref, f.Message)
+		}
+	}
+	return b.String()
 }
 
 // list reads the objects of want (gvr's, by namespace and name) that
@@ -344,18 +386,16 @@ func (a *Applier) clean(e *exported, live *unstructured.Unstructured) error {
 		return fmt.Errorf("%s: %w", e.obj.Ref.String(), err)
 	}
 	if e.secret == "" {
-		// Judged again as it is now: nothing that looks like a secret is
-		// written to Git unless adopt.yaml's allowValues (recorded in the
-		// plan) passes it.
-		j, err := redact.DefaultJudge()
-		if err != nil {
-			return err
-		}
-		for _, h := range j.Scan(clean.Object) {
-			o := e.obj
-			if f := plan.SecretValueFinding(o.Group, o.Kind, o.Namespace, o.Name, h, a.o.Plan.Settings.AllowValues); f.Severity == plan.Critical {
-				return fmt.Errorf("%s: not exported: %s", o.Ref.String(), f.Message)
+		// Judged again as it is now, by the rule the plan judged it by:
+		// nothing that looks like a secret is written to Git unless
+		// adopt.yaml's allowValues (recorded in the plan) passes it.
+		for _, f := range plan.SecretValues(a.judge, clean.Object, e.obj.Ref, a.o.Plan.Settings.AllowValues) {
+			if f.Severity == plan.Critical {
+				e.refused = append(e.refused, f)
 			}
+		}
+		if len(e.refused) > 0 {
+			return nil
 		}
 	}
 	if e.data, err = export.Marshal(clean.Object); err != nil {

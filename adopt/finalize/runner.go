@@ -238,7 +238,11 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 				ar.Problems = append(ar.Problems, hint)
 			}
 			if r.Kube != nil {
-				ar.Problems = append(ar.Problems, argoapp.Explain(ctx, r.Kube, s)...)
+				problems, err := argoapp.Explain(ctx, r.Kube, s)
+				if err != nil {
+					return err
+				}
+				ar.Problems = append(ar.Problems, problems...)
 			}
 			rep.Apps = append(rep.Apps, ar)
 			skipped := make([]Result, len(targets))

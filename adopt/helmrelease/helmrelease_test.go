@@ -38,16 +38,18 @@ data:
 `
 
 // TestRedact: key paths that name secrets and values that land in a
-// Secret become placeholders; references to secrets and plain values stay.
+// Secret become placeholders; references to secrets, plain values and
+// values under 4 bytes (the one rule's threshold, issue 44) stay.
 func TestRedact(t *testing.T) {
 	in := map[string]any{
 		"greeting": "hello",
-		"auth":     map[string]any{"user": "alice", "password": "p", "existingSecret": "web-auth", "secretName": "x"},
+		"auth":     map[string]any{"user": "alice", "password": "p4ss", "existingSecret": "web-auth", "secretName": "x", "pin": "123"},
 		"db":       map[string]any{"dsn": "s3cr3t-passw0rd"}, // lands in the Secret (base64 decoded)
-		"tokens":   []any{map[string]any{"apiToken": "t-1"}},
+		"tokens":   []any{map[string]any{"apiToken": "t0ken-1"}},
 		"replicas": float64(2),
-		"apiKey":   "k",
+		"apiKey":   "k3y-1",
 		"tls":      map[string]any{"enabled": true},
+		"cache":    map[string]any{"pwd": "abc"},
 	}
 	out, paths, _ := Redact(nil, in, manifest)
 	want := []string{"apiKey", "auth.password", "db.dsn", "tokens[0].apiToken"}
@@ -64,8 +66,11 @@ func TestRedact(t *testing.T) {
 	if out["greeting"] != "hello" || out["replicas"] != float64(2) {
 		t.Errorf("plain values changed: %v", out)
 	}
-	if in["auth"].(map[string]any)["password"] != "p" {
+	if in["auth"].(map[string]any)["password"] != "p4ss" {
 		t.Error("Redact changed its input")
+	}
+	if out["auth"].(map[string]any)["pin"] != "123" || out["cache"].(map[string]any)["pwd"] != "abc" {
+		t.Errorf("values under 4 bytes changed: %v", out)
 	}
 }
 
@@ -108,21 +113,25 @@ func TestRedactByValue(t *testing.T) {
 }
 
 // TestRedactEveryType: under a secret key, numbers (as helm --set stores
-// them, int64, and as a release record reads them back, float64), booleans,
-// nested maps and list items become placeholders; a value only a hook's
-// Secret holds is found as well (issue 26: a numeric password reached Git).
+// them, int64, and as a release record reads them back, float64), list
+// items and values nested in maps become placeholders; a value only a
+// hook's Secret holds is found as well (issue 26: a numeric password
+// reached Git). A switch (apiKey: true) holds no secret and stays, and a
+// value is judged by its own key, not one above it (secrets.nested.plain),
+// as in an exported object (issue 44).
 func TestRedactEveryType(t *testing.T) {
 	hook := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pre\n  annotations: {helm.sh/hook: pre-install}\nstringData:\n  seed: hook-only-seed-value\n"
 	in := map[string]any{
-		"db":      map[string]any{"password": float64(80123456789), "port": float64(5432)},
-		"cache":   map[string]any{"password": int64(4242424242)},
-		"auth":    map[string]any{"apiKey": true, "apiKeyEnabled": true},
-		"secrets": map[string]any{"nested": map[string]any{"deep": "d33p-value"}, "list": []any{"a1b2c3", float64(31415926)}},
-		"init":    map[string]any{"seed": "hook-only-seed-value"},
-		"empty":   map[string]any{"password": "", "token": nil},
+		"db":        map[string]any{"password": float64(80123456789), "port": float64(5432)},
+		"cache":     map[string]any{"password": int64(4242424242)},
+		"auth":      map[string]any{"apiKey": true, "apiKeyEnabled": true},
+		"secrets":   map[string]any{"nested": map[string]any{"password": "d33p-value", "plain": "pl41n-value"}},
+		"passwords": []any{"a1b2c3", float64(31415926)},
+		"init":      map[string]any{"seed": "hook-only-seed-value"},
+		"empty":     map[string]any{"password": "", "token": nil},
 	}
 	out, paths, hide := Redact(nil, in, manifest, hook)
-	want := []string{"auth.apiKey", "cache.password", "db.password", "init.seed", "secrets.list[0]", "secrets.list[1]", "secrets.nested.deep"}
+	want := []string{"cache.password", "db.password", "init.seed", "passwords[0]", "passwords[1]", "secrets.nested.password"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
 	}
@@ -131,7 +140,8 @@ func TestRedactEveryType(t *testing.T) {
 			t.Errorf("no placeholder for %s in %v", p, out)
 		}
 	}
-	if out["db"].(map[string]any)["port"] != float64(5432) || out["auth"].(map[string]any)["apiKeyEnabled"] != true {
+	if out["db"].(map[string]any)["port"] != float64(5432) || out["auth"].(map[string]any)["apiKeyEnabled"] != true || out["auth"].(map[string]any)["apiKey"] != true ||
+		out["secrets"].(map[string]any)["nested"].(map[string]any)["plain"] != "pl41n-value" {
 		t.Errorf("plain values changed: %v", out)
 	}
 	if e := out["empty"].(map[string]any); e["password"] != "" || e["token"] != nil {

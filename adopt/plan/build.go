@@ -7,12 +7,16 @@ import (
 	"strings"
 	intern "unique"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/config"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -52,6 +56,10 @@ type Inputs struct {
 	// Findings are plan-wide findings of the caller's own (for example the
 	// namespaces of the scope it could not check).
 	Findings []Finding
+	// Judge is the one secret rule's (redact.DefaultJudge) that judges
+	// what each exported object holds, from its body (Bodies); nil applies
+	// the name rule alone.
+	Judge *redact.Judge
 }
 
 // HelmRelease is one Helm release as read from its records, for Build.
@@ -80,6 +88,16 @@ type candidate struct {
 	existing *argoapp.Spec
 	shared   bool
 	group    string // label group key
+	// secrets are the secret-value findings of its export (SecretValues),
+	// kept until grouping says whether it is exported.
+	secrets []Finding
+}
+
+// mayExport says whether the candidate may be exported once grouped
+// (Object.Exported then decides): no manifest in Git and none to choose
+// from, no Helm release, not shared, not a Secret.
+func (c *candidate) mayExport() bool {
+	return c.manifest == nil && len(c.ambiguous) == 0 && !c.shared && c.obj.HelmRelease == "" && !c.obj.IsSecret()
 }
 
 // Build judges every collected object, matches it with Git and assembles
@@ -218,7 +236,7 @@ func Build(in Inputs) *Plan {
 	for k := range store {
 		c := &store[k]
 		cands[k] = c
-		if o := c.src; c.manifest != nil || len(c.ambiguous) > 0 || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
+		if o := c.src; c.manifest != nil || len(c.ambiguous) > 0 || c.mayExport() || o.AppliedBytes == 0 && (o.Budget.HasLastApplied || o.Budget.Level() != budget.LevelOK) {
 			byObj[o] = c // its body is read (in.Bodies)
 		}
 	}
@@ -229,8 +247,15 @@ func Build(in Inputs) *Plan {
 			c := byObj[o]
 			if err != nil {
 				c.obj.Findings = append(c.obj.Findings, Finding{Code: CodeUnread, Severity: Warning,
-					Message: fmt.Sprintf("could not read the body for drift and next-apply checks: %s", discover.Reason(err))})
+					Message: fmt.Sprintf("could not read the body for drift, next-apply and secret-value checks (apply judges what it exports again): %s", discover.Reason(err))})
 				return
+			}
+			if c.mayExport() {
+				// Judged as apply judges it before it writes it.
+				u := &unstructured.Unstructured{Object: body}
+				if clean, err := export.Clean(u, export.Options{InstanceLabelKey: in.Tracking.InstanceLabelKey}); err == nil {
+					c.secrets = SecretValues(in.Judge, clean.Object, c.obj.Ref, p.Settings.AllowValues)
+				}
 			}
 			if len(c.ambiguous) > 0 {
 				c.choose(body, in.Index)
@@ -262,6 +287,14 @@ func Build(in Inputs) *Plan {
 	p.Applications = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
 	checkWholePaths(p, cands, in, owned)
 	p.Applications = helmApps(p, cands, in)
+	for _, c := range cands {
+		if len(c.secrets) > 0 && c.obj.Exported() {
+			c.obj.Findings = append(c.obj.Findings, c.secrets...)
+			sortFindings(c.obj.Findings)
+			c.obj.Risk = maxSeverity(c.obj.Findings)
+		}
+		c.secrets = nil
+	}
 	extendExisting(p, in.Apps.Specs)
 	if in.Apps.Installed {
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications, renders.same)

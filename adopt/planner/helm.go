@@ -29,7 +29,7 @@ import (
 // nil without --repo) with the release's chart name and version, else a
 // chart repository. Release records that cannot be read are reported
 // (unread), not fatal: the releases' objects get no Application.
-func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *gitindex.Index) (rels map[string]*helmrelease.Release, in map[string]plan.HelmRelease, unread string) {
+func helmReleases(ctx context.Context, o Options, j *redact.Judge, res *discover.Result, ix *gitindex.Index) (rels map[string]*helmrelease.Release, in map[string]plan.HelmRelease, unread string) {
 	need := false
 	for i := range res.Objects {
 		ob := &res.Objects[i]
@@ -57,7 +57,7 @@ func helmReleases(ctx context.Context, o Options, res *discover.Result, ix *giti
 			Revision: r.Revision, Storage: r.Storage, Records: r.Records,
 			KeepSecrets: helmrelease.Secrets(r.Manifest, r.Namespace),
 		}
-		hs.Values, hs.Placeholders, _ = helmrelease.Redact(secretJudge(), r.Config, r.Manifest, r.HookManifest)
+		hs.Values, hs.Placeholders, _ = helmrelease.Redact(j, r.Config, r.Manifest, r.HookManifest)
 		if len(hs.Values) == 0 {
 			hs.Values = nil
 		}
@@ -198,14 +198,6 @@ func chartInGit(in map[string]plan.HelmRelease) bool {
 	return false
 }
 
-// secretJudge is the process's secret judge (redact.DefaultJudge), compiled on
-// first use; in the impossible case that gitleaks' embedded rules do not
-// load, one that fails closed (every value a placeholder).
-func secretJudge() *redact.Judge {
-	j, _ := redact.DefaultJudge()
-	return j
-}
-
 // chartRenderer renders charts for the planned cluster's version and, with
 // apiVersions, its API versions, as Argo CD passes the destination's to
 // helm template. Reading the API versions is a discovery of every group:
@@ -244,7 +236,7 @@ func renderRelease(ctx context.Context, r helmrelease.Renderer, ix *gitindex.Ind
 // by object with the release's stored manifest, and dry-runs the first
 // sync of each rendered object that is in the plan (Secrets aside: their
 // data is kept from live).
-func helmProof(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
+func helmProof(ctx context.Context, o Options, j *redact.Judge, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release, pv *preview.Previewer, results map[string]preview.Result) error {
 	r := chartRenderer(o, true)
 	byKey := map[string]*plan.Object{}
 	for i := range p.Objects {
@@ -261,7 +253,7 @@ func helmProof(ctx context.Context, o Options, explain func(error) error, p *pla
 		if rel == nil {
 			continue
 		}
-		_, _, hide := helmrelease.Redact(secretJudge(), rel.Config, rel.Manifest, rel.HookManifest)
+		_, _, hide := helmrelease.Redact(j, rel.Config, rel.Manifest, rel.HookManifest)
 		proof := &plan.HelmProof{}
 		hs.Proof = proof
 		out, err := renderRelease(ctx, r, ix, *app)

@@ -26,6 +26,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/judge"
 	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -72,6 +73,12 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	explain := o.Explain
 	if explain == nil {
 		explain = func(err error) error { return err }
+	}
+	// The one secret rule judges Helm values, exports and the preview: a
+	// plan without it would let values through unjudged.
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		return nil, err
 	}
 	scope := o.Cluster.Namespaces()
 	unchecked, err := discover.CheckNamespaces(ctx, o.Kube, scope)
@@ -147,14 +154,14 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		discover.Each(ctx, o.Clients, objs, scope, lists, 4, want, fn)
 	}
 	o.Config = cfg
-	rels, helm, unread := helmReleases(ctx, o, res, ix)
+	rels, helm, unread := helmReleases(ctx, o, j, res, ix)
 	// Existing (or pending) Applications may render charts from the repo,
 	// and so do hand-installed releases whose chart is in it.
 	charts := chartRenderer(o, ix != nil && (len(apps.Specs) > 0 || chartInGit(helm)))
 	in := plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
 		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
-		Findings: uncheckedNamespaces(unchecked),
+		Findings: uncheckedNamespaces(unchecked), Judge: j,
 	}
 	if ix != nil {
 		// The sources of existing Applications are read at their own
@@ -166,7 +173,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	p := plan.Build(in)
 	if o.Preview {
-		if err := firstSync(ctx, o, explain, p, ix, rels); err != nil {
+		if err := firstSync(ctx, o, j, explain, p, ix, rels); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/preview"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -21,7 +22,7 @@ import (
 // the clean export; a Helm release's objects with the chart rendered (see
 // helmProof). Secrets (left out of sync, or kept from live) are not
 // previewed. It writes nothing.
-func firstSync(ctx context.Context, o Options, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release) error {
+func firstSync(ctx context.Context, o Options, j *redact.Judge, explain func(error) error, p *plan.Plan, ix *gitindex.Index, rels map[string]*helmrelease.Release) error {
 	snap, err := capacity.Read(ctx, o.Kube)
 	if err != nil {
 		return explain(fmt.Errorf("read nodes and pods for the capacity check: %w", err))
@@ -48,10 +49,6 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 		if p.Tracking.Method != argoapp.TrackingLabel {
 			id = argoapp.TrackingID{AppName: ob.App, Ref: ob.Ref}.String()
 		}
-		if ob.Exported() {
-			// Read anyway: what apply would export is judged now.
-			p.Objects[i].Findings = append(p.Objects[i].Findings, plan.SecretValues(live.Object, secretJudge(), ob.Group, ob.Kind, ob.Namespace, ob.Name, p.Settings.AllowValues)...)
-		}
 		r, err := pv.Object(ctx, preview.Input{Resource: gvr, Manifest: manifest, Live: live, TrackingID: id})
 		if err != nil {
 			return explain(fmt.Errorf("preview %s: %w", ob.Ref.String(), err))
@@ -61,7 +58,7 @@ func firstSync(ctx context.Context, o Options, explain func(error) error, p *pla
 	if o.Previewed != nil {
 		o.Previewed(len(p.Objects), len(p.Objects))
 	}
-	if err := helmProof(ctx, o, explain, p, ix, rels, pv, results); err != nil {
+	if err := helmProof(ctx, o, j, explain, p, ix, rels, pv, results); err != nil {
 		return err
 	}
 	p.AddPreview(results)

@@ -26,7 +26,10 @@ type shown struct {
 	allEnv bool
 }
 
-// hides reports whether a change at path with these values hides them.
+// hides reports whether a change at path with these values hides them:
+// every value of a Secret, every env value when allEnv, and any value
+// hide holds (what the one secret rule found in the live object, the
+// manifest and the server's answer; see Previewer.hidden).
 func (v shown) hides(path string, vals ...string) bool {
 	if v.secret || v.allEnv && isEnvPath(path) {
 		return true
@@ -36,36 +39,7 @@ func (v shown) hides(path string, vals ...string) bool {
 			return true
 		}
 	}
-	// What looks like a secret by its key or its value (the judge the
-	// exports pass: a secret-like key, a URL with a password, a known
-	// token's shape, a long opaque string) is not shown either: a chart
-	// may have transformed a known value (b64enc, printf) past the set.
-	j, _ := redact.DefaultJudge()
-	key := pathKey(path)
-	for _, s := range vals {
-		if s == "" || strings.HasPrefix(s, redact.PlaceholderPrefix) {
-			continue
-		}
-		if key != "key" && redact.SecretKey(key) || j.Secret(key, s) != "" {
-			return true
-		}
-	}
 	return false
-}
-
-// pathKey is the key that names a change's value: an env var's name for
-// its value (env[name=DB_PASSWORD].value), else the path's last key.
-func pathKey(path string) string {
-	if strings.HasSuffix(path, "].value") {
-		if i := strings.LastIndex(path, "[name="); i >= 0 {
-			return strings.TrimSuffix(path[i+len("[name="):], "].value")
-		}
-	}
-	last := path[strings.LastIndex(path, ".")+1:]
-	if i := strings.IndexByte(last, '['); i >= 0 {
-		last = last[:i]
-	}
-	return last
 }
 
 // diff lists the leaf fields that differ between before and after, by path

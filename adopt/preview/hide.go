@@ -17,15 +17,19 @@ import (
 var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // hidden is what a preview of one object may not show: the caller's secret
-// values (Input.Hide), and the values of every Secret the live object or the
+// values (Input.Hide), every value of the live object and of the manifest
+// that the one secret rule finds (j.Hide; the server's answer is added
+// once it comes), and the values of every Secret the live object or the
 // manifest reads (env valueFrom.secretKeyRef, envFrom secretRef, secret
-// volumes and projections), read from the cluster. When such a Secret cannot
-// be read, every env value is hidden (allEnv) and a note says why.
-func (p *Previewer) hidden(ctx context.Context, in Input, r *Result) (set *redact.Set, allEnv bool) {
+// volumes and projections), read from the cluster. When such a Secret
+// cannot be read, every env value is hidden (allEnv) and a note says why.
+func (p *Previewer) hidden(ctx context.Context, j *redact.Judge, in Input, r *Result) (set *redact.Set, allEnv bool) {
 	set = &redact.Set{}
 	if in.Hide != nil {
 		*set = *in.Hide
 	}
+	j.Hide(set, in.Live.Object)
+	j.Hide(set, in.Manifest.Object)
 	names := map[string]bool{}
 	secretRefs(in.Live.Object, names)
 	secretRefs(in.Manifest.Object, names)
@@ -84,8 +88,7 @@ func isEnvPath(path string) bool {
 // mask hides every secret value in the result's messages (a server's
 // verdict or note may quote the manifest): the known set's, and what the
 // judge finds.
-func mask(r *Result, set *redact.Set) {
-	j, _ := redact.DefaultJudge()
+func mask(r *Result, set *redact.Set, j *redact.Judge) {
 	hide := func(s string) string { return j.Mask(set.Mask(s)) }
 	r.Verdict = hide(r.Verdict)
 	for i := range r.Notes {

@@ -248,6 +248,10 @@ func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) 
 	if in.Manifest == nil || in.Live == nil {
 		return Result{}, errors.New("preview: both the manifest and the live object are needed")
 	}
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		return Result{}, err
+	}
 	live := in.Live
 	r = Result{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
 	r.Ref = ref(live).String()
@@ -279,11 +283,11 @@ func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) 
 	synced, err := client.Patch(ctx, live.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
 		DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager, Force: &force,
 	})
-	hide, allEnv := p.hidden(ctx, in, &r)
+	hide, allEnv := p.hidden(ctx, j, in, &r)
 	// The results are named so that this runs on what is returned: the
 	// verdict (the server's refusal may quote a value) and any error.
 	defer func() {
-		mask(&r, hide)
+		mask(&r, hide, j)
 		if err != nil {
 			err = maskedError{err: err, hide: hide}
 		}
@@ -298,6 +302,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) 
 			r.Ref, FieldManager, err, in.Resource.GroupResource())
 	}
 
+	j.Hide(hide, synced.Object)
 	secret := ref(live).IsSecret()
 	r.Changes = diff(normalized(live), normalized(synced), shown{secret: secret, hide: hide, allEnv: allEnv})
 	r.Outcome = NoOp

@@ -2,11 +2,9 @@ package redact
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 
@@ -15,12 +13,11 @@ import (
 	"github.com/zricethezav/gitleaks/v8/logging"
 )
 
-// Judge decides by value whether a string is a secret, wherever it stands:
+// Judge holds the compiled rules of the one secret rule (see Rule):
 // gitleaks' maintained rule set (its default config, several hundred
-// rules for tokens, keys and credentials), a URL with a password or a
-// credential-like query parameter, and a long opaque string of high
-// entropy. Build one per run with NewJudge and share it: the rules are
-// compiled once. A nil *Judge judges nothing.
+// rules for tokens, keys and credentials) beside adopt's own. Share one
+// (DefaultJudge): the rules are compiled once. A nil *Judge applies the
+// name rule alone.
 type Judge struct {
 	d *detect.Detector
 	// closed is a Judge whose rules did not load: it fails closed (every
@@ -31,8 +28,9 @@ type Judge struct {
 // DefaultJudge is the process's one Judge, compiled on first use (40 ms
 // and 14 MB of heap on the bench machine) and read-only after: the rules
 // are as constant as a compiled regexp. When the rules do not load it
-// returns the error and a Judge that fails closed, so a caller that goes
-// on never lets a value through unjudged.
+// returns the error, which every engine returns to stop the run, and a
+// Judge that fails closed, so that nothing is let through unjudged even
+// by a caller that goes on.
 var DefaultJudge = sync.OnceValues(func() (*Judge, error) { return orClosed(NewJudge()) })
 
 // orClosed is j, or, when the rules did not load (err), a Judge that
@@ -54,7 +52,7 @@ func NewJudge() (*Judge, error) {
 	logging.Logger = zerolog.Nop()
 	d, err := detect.NewDetectorDefaultConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load the secret-detection rules: %w", err)
+		return nil, fmt.Errorf("adopt stops here: the secret-detection rules compiled into it (gitleaks' default rule set) did not load, so it cannot tell which values are secrets and will not read, write or show any: %w. Reinstall adopt; if it persists, report it with `adopt version`", err)
 	}
 	return &Judge{d: d}, nil
 }
@@ -65,36 +63,70 @@ const (
 	RuleURLQuery    = "url-credential-query"
 	RuleEntropy     = "high-entropy"
 	RuleKeyName     = "secret-key-name"
+	// RuleKnown is a value the caller knows is secret (a Helm release puts
+	// it into a Secret).
+	RuleKnown = "known-secret-value"
 )
 
-// minJudged is the shortest value judged: shorter ones are flags, ports
-// and words.
+// minHeld is the shortest value that can hold a secret: shorter ones are
+// flags, small numbers and words. A Set keeps nothing shorter (it would
+// hide ordinary text), so neither does the name rule.
+const minHeld = 4
+
+// minJudged is the shortest value judged by what it holds: a URL with a
+// password, a token or a key is longer.
 const minJudged = 8
 
-// Secret returns the rule that finds a secret in value, "" when none. key
-// is the name the value stands under (a map key, or an env-style entry's
-// name), which gitleaks' generic rules read as context.
-func (j *Judge) Secret(key, value string) string {
-	if j == nil || len(value) < minJudged {
+// Rule returns the rule by which text, the text of a scalar (Scalar)
+// standing under name (its map key, the key of the list it is an item of,
+// or an env-style entry's name), is a secret, "" when it is none. This is
+// adopt's one secret rule; Values, Scan, Hide and Mask all decide through
+// it:
+//
+//   - nothing is a secret when empty, a Placeholder already, or Shown;
+//   - by name (RuleKeyName): a value of at least 4 bytes, strings and
+//     numbers alike, whose own name is a SecretKey, unless that name is
+//     just "key" (secretKeyRef.key, tolerations[].key: it names something)
+//     or the value is a switch (true, false). Only the value's own name
+//     counts: a key above it does not (passCredentials, signatureKeys and
+//     jwtTokens hold schemas in a CustomResourceDefinition, and a secret
+//     volume holds settings);
+//   - by value, for values of 8 bytes and more: a URL with a password or
+//     a credential query parameter (URLSecret), one of gitleaks' rules
+//     (which read name=value, so the name is context), or a long opaque
+//     token of high entropy.
+func (j *Judge) Rule(name, text string) string {
+	if text == "" || text == Shown || strings.HasPrefix(text, PlaceholderPrefix) {
 		return ""
 	}
-	if j.closed {
+	if j != nil && j.closed {
 		return RuleUnloaded
 	}
-	if r := URLSecret(value); r != "" {
+	if byName(name, text) {
+		return RuleKeyName
+	}
+	if j == nil || len(text) < minJudged {
+		return ""
+	}
+	if r := URLSecret(text); r != "" {
 		return r
 	}
-	text := value
-	if key != "" {
-		text = key + "=" + value
+	pair := text
+	if name != "" {
+		pair = name + "=" + text
 	}
-	for _, f := range j.d.DetectString(text) {
+	for _, f := range j.d.DetectString(pair) {
 		return "gitleaks:" + f.RuleID
 	}
-	if opaque(value) {
+	if opaque(text) {
 		return RuleEntropy
 	}
 	return ""
+}
+
+// byName is the name part of Rule.
+func byName(name, text string) bool {
+	return len(text) >= minHeld && text != "true" && text != "false" && !strings.EqualFold(name, "key") && SecretKey(name)
 }
 
 // urlLike finds URLs with a scheme inside a longer text.
@@ -183,108 +215,60 @@ func entropy(s string) float64 {
 	return h
 }
 
-// Hit is one secret-looking value in an object: where and by which rule,
-// never the value.
-type Hit struct {
-	Path string
-	Rule string
-}
-
-// Scan judges every string of a decoded object (maps and lists, as
-// path.to[0].value) with j and the key-name rule, and returns the hits,
-// in walk order. An env-style entry ({name|key: X, value: Y}) judges Y
-// under the name X: a secret-like name makes Y a secret whatever it holds.
-// Metadata other than labels and annotations is not judged.
-func (j *Judge) Scan(obj map[string]any) []Hit {
-	var hits []Hit
-	var walk func(v any, path, key string)
-	walk = func(v any, path, key string) {
-		switch x := v.(type) {
-		case map[string]any:
-			name := envName(x)
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if path == "" && k == "metadata" {
-					if m, ok := x[k].(map[string]any); ok {
-						for _, sub := range []string{"labels", "annotations"} {
-							walk(m[sub], "metadata."+sub, sub)
-						}
-					}
-					continue
-				}
-				under := k
-				switch {
-				case name != "" && k == "value":
-					under = name // an env-style entry: its name says what the value is
-				case name != "" && x[k] == name:
-					under = "" // and the name itself is no secret
-				}
-				walk(x[k], join(path, k), under)
-			}
-		case []any:
-			for i, e := range x {
-				walk(e, fmt.Sprintf("%s[%d]", path, i), key)
-			}
-		case string:
-			if x == "" {
-				return
-			}
-			// A field named just "key" is a reference in Kubernetes objects
-			// (secretKeyRef.key, items[].key, tolerations[].key,
-			// matchExpressions[].key): only its value is judged.
-			if key != "key" && SecretKey(key) && len(x) >= minJudged && strings.Trim(x, "0123456789") != "" && !strings.HasPrefix(x, PlaceholderPrefix) {
-				hits = append(hits, Hit{Path: path, Rule: RuleKeyName})
-				return
-			}
-			if r := j.Secret(key, x); r != "" {
-				hits = append(hits, Hit{Path: path, Rule: r})
-			}
-		}
-	}
-	walk(obj, "", "")
-	return hits
-}
-
-// envName is the name of an env-style entry ({name: X, value: Y} or
-// {key: X, value: Y}), "" for any other map.
-func envName(m map[string]any) string {
-	if _, ok := m["value"]; !ok {
-		return ""
-	}
-	for _, k := range []string{"name", "key"} {
-		if s, ok := m[k].(string); ok && s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // tokenLike finds the runs of characters a token is made of.
 var tokenLike = regexp.MustCompile(`[A-Za-z0-9+/=_.-]{24,}`)
 
-// Mask returns text with what looks like a secret replaced by Shown: the
-// password of a URL and the value of a credential query parameter, what
-// gitleaks' rules match, and long opaque tokens. It is for text adopt
-// prints that it did not write itself (a pod's termination message, an
-// event, an API server's message). A nil Judge masks the URLs and tokens
-// alone.
+// Mask returns text with what looks like a secret replaced by Shown,
+// by Rule: by value, the password of a URL and the value of a credential
+// query parameter, what gitleaks' rules match and long opaque tokens; by
+// name, the value of every name=value or name: value pair in it (quoted
+// or not; the value up to a space, quote, comma, semicolon or &). It is
+// for text adopt prints that it did not write itself (a pod's termination
+// message, an event, an API server's message). A Judge whose rules did
+// not load withholds the text whole; a nil Judge masks by name alone.
 func (j *Judge) Mask(text string) string {
 	if j != nil && j.closed && text != "" {
 		return Shown + " (withheld: the secret-detection rules did not load)"
 	}
-	text = urlLike.ReplaceAllStringFunc(text, maskURL)
 	if j != nil {
+		text = urlLike.ReplaceAllStringFunc(text, maskURL)
 		for _, f := range j.d.DetectString(text) {
 			if f.Secret != "" && f.Secret != Shown {
 				text = strings.ReplaceAll(text, f.Secret, Shown)
 			}
 		}
+		text = tokenLike.ReplaceAllStringFunc(text, func(t string) string {
+			if opaque(t) {
+				return Shown
+			}
+			return t
+		})
 	}
-	return tokenLike.ReplaceAllStringFunc(text, func(t string) string {
-		if opaque(t) {
-			return Shown
+	return maskNamed(text)
+}
+
+// namedValue finds name=value and name: value pairs in a text.
+var namedValue = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*[:=][ \t]*["']?([^\s"',;&]+)`)
+
+// maskNamed replaces the value of every pair in text whose name makes it
+// a secret (Rule's name part) with Shown.
+func maskNamed(text string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range namedValue.FindAllStringSubmatchIndex(text, -1) {
+		name, value := text[m[2]:m[3]], text[m[4]:m[5]]
+		if strings.Contains(value, Shown) || !byName(name, value) {
+			continue
 		}
-		return t
-	})
+		b.WriteString(text[last:m[4]])
+		b.WriteString(Shown)
+		last = m[5]
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // maskURL hides a URL's password and its credential query values, as

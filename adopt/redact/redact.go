@@ -1,14 +1,18 @@
-// Package redact owns adopt's one rule for secret values: which keys hold
-// secrets, which values are secrets by what they hold (Judge: gitleaks'
-// rules, URL credentials, entropy), the placeholder that takes a secret's
-// place in a plan and in Git, and which values a preview or a message may
-// never show. Helm values
-// (package helmrelease) and the first-sync preview (package preview) both
-// decide through it; errors that may carry a URL's credentials or a token go
-// through gitops.Redact.
+// Package redact owns adopt's one rule for secret values (Rule) and the
+// one walk that applies it to decoded YAML and JSON: which keys hold
+// secrets (SecretKey, Reference), which values are secrets by
+// what they hold (Judge: gitleaks' rules, URL credentials, entropy), the
+// placeholder that takes a secret's place in a plan and in Git. Helm
+// values (Values, through package helmrelease), the export check (Scan,
+// through package plan for plan and apply alike), the first-sync
+// preview's hiding (Hide, then Set) and the masking of text from the
+// cluster (Mask: diagnostics, API warnings, server messages) all decide
+// through it, so they cannot disagree. Errors that may carry a URL's
+// credentials or a token go through gitops.Redact.
 //
-// It holds no state of its own and never reads the cluster: callers give it
-// the values to judge.
+// It holds no state but the compiled rules (DefaultJudge), never reads
+// the cluster, and never returns a secret value except to the caller
+// that handed it in (Values' Set, Hide): Hits name a path and a rule.
 package redact
 
 import (
@@ -130,63 +134,6 @@ func Scalar(v any) (string, bool) {
 	return "", false
 }
 
-// Values returns a copy of values in which every secret value is a
-// Placeholder, the key paths it replaced (sorted, as a.b[0].c), and the
-// values it replaced with known's added (for a preview to hide). A
-// scalar (string, number or boolean; lists included) is a secret when a key
-// on its path is a SecretKey and its own key is not a Reference, when it
-// is the value of an env-style entry ({name: X, value: Y}, or key: X)
-// whose name is a SecretKey, when known holds it (a value the release puts
-// into a Secret), or when j judges it one by value (a nil j judges
-// nothing). Empty strings and nulls hold nothing and stay.
-func Values(values map[string]any, known *Set, j *Judge) (map[string]any, []string, *Set) {
-	var paths []string
-	hide := &Set{}
-	if known != nil {
-		hide.values = append(hide.values, known.values...)
-	}
-	var walk func(v any, path, last string, under bool) any
-	walk = func(v any, path, last string, under bool) any {
-		switch x := v.(type) {
-		case map[string]any:
-			out := make(map[string]any, len(x))
-			name := envName(x)
-			for k, e := range x {
-				if name != "" && (k == "value" || e == name) {
-					// An env-style entry: its name names, its value holds.
-					if k == "value" {
-						out[k] = walk(e, join(path, k), name, under || SecretKey(name))
-					} else {
-						out[k] = walk(e, join(path, k), k, under)
-					}
-					continue
-				}
-				out[k] = walk(e, join(path, k), k, under || SecretKey(k))
-			}
-			return out
-		case []any:
-			out := make([]any, len(x))
-			for i, e := range x {
-				out[i] = walk(e, fmt.Sprintf("%s[%d]", path, i), last, under)
-			}
-			return out
-		}
-		s, ok := Scalar(v)
-		if !ok || s == "" {
-			return v
-		}
-		if under && !Reference(last) || known.Holds(s) || j.Secret(last, s) != "" {
-			paths = append(paths, path)
-			hide.Add(s)
-			return Placeholder(path)
-		}
-		return v
-	}
-	out, _ := walk(values, "", "", false).(map[string]any)
-	sort.Strings(paths)
-	return out, paths, hide
-}
-
 func join(path, k string) string {
 	if path == "" {
 		return k
@@ -205,7 +152,7 @@ type Set struct {
 // hide ordinary words, booleans and small numbers.
 func (s *Set) Add(vs ...string) {
 	for _, v := range vs {
-		if len(v) >= 4 {
+		if len(v) >= minHeld {
 			s.values = append(s.values, v)
 		}
 	}
@@ -214,7 +161,7 @@ func (s *Set) Add(vs ...string) {
 // Holds reports whether v is one of the set's values, or (8 bytes and
 // longer) inside one: a value a chart prints into a Secret, or part of it.
 func (s *Set) Holds(v string) bool {
-	if s == nil || len(v) < 4 {
+	if s == nil || len(v) < minHeld {
 		return false
 	}
 	for _, d := range s.values {

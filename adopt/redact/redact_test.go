@@ -39,28 +39,30 @@ func TestScalar(t *testing.T) {
 	}
 }
 
-// TestValues: the path rule reaches every depth and list; a reference under
-// a secret key stays; a known value anywhere is replaced.
+// TestValues: a value is judged by its own name at every depth and in
+// lists (a list's items by the list's name); a key above it does not make
+// it secret (credentials.user); a reference stays; a known value anywhere
+// is replaced.
 func TestValues(t *testing.T) {
 	known := &Set{}
 	known.Add("rendered-into-a-secret")
 	in := map[string]any{
-		"credentials": map[string]any{"user": "u", "list": []any{map[string]any{"x": float64(12345)}}, "secretName": "keep"},
+		"credentials": map[string]any{"user": "user-1", "list": []any{map[string]any{"password": float64(12345)}}, "secretName": "keep", "keys": []any{"k3y-1"}},
 		"plain":       map[string]any{"dsn": "rendered-into-a-secret", "n": float64(12345)},
 	}
 	out, paths, hide := Values(in, known, nil)
-	want := []string{"credentials.list[0].x", "credentials.user", "plain.dsn"}
+	want := []string{"credentials.keys[0]", "credentials.list[0].password", "plain.dsn"}
 	if !reflect.DeepEqual(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
 	}
 	c := out["credentials"].(map[string]any)
-	if c["secretName"] != "keep" || c["user"] != Placeholder("credentials.user") {
+	if c["secretName"] != "keep" || c["user"] != "user-1" || c["keys"].([]any)[0] != Placeholder("credentials.keys[0]") {
 		t.Errorf("credentials %v", c)
 	}
 	if out["plain"].(map[string]any)["n"] != float64(12345) {
 		t.Errorf("plain number changed: %v", out)
 	}
-	if !hide.Holds("rendered-into-a-secret") || !hide.Holds("12345") || hide.Holds("keep") {
+	if !hide.Holds("rendered-into-a-secret") || !hide.Holds("12345") || hide.Holds("keep") || hide.Holds("user-1") {
 		t.Errorf("the hidden set %v", hide.values)
 	}
 	if _, p, _ := Values(map[string]any{"a": "b"}, nil, nil); p != nil {
@@ -167,8 +169,8 @@ func TestJudgeFailsClosed(t *testing.T) {
 	if err == nil || j == nil {
 		t.Fatalf("orClosed = %v, %v; want a judge and the error", j, err)
 	}
-	if r := j.Secret("replicas", "12345678"); r != RuleUnloaded {
-		t.Errorf("Secret = %q, want %q", r, RuleUnloaded)
+	if r := j.Rule("replicas", "12345678"); r != RuleUnloaded {
+		t.Errorf("Rule = %q, want %q", r, RuleUnloaded)
 	}
 	if hits := j.Scan(map[string]any{"data": map[string]any{"mode": "fast-and-loose"}}); len(hits) != 1 {
 		t.Errorf("Scan found %v, want the one value", hits)
@@ -178,5 +180,77 @@ func TestJudgeFailsClosed(t *testing.T) {
 	}
 	if ok, err := orClosed(&Judge{}, nil); err != nil || ok.closed {
 		t.Errorf("orClosed of a loaded judge = %+v, %v", ok, err)
+	}
+}
+
+// TestRule (issue 44): the one rule. By its own name, strings and numbers
+// of 4 bytes and more alike, never a switch, a reference or a field named
+// just key; by value, 8 bytes and more.
+func TestRule(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"db_password", "12345678", RuleKeyName},
+		{"db_password", "1234", RuleKeyName},
+		{"db_password", "123", ""},
+		{"automountServiceAccountToken", "true", ""},
+		{"tokenRef", "some-secret-name", ""},
+		{"key", "dedicated-credentials", ""},
+		{"replicas", "12345678", ""},
+		{"DATABASE_URL", "postgres://app:s3cr3tpass@db:5432/app", RuleURLPassword},
+		{"password", Placeholder("db.password"), ""},
+		{"password", Shown, ""},
+	} {
+		if got := j.Rule(c.name, c.text); got != c.want {
+			t.Errorf("Rule(%q, %q) = %q, want %q", c.name, c.text, got, c.want)
+		}
+	}
+}
+
+// TestScanKubernetesSettings: settings beneath secret names in
+// Kubernetes objects (a secret volume's items and mode, a token
+// projection, automountServiceAccountToken, imagePullSecrets' names, a
+// CustomResourceDefinition's schema of passCredentials and signatureKeys)
+// are not secrets: only a value's own name counts. An env entry named by
+// key is judged by its name.
+func TestScanKubernetesSettings(t *testing.T) {
+	spec := map[string]any{
+		"schema": map[string]any{"properties": map[string]any{
+			"passCredentials": map[string]any{"description": "PassCredentials pass credentials to all domains", "type": "boolean"},
+			"signatureKeys":   map[string]any{"type": "array", "items": map[string]any{"required": []any{"keyID"}, "type": "object"}},
+		}},
+		"automountServiceAccountToken": true,
+		"imagePullSecrets":             []any{map[string]any{"name": "regcred"}},
+		"volumes": []any{
+			map[string]any{"name": "tls", "secret": map[string]any{"secretName": "tls", "defaultMode": float64(420), "items": []any{map[string]any{"key": "tls.crt", "path": "tls.crt"}}}},
+			map[string]any{"name": "token", "projected": map[string]any{"sources": []any{map[string]any{"serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": float64(3600), "audience": "vault"}}}}},
+		},
+		"vars": []any{map[string]any{"key": "API_TOKEN", "value": float64(12345678)}},
+	}
+	got := (*Judge)(nil).Scan(map[string]any{"spec": spec})
+	want := []Hit{{"spec.vars[0].value", RuleKeyName}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hits %v, want %v", got, want)
+	}
+}
+
+// TestMaskByName (issue 44): Mask masks the value of a name=value or
+// name: value pair by the name rule, as Scan judges a map.
+func TestMaskByName(t *testing.T) {
+	j, err := DefaultJudge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"db_password: 12345678 rejected":                       "db_password: " + Shown + " rejected",
+		`{"API_TOKEN":"abcd1234","mode":"x"}`:                  `{"API_TOKEN":"` + Shown + `","mode":"x"}`,
+		"token: true, replicas=12345678":                       "token: true, replicas=12345678",
+		"tokenRef=some-secret-name key: dedicated-credentials": "tokenRef=some-secret-name key: dedicated-credentials",
+	} {
+		if got := j.Mask(in); got != want {
+			t.Errorf("Mask(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

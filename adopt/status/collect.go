@@ -159,7 +159,9 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 			}
 			var explain []string
 			if st.Found && st.Health != "" && st.Health != argoapp.HealthHealthy && kube != nil {
-				explain = argoapp.Explain(ctx, kube, st)
+				if explain, err = argoapp.Explain(ctx, kube, st); err != nil {
+					return nil, nil, nil, err
+				}
 			}
 			for _, r := range a.Objects {
 				ob := objs[r]

@@ -131,8 +131,9 @@ func appInNamespace(p *plan.Plan, ns string) *plan.Application {
 // registered clusters and its apply. No canary, in any form, may be in any
 // plan file, stdout, stderr, Git object, ref or commit message of any
 // repository, pull request, journal, status history, SARIF, JUnit or HTML;
-// a boolean or number Helm value must be a placeholder in the plans and in
-// the Application in Git; the repository with credentials in
+// a number Helm value must be a placeholder in the plans and in
+// the Application in Git, and a boolean one (a switch holds no secret,
+// issue 44) stays as it is; the repository with credentials in
 // repositories.yaml must be refused, by name.
 func TestLeakSuite(t *testing.T) {
 	began := time.Now()
@@ -252,7 +253,7 @@ func TestLeakSuite(t *testing.T) {
 	if v, _ := valueAt(stored, "auth.apiKeyBool"); v != true {
 		t.Fatalf("helm stored auth.apiKeyBool as %T %v, want the boolean true", v, v)
 	}
-	redactedPaths := []string{"db.password", "auth.apiToken", "auth.apiKeyBool", "nested.credentials.apiKey", "passwords[0]", "passwords[1]", "migration.seed", "db.dsn", "extraEnv[0].value", "databases[0].password"}
+	redactedPaths := []string{"db.password", "auth.apiToken", "nested.credentials.apiKey", "passwords[0]", "passwords[1]", "migration.seed", "db.dsn", "extraEnv[0].value", "databases[0].password"}
 
 	// A release stored by Helm's ConfigMap driver (base64 of gzip in a
 	// ConfigMap, not a Secret).
@@ -341,6 +342,9 @@ func TestLeakSuite(t *testing.T) {
 			t.Fatalf("plan -o %s: no Helm-sourced Application for release %s; findings %+v", format, release, pf.Findings)
 		}
 		checkPlaceholders(t, "plan file of plan -o "+format, app.Helm.Values, redactedPaths)
+		if v, _ := valueAt(app.Helm.Values, "auth.apiKeyBool"); v != true {
+			t.Errorf("plan -o %s: the switch auth.apiKeyBool is %T %v, want true as it was", format, v, v)
+		}
 		if app := helmApp(pf, cmRelease); app == nil {
 			t.Errorf("plan -o %s: no Helm-sourced Application for release %s (HELM_DRIVER=configmap)", format, cmRelease)
 		} else {

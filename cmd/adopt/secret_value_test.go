@@ -16,11 +16,11 @@ import (
 // TestSecretValuesOutsideSecrets (issue 36): credentials in objects that
 // are not Secrets, hand-applied with kubectl apply: a ConfigMap holding a
 // database URL with a password, and a Deployment whose env has a literal
-// password under an ordinary-looking name's value. plan --preview (which
-// reads every object) names each key path and rule in a critical
-// secret-value finding and never the value;
-// apply exports neither object, says why and what to do, and writes no
-// byte of either value to Git. After review, adopt.yaml's allowValues
+// password under an ordinary-looking name's value. plan, with and without
+// --preview, names each key path and rule in a critical secret-value
+// finding and never the value;
+// apply exports neither object, names both, says why and what to do, and
+// writes no byte of either value to Git. After review, adopt.yaml's allowValues
 // passes both: the plan records the entries and says which passed each,
 // and apply exports them as they are, the reviewer's choice.
 func TestSecretValuesOutsideSecrets(t *testing.T) {
@@ -76,16 +76,26 @@ spec:
 	noCanary("the plan's output", out+errOut)
 	b, _ := os.ReadFile(planFile)
 	noCanary("the plan file", string(b))
-	p := readPlan(t, planFile)
-	for _, c := range []struct{ kind, name, path, rule string }{
-		{"ConfigMap", "app-settings", "data.DATABASE_URL", "url-password"},
-		{"Deployment", "worker", "spec.template.spec.containers[0].env[0].value", "secret-key-name"},
-	} {
-		o := findObject(p, c.kind, ns, c.name)
-		if o == nil || o.Risk != plan.Critical || !findingSays(o.Findings, plan.CodeSecretValue, c.path+" looks like a secret (rule "+c.rule+")") {
-			t.Errorf("%s %s: %s, want a critical secret-value finding at %s (rule %s)", c.kind, c.name, previewOf(o), c.path, c.rule)
+	// Without --preview too (issue 44): the plan reads what apply exports.
+	noPreview := filepath.Join(dir, "plan-no-preview.json")
+	out, errOut, code = adopt(t, "plan", "-n", ns, "--repo", url, "-o", "json", "--out", noPreview)
+	if code != ExitOK && code != ExitFindings {
+		t.Fatalf("plan exited %d: %s", code, errOut)
+	}
+	noCanary("the plan's output without --preview", out+errOut)
+	for _, f := range []string{planFile, noPreview} {
+		p := readPlan(t, f)
+		for _, c := range []struct{ kind, name, path, rule string }{
+			{"ConfigMap", "app-settings", "data.DATABASE_URL", "url-password"},
+			{"Deployment", "worker", "spec.template.spec.containers[0].env[0].value", "secret-key-name"},
+		} {
+			o := findObject(p, c.kind, ns, c.name)
+			if o == nil || o.Risk != plan.Critical || !findingSays(o.Findings, plan.CodeSecretValue, c.path+" looks like a secret (rule "+c.rule+")") {
+				t.Errorf("%s: %s %s: %s, want a critical secret-value finding at %s (rule %s)", filepath.Base(f), c.kind, c.name, previewOf(o), c.path, c.rule)
+			}
 		}
 	}
+	p := readPlan(t, planFile)
 	if o := findObject(p, "Deployment", ns, "worker"); o != nil && findingSays(o.Findings, plan.CodeSecretValue, "env[1]") {
 		t.Errorf("QUEUE's value is flagged: %+v", o.Findings)
 	}
@@ -95,8 +105,8 @@ spec:
 	}
 	out, errOut, code = apply(planFile)
 	noCanary("apply's output", out+errOut)
-	if code == ExitOK || !strings.Contains(errOut, "data.DATABASE_URL looks like a secret") || !strings.Contains(errOut, "Move the value into a Secret") {
-		t.Fatalf("apply exited %d, want it to refuse the ConfigMap and say why: %s %s", code, out, errOut)
+	if code == ExitOK || !strings.Contains(errOut, "data.DATABASE_URL looks like a secret") || !strings.Contains(errOut, "env[0].value looks like a secret") || !strings.Contains(errOut, "Move the value into a Secret") {
+		t.Fatalf("apply exited %d, want it to refuse the ConfigMap and the Deployment and say why: %s %s", code, out, errOut)
 	}
 	gitLog := func() string {
 		clone := filepath.Join(t.TempDir(), "clone")

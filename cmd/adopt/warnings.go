@@ -25,8 +25,14 @@ func (w *apiWarnings) HandleWarningHeader(code int, _ string, text string) {
 	if code != 299 || text == "" {
 		return
 	}
-	j, _ := redact.DefaultJudge()
-	text = j.Mask(text)
+	j, err := redact.DefaultJudge()
+	if err != nil {
+		// The engine this request serves stops on the same error; the
+		// warning is not shown unjudged meanwhile.
+		text = "an API server warning is withheld: " + err.Error()
+	} else {
+		text = j.Mask(text)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seen[text] {
