@@ -116,6 +116,7 @@ func TestFirstSyncByVersion(t *testing.T) {
 		{ArgoCDCurrent, false, true},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel() // each version on its own shared plane: the waits overlap
 			firstSync(t, tc.version, tc.trap, tc.serverSideDiff)
 		})
 	}

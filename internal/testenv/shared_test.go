@@ -17,8 +17,12 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Lock()
 	for _, p := range shared.m {
-		p.a.Stop()
-		p.cp.Stop()
+		p.Lock()
+		if p.a != nil {
+			p.a.Stop()
+			p.cp.Stop()
+		}
+		p.Unlock()
 	}
 	shared.Unlock()
 	os.Exit(code)
@@ -32,7 +36,11 @@ var shared = struct {
 	m map[string]*sharedPlane
 }{m: map[string]*sharedPlane{}}
 
+// sharedPlane is one version's plane. Its own lock covers its start, so
+// that tests of different versions (TestFirstSyncByVersion's, which run in
+// parallel) start their planes at once.
 type sharedPlane struct {
+	sync.Mutex
 	cp *ControlPlane
 	a  *ArgoCD
 }
@@ -43,12 +51,19 @@ type sharedPlane struct {
 func sharedArgoCD(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
 	t.Helper()
 	shared.Lock()
-	defer shared.Unlock()
 	p := shared.m[version]
 	if p == nil {
-		p = startShared(t, version)
+		p = &sharedPlane{}
 		shared.m[version] = p
 	}
+	shared.Unlock()
+	func() {
+		p.Lock()
+		defer p.Unlock() // also when the start fails the test
+		if p.a == nil {
+			p.cp, p.a = startShared(t, version)
+		}
+	}()
 	apps := dynamic.NewForConfigOrDie(p.cp.RESTConfig()).Resource(applicationsGVR).Namespace(p.a.Namespace)
 	before := map[string]bool{}
 	if l, err := apps.List(context.Background(), metav1.ListOptions{}); err == nil {
@@ -70,7 +85,7 @@ func sharedArgoCD(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
 
 var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 
-func startShared(t *testing.T, version string) *sharedPlane {
+func startShared(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
 	t.Helper()
 	start := time.Now()
 	cp, err := Start(context.Background(), Options{})
@@ -86,5 +101,5 @@ func startShared(t *testing.T, version string) *sharedPlane {
 		t.Logf("argocd %s: %-45s %s", version, tm.Step, tm.Took.Round(time.Millisecond))
 	}
 	t.Logf("argocd %s: started in %s; server %s", version, time.Since(start).Round(time.Millisecond), a.Server)
-	return &sharedPlane{cp: cp, a: a}
+	return cp, a
 }
