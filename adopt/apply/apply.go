@@ -9,8 +9,10 @@
 // that contradicts the plan is refused (see Overrides.Check); nothing here
 // re-derives a setting from a default.
 //
-// It reads live objects only to export them, never writes to the cluster,
-// never puts a Secret's values in its output, and never prints.
+// It reads live objects only to export them (and a Secret the plan adopts
+// as a SealedSecret only to seal it, in memory, asking the controller to
+// verify the result), never writes to the cluster, never puts a Secret's
+// values in its output, and never prints.
 package apply
 
 import (
