@@ -9,8 +9,10 @@
 // that contradicts the plan is refused (see Overrides.Check); nothing here
 // re-derives a setting from a default.
 //
-// It reads live objects only to export them, never writes to the cluster,
-// never puts a Secret's values in its output, and never prints.
+// It reads live objects only to export them (and a Secret the plan adopts
+// as a SealedSecret only to seal it, in memory, asking the controller to
+// verify the result), never writes to the cluster, never puts a Secret's
+// values in its output, and never prints.
 package apply
 
 import (
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/adopt-dev/adopt/adopt/config"
@@ -89,6 +92,10 @@ type Options struct {
 	RepoURL string
 	// TargetRevision is the Applications' targetRevision (the base branch).
 	TargetRevision string
+	// Kube reads the Secrets the plan adopts as SealedSecrets and reaches
+	// the Sealed Secrets controller (its certificate, /v1/verify); nil
+	// refuses a plan with such a Secret.
+	Kube kubernetes.Interface
 }
 
 // Applier renders one plan into commit content.
@@ -118,6 +125,9 @@ type exported struct {
 	// refused are the critical secret-value findings that keep it from
 	// being exported (plan.SecretValues).
 	refused []plan.Finding
+	// sealed is set for a Secret written as a SealedSecret (data is its
+	// manifest: ciphertext, never a value).
+	sealed bool
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -220,13 +230,17 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	a.objs = make(map[string]*exported, len(p.Objects))
 	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
-	var order []*exported
+	var order, seal []*exported
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
 		a.objs[obj.Ref.String()] = e
 		if notExported[obj.Ref.String()] {
 			e.helm = true
+			continue
+		}
+		if obj.Sealed() && obj.Git == nil {
+			seal = append(seal, e)
 			continue
 		}
 		if obj.IsSecret() {
@@ -245,6 +259,9 @@ func (a *Applier) Export(ctx context.Context) error {
 			byGVR[gvr] = map[string]*exported{}
 		}
 		byGVR[gvr][obj.Namespace+"/"+obj.Name] = e
+	}
+	if err := a.sealAll(ctx, seal); err != nil {
+		return err
 	}
 	errs := map[*exported]error{}
 	var mu sync.Mutex
@@ -474,6 +491,9 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	for _, e := range a.objs {
 		switch {
 		case e.helm:
+		case e.sealed:
+			f := e.obj.SecretForm
+			s.Sealed = append(s.Sealed, SealedSummary{Ref: e.obj.Ref.String(), File: e.file, Controller: f.Controller, Fingerprint: f.Fingerprint})
 		case e.secret != "":
 			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref.String(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:
@@ -484,6 +504,7 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 		}
 	}
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
+	sort.Slice(s.Sealed, func(i, j int) bool { return s.Sealed[i].Ref < s.Sealed[j].Ref })
 	return s, nil
 }
 
@@ -497,6 +518,8 @@ type Summary struct {
 	Objects      int
 	Applications []AppSummary
 	Secrets      []SecretSummary
+	// Sealed are the Secrets written as SealedSecrets.
+	Sealed []SealedSummary
 	// Exported maps an object's Ref to the file it was exported to.
 	Exported    map[string]string
 	Runbooks    []runbook.Finding

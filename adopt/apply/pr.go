@@ -43,6 +43,9 @@ type PRInput struct {
 	// Secrets maps a Secret's Ref to why it was left out of Git, for
 	// Secrets apply skipped; Secrets the plan skipped are listed too.
 	Secrets map[string]string
+	// Sealed maps a Secret's Ref to the SealedSecret file apply wrote for
+	// it; SealedBy to the controller and key that sealed it.
+	Sealed, SealedBy map[string]string
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
@@ -60,6 +63,7 @@ type prData struct {
 	Risks        []string
 	Runbooks     []string
 	Secrets      []prSecret
+	Sealed       []prSealed
 	NextStep     string
 	// Root is the existing Application that syncs AppsDir and creates the
 	// new Applications ("" when none does); New counts them.
@@ -120,6 +124,10 @@ type prObject struct {
 
 type prSecret struct{ Ref, Reason string }
 
+// prSealed is a Secret written as a SealedSecret: no value, only where
+// and by which controller's key.
+type prSealed struct{ Ref, File, By string }
+
 // newPRData turns the plan and what apply did into the template data.
 func newPRData(in PRInput) prData {
 	d := prData{Head: in.Head, Base: in.Base, Runbooks: in.Runbooks}
@@ -173,6 +181,8 @@ func newPRData(in PRInput) prData {
 				po.Drift = "see the Helm proof"
 			case ob.Git != nil:
 				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
+			case in.Sealed[r] != "":
+				po.Where = "sealed to `" + in.Sealed[r] + "`"
 			case in.Exported[r] != "":
 				po.Where = "exported to `" + in.Exported[r] + "`"
 			default:
@@ -185,6 +195,8 @@ func newPRData(in PRInput) prData {
 				po.Drift = "identical"
 			case ob.Drift != nil:
 				po.Drift = fmt.Sprintf("live %d B behind Git: %s", ob.Drift.BytesBehind, strings.Join(ob.Drift.Fields, ", "))
+			case in.Sealed[r] != "":
+				po.Drift = "n/a (sealed from the cluster)"
 			case ob.Git == nil:
 				po.Drift = "n/a (exported from the cluster)"
 			}
@@ -219,6 +231,13 @@ func newPRData(in PRInput) prData {
 		d.Secrets = append(d.Secrets, prSecret{Ref: ref, Reason: why})
 	}
 	sort.SliceStable(d.Secrets, func(i, j int) bool { return d.Secrets[i].Ref < d.Secrets[j].Ref })
+	for ref, file := range in.Sealed {
+		d.Sealed = append(d.Sealed, prSealed{Ref: ref, File: file, By: in.SealedBy[ref]})
+	}
+	sort.SliceStable(d.Sealed, func(i, j int) bool { return d.Sealed[i].Ref < d.Sealed[j].Ref })
+	if len(d.Sealed) > 0 {
+		d.NextStep += " --sync"
+	}
 	return d
 }
 
@@ -304,6 +323,11 @@ func previewLines(ref string, ob plan.Object) []string {
 // CSA-migration reasons) into in from the summary.
 func (s Summary) PRInput(in PRInput) PRInput {
 	in.Exported, in.Secrets, in.CSAMigration = map[string]string{}, map[string]string{}, map[string]string{}
+	in.Sealed, in.SealedBy = map[string]string{}, map[string]string{}
+	for _, sec := range s.Sealed {
+		in.Sealed[sec.Ref] = sec.File
+		in.SealedBy[sec.Ref] = "the Sealed Secrets controller at Service " + sec.Controller + ", key " + sec.Fingerprint
+	}
 	for ref, f := range s.Exported {
 		in.Exported[ref] = f
 	}

@@ -160,3 +160,39 @@ func TestPRBodyHelm(t *testing.T) {
 		t.Errorf("a release record is listed:\n%s", body)
 	}
 }
+
+// TestPRBodySealed: a Secret apply sealed is listed as sealed, with its
+// file and the controller's key, in its Application's table and its own
+// section; finalize's next step syncs (it marks first). A body with none
+// keeps its sections as they were.
+func TestPRBodySealed(t *testing.T) {
+	_, plain, err := RenderPR(prInput(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "Secrets sealed") || !strings.Contains(plain, "\n\n### Secrets left out") {
+		t.Errorf("a body with no sealed Secret changed its sections:\n%s", plain)
+	}
+	in := prInput()
+	db := plan.Object{Ref: objref.Ref{Kind: "Secret", Version: "v1", Namespace: "litellm-test", Name: "db"}, App: "litellm-test",
+		SecretForm: &plan.SecretForm{Form: plan.SecretFormSealed, Controller: "kube-system/sealed-secrets-controller", Fingerprint: "SHA256:ab12"}}
+	in.Plan.Objects = append(in.Plan.Objects, db)
+	in.Plan.Applications[0].Objects = append(in.Plan.Applications[0].Objects, db.Ref.String())
+	in = Summary{Sealed: []SealedSummary{{Ref: db.Ref.String(), File: "adopted/litellm-test/sealedsecret.bitnami.com-db.yaml", Controller: db.SecretForm.Controller, Fingerprint: db.SecretForm.Fingerprint}}}.PRInput(in)
+	_, body, err := RenderPR(in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| `Secret litellm-test/db` |",
+		"sealed to `adopted/litellm-test/sealedsecret.bitnami.com-db.yaml`",
+		"### Secrets sealed",
+		"- `Secret litellm-test/db`: `adopted/litellm-test/sealedsecret.bitnami.com-db.yaml`, sealed with the Sealed Secrets controller at Service kube-system/sealed-secrets-controller, key SHA256:ab12",
+		"adopt finalize --plan plans/prod-eu.yaml --sync",
+		"before.\n\n### Secrets left out",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body lacks %q:\n%s", want, body)
+		}
+	}
+}

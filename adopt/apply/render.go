@@ -109,8 +109,18 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	s.Path = srcPath
 	var adoptedFiles, exclude []string
+	sealedHere := false
 	for _, e := range exportedHere {
 		name := export.FileName(e.obj.Group, e.obj.Kind, e.obj.Name)
+		if e.sealed {
+			name = sealedFile(e.obj.Name)
+			e.file = path.Join(srcPath, name)
+			pl.writes = append(pl.writes, write{e.file, e.data})
+			adoptedFiles = append(adoptedFiles, name)
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "sealed to " + e.file + " (a SealedSecret the controller at Service " + e.obj.SecretForm.Controller + " verified it decrypts; no value in Git)"})
+			sealedHere = true
+			continue
+		}
 		switch e.secret {
 		case export.SecretsSkip:
 			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "left out (Secret: needs SealedSecret, ExternalSecret or SOPS)"})
@@ -190,6 +200,12 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		Include: argoapp.Glob(include), Exclude: argoapp.Glob(exclude), SyncOptions: opts, IgnoreDifferences: ignore,
 	}
 	a.complete(pl, app, d, out)
+	if sealedHere && pl.d.AutoSync {
+		// The controller takes a Secret over only if the mark is on it
+		// before it unseals: the first sync must wait for finalize.
+		pl.d.AutoSync, pl.d.Prune = false, false
+		s.Notes = append(s.Notes, "written without automated sync, though --auto-sync was given: it holds a SealedSecret, and the Secret must be marked managed before the first sync applies it (or the controller refuses to take the Secret over). Run adopt finalize --sync after the merge: it marks, syncs, and proves the takeover; turn automated sync on afterwards")
+	}
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)
 		pl.d.Name, pl.file = prev.name, prev.file

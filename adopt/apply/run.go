@@ -138,7 +138,7 @@ func exportPlan(ctx context.Context, p *plan.Plan, c Cluster, version argoapp.De
 	fetch, list, count := Live(c.Dynamic, c.Core)
 	a, err := New(Options{
 		Plan: p, Secrets: r.Secrets, FixRunbooks: r.FixRunbooks, AutoSync: r.AutoSync, Prune: r.Prune,
-		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count,
+		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count, Kube: c.Kube,
 	})
 	if err != nil {
 		return nil, err

@@ -67,6 +67,54 @@ type Config struct {
 	// which apply writes no ignoreDifferences entries, though plan
 	// --preview found fields another writer owns (see docs/apply.md).
 	NoIgnoreDifferences []string `yaml:"noIgnoreDifferences"`
+	// Secrets chooses how hand-applied Secrets are adopted (see
+	// docs/secrets.md).
+	Secrets Secrets `yaml:"secrets" json:"secrets,omitempty"`
+}
+
+// Secrets chooses the form of each hand-applied Secret.
+type Secrets struct {
+	// SealedSecretsController is the Sealed Secrets controller's Service,
+	// namespace/name. When set, plan looks for the controller there only;
+	// when empty, at kubeseal's default (kube-system/sealed-secrets-controller),
+	// then at the one Service labelled app.kubernetes.io/name=sealed-secrets.
+	SealedSecretsController string `yaml:"sealedSecretsController" json:"sealedSecretsController,omitempty"`
+	// Forms force a form for the Secrets of the namespaces they name: the
+	// first entry that matches wins. Form is sealed (a SealedSecret, which
+	// needs the controller) or none (left out and named, as without an
+	// operator).
+	Forms []SecretForm `yaml:"forms" json:"forms,omitempty"`
+}
+
+// The Secret forms adopt.yaml can force.
+const (
+	SecretFormSealed = "sealed"
+	SecretFormNone   = "none"
+)
+
+// SecretForm forces Form for the Secrets of Namespaces (globs).
+type SecretForm struct {
+	Namespaces []string `yaml:"namespaces" json:"namespaces"`
+	Form       string   `yaml:"form" json:"form"`
+}
+
+// SecretForm returns the form adopt.yaml forces for the Secrets of
+// namespace and the entry that forces it ("secrets.forms[i]"); "" when no
+// entry names the namespace.
+func (c *Config) SecretForm(namespace string) (form, entry string) {
+	for i, f := range c.Secrets.Forms {
+		if matchAny(f.Namespaces, namespace) {
+			return f.Form, fmt.Sprintf("secrets.forms[%d]", i)
+		}
+	}
+	return "", ""
+}
+
+// SealedSecretsService splits SealedSecretsController into its namespace
+// and name ("", "" when unset).
+func (c *Config) SealedSecretsService() (namespace, name string) {
+	namespace, name, _ = strings.Cut(c.Secrets.SealedSecretsController, "/")
+	return namespace, name
 }
 
 // Destination is spec.destination: a server URL or a cluster name.
@@ -281,6 +329,25 @@ func (c *Config) Validate() error {
 		}
 		if !chartName.MatchString(chart) {
 			return fmt.Errorf("helmRepositories: %q is not a chart name (the chart's name as in helm.sh/chart, without the version)", chart)
+		}
+	}
+	if s := c.Secrets.SealedSecretsController; s != "" {
+		ns, name, ok := strings.Cut(s, "/")
+		if !ok || !dns1123.MatchString(ns) || !dns1123.MatchString(name) {
+			return fmt.Errorf("secrets.sealedSecretsController %q: write the controller's Service as namespace/name (kubeseal's default is kube-system/sealed-secrets-controller)", s)
+		}
+	}
+	for i, f := range c.Secrets.Forms {
+		if f.Form != SecretFormSealed && f.Form != SecretFormNone {
+			return fmt.Errorf("secrets.forms[%d]: form %q: use %s or %s", i, f.Form, SecretFormSealed, SecretFormNone)
+		}
+		if len(f.Namespaces) == 0 {
+			return fmt.Errorf("secrets.forms[%d]: name the namespaces it forces (namespaces: [team-a] or [\"*\"])", i)
+		}
+		for _, g := range f.Namespaces {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("secrets.forms[%d]: bad glob %q: %v", i, g, err)
+			}
 		}
 	}
 	switch c.GroupBy {

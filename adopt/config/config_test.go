@@ -75,3 +75,37 @@ func TestParseHelmRepositories(t *testing.T) {
 		t.Fatalf("redis: %q", got)
 	}
 }
+
+func TestSecretForms(t *testing.T) {
+	c, err := Parse([]byte(`apiVersion: adopt.dev/v1alpha1
+kind: AdoptConfig
+secrets:
+  sealedSecretsController: sealing/sealed-secrets
+  forms:
+  - {namespaces: ["legacy-*"], form: none}
+  - {namespaces: ["*"], form: sealed}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, name := c.SealedSecretsService(); ns != "sealing" || name != "sealed-secrets" {
+		t.Errorf("controller %q/%q", ns, name)
+	}
+	for ns, want := range map[string]string{"legacy-billing": "none secrets.forms[0]", "shop": "sealed secrets.forms[1]"} {
+		if form, entry := c.SecretForm(ns); form+" "+entry != want {
+			t.Errorf("%s: %s %s, want %s", ns, form, entry, want)
+		}
+	}
+	if form, _ := Default().SecretForm("shop"); form != "" {
+		t.Errorf("the defaults force form %q", form)
+	}
+	for _, bad := range []string{
+		"secrets: {sealedSecretsController: sealed-secrets-controller}",
+		"secrets: {forms: [{namespaces: [a], form: sops}]}",
+		"secrets: {forms: [{form: sealed}]}",
+	} {
+		if _, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "secrets.") {
+			t.Errorf("%s: %v, want an error naming the field", bad, err)
+		}
+	}
+}

@@ -89,6 +89,9 @@ func Open(ctx context.Context, o Options) (*Session, func(), error) {
 		DryRun: o.DryRun,
 	}
 	r := &Runner{Plan: o.Plan, Selection: o.Selection, Finalizer: f, Parallel: o.Parallel, Retire: o.RetireHelmRecords, Retirer: records}
+	if len(o.Selection.SealedTargets()) > 0 {
+		r.Sealer = &Sealer{Kube: o.Workload.Kube, Dynamic: o.Workload.Clients.Dynamic, DryRun: o.DryRun, Journal: func() *Journal { return f.Journal }}
+	}
 	s := &Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}
 	if o.Undo {
 		s.Access = func(ctx context.Context, needs []Access) error {
@@ -133,7 +136,11 @@ func (o *Options) checkAccess(ctx context.Context) error {
 	// Syncs started through argocd-server need no patch of Applications;
 	// with SyncOnly they are still read through the Kubernetes API.
 	apiSync := o.API != nil
-	q := accessQuery{Workload: o.Workload.Kube, ExplainWorkload: o.Workload.Explain, Targets: o.Selection.All(), Namespace: o.Namespace,
+	targets := o.Selection.All()
+	for _, t := range o.Selection.SealedTargets() {
+		targets = append(targets, t.Target) // get and patch: the managed mark
+	}
+	q := accessQuery{Workload: o.Workload.Kube, ExplainWorkload: o.Workload.Explain, Targets: targets, Namespace: o.Namespace,
 		DryRun: o.DryRun, Undo: o.Undo, API: apiSync && !o.SyncOnly, Sync: o.Sync && !apiSync}
 	if o.RetireHelmRecords {
 		q.Records = RetireNeeds(HelmReleases(o.Selection), o.DryRun)

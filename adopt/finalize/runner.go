@@ -2,6 +2,7 @@ package finalize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,13 +25,16 @@ type Selection struct {
 	Apps    []plan.Application
 	Targets map[string][]Target // by Application name
 	LeftOut map[string][]Target // Secrets, by Application name
+	// Sealed are the Secrets adopted as SealedSecrets, by Application
+	// name: marked before the first sync, proven taken over after it.
+	Sealed map[string][]SealedTarget
 }
 
 // Select picks the plan's Applications named in apps (all when empty) and
 // their objects. It refuses an unknown name and a plan whose Application
 // names an object it does not hold.
 func Select(p *plan.Plan, apps []string) (Selection, error) {
-	s := Selection{Targets: map[string][]Target{}, LeftOut: map[string][]Target{}}
+	s := Selection{Targets: map[string][]Target{}, LeftOut: map[string][]Target{}, Sealed: map[string][]SealedTarget{}}
 	byRef := make(map[string]plan.Object, len(p.Objects))
 	for _, ob := range p.Objects {
 		byRef[ob.Ref.String()] = ob
@@ -55,6 +59,12 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 				return s, fmt.Errorf("plan %s: Application %s names %s, which is not among the plan's objects; re-run adopt plan", p.ID, a.Name, ref)
 			}
 			t := Target{Ref: ob.Ref, App: a.Name}
+			// A sealed Secret is taken over by its SealedSecret's
+			// controller, never tracked by the Application itself.
+			if ob.Sealed() && ob.Git == nil {
+				s.Sealed[a.Name] = append(s.Sealed[a.Name], sealedTarget(ob, a.Name))
+				continue
+			}
 			// apply never puts a Secret's values in Git and excludes it
 			// from sync, so the Application will never track it.
 			if ob.IsSecret() {
@@ -85,6 +95,22 @@ func (s *Selection) Rename(i int, name string) {
 			m[name] = ts
 		}
 	}
+	if ts := s.Sealed[old]; ts != nil {
+		delete(s.Sealed, old)
+		for j := range ts {
+			ts[j].App = name
+		}
+		s.Sealed[name] = ts
+	}
+}
+
+// SealedTargets are the selection's sealed Secrets, in Application order.
+func (s Selection) SealedTargets() []SealedTarget {
+	var all []SealedTarget
+	for _, a := range s.Apps {
+		all = append(all, s.Sealed[a.Name]...)
+	}
+	return all
 }
 
 // All is every target of the selection, in Application order.
@@ -146,6 +172,9 @@ type Runner struct {
 	// (Undo).
 	Retire  bool
 	Retirer *Retirer
+	// Sealer marks the selection's sealed Secrets before the first sync
+	// and proves their takeover after it; nil when it has none.
+	Sealer *Sealer
 	// pre holds the tracking check's listed reads; work runs a Run's reads
 	// and patches, Parallel at a time.
 	pre  prefetch
@@ -190,6 +219,28 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			left = append(left, LeftOut(t, "a Secret: adopt apply left it out of Git and out of sync, so there is nothing to finalize; give it a secret-management source (SealedSecret, ExternalSecret, SOPS)"))
 		}
 		outcomes = append(outcomes, left)
+		// The mark goes on before any sync: the controller takes over only
+		// a Secret marked before it unseals. A Secret that cannot be
+		// marked keeps the whole Application from syncing.
+		sealedTs := r.Selection.Sealed[a.Name]
+		if len(sealedTs) > 0 {
+			notes, problems := r.mark(ctx, sealedTs)
+			ar.Notes = append(ar.Notes, notes...)
+			if len(problems) > 0 {
+				ar.Problems = append(ar.Problems, problems...)
+				rep.Apps = append(rep.Apps, ar)
+				why := fmt.Sprintf("Application %s was not synced: a Secret it adopts as a SealedSecret could not be marked first (%s)", a.Name, problems[0])
+				skipped := make([]Result, 0, len(targets)+len(sealedTs))
+				for _, t := range targets {
+					skipped = append(skipped, Skip(t, why))
+				}
+				for _, t := range sealedTs {
+					skipped = append(skipped, Skip(t.Target, why))
+				}
+				outcomes = append(outcomes, skipped)
+				continue
+			}
+		}
 		s, err := r.Reader.Application(ctx, a.ArgoRef())
 		if err != nil {
 			return err
@@ -244,11 +295,26 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 				}
 				ar.Problems = append(ar.Problems, problems...)
 			}
-			rep.Apps = append(rep.Apps, ar)
 			skipped := make([]Result, len(targets))
 			for i, t := range targets {
 				skipped[i] = Skip(t, why)
 			}
+			// A SealedSecret the controller refused says why, and how to
+			// recover, at once.
+			for _, t := range sealedTs {
+				if r.DryRun {
+					skipped = append(skipped, Skip(t.Target, why))
+					continue
+				}
+				quick, cancel := context.WithTimeout(ctx, 5*time.Second)
+				res := r.Sealer.Prove(quick, t)
+				cancel()
+				if res.Status != StatusFinalized && !errors.Is(quick.Err(), context.DeadlineExceeded) {
+					ar.Problems = append(ar.Problems, res.Reason)
+				}
+				skipped = append(skipped, Skip(t.Target, why))
+			}
+			rep.Apps = append(rep.Apps, ar)
 			outcomes = append(outcomes, skipped)
 			continue
 		}
@@ -262,8 +328,34 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		for i := range targets {
 			r.work.do(func() { results[i] = r.Finalizer.ObjectFrom(ctx, targets[i], reads[i]) })
 		}
+		if len(sealedTs) > 0 {
+			proofs := make([]Result, len(sealedTs))
+			wait, cancel := context.WithTimeout(ctx, r.Timeout)
+			for i, t := range sealedTs {
+				proofs[i] = r.Sealer.Prove(wait, t)
+			}
+			cancel()
+			outcomes = append(outcomes, proofs)
+		}
 	}
 	return nil
+}
+
+// mark marks each sealed Secret (Sealer.Mark) and returns what it did
+// and what keeps the Application from syncing.
+func (r *Runner) mark(ctx context.Context, ts []SealedTarget) (notes, problems []string) {
+	if r.Sealer == nil {
+		return nil, []string{"this run has no connection to mark Secrets with"}
+	}
+	for _, t := range ts {
+		note, err := r.Sealer.Mark(ctx, t)
+		if err != nil {
+			problems = append(problems, gitops.OneLine(err.Error()))
+			continue
+		}
+		notes = append(notes, note)
+	}
+	return notes, problems
 }
 
 // renamed finds (Find) the Applications of the selection that were
@@ -408,6 +500,14 @@ func (r *Runner) Undo(ctx context.Context, entries []Entry, rep *Report) {
 	for _, e := range Removed(entries) {
 		if selected[e.Target.Ref.String()] {
 			rep.Add(r.Finalizer.Undo(ctx, e))
+		}
+	}
+	for _, t := range r.Selection.SealedTargets() {
+		selected[t.Ref.String()] = true
+	}
+	for _, e := range Marked(entries) {
+		if selected[e.Target.Ref.String()] && r.Sealer != nil {
+			rep.Add(r.Sealer.Unmark(ctx, e))
 		}
 	}
 	var rels []ReleaseReport

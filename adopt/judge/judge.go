@@ -102,6 +102,20 @@ func SkipObjectClass(o *discover.Object) (class, why string) {
 	return "", ""
 }
 
+// SealedBy is, for a Secret whose one owner is a SealedSecret (its
+// controller took it over, adopt's sealed form), that SealedSecret's
+// name; "" otherwise.
+func SealedBy(o *discover.Object) string {
+	if o.Type.Group != "" || o.Type.Kind != "Secret" || len(o.Owners) != 1 {
+		return ""
+	}
+	name, ok := strings.CutPrefix(o.Owners[0], "SealedSecret/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
 // fluxLabel returns the first (sorted) Flux ownership label, or "".
 func fluxLabel(labels map[string]string) string {
 	var keys []string

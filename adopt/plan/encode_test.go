@@ -204,7 +204,7 @@ func TestObjectYAMLIsYAMLv3(t *testing.T) {
 	for i := range 2000 {
 		var o Object
 		(&filler{n: i, ascii: true}).fill(reflect.ValueOf(&o).Elem(), 1)
-		o.Drift, o.Preview = nil, nil
+		o.Drift, o.Preview, o.SecretForm = nil, nil, nil
 		var want bytes.Buffer
 		e := yaml.NewEncoder(&want)
 		e.SetIndent(2)
@@ -219,11 +219,12 @@ func TestObjectYAMLIsYAMLv3(t *testing.T) {
 		}
 	}
 	for name, o := range map[string]Object{
-		"drift":     {Drift: &gitindex.Drift{}},
-		"preview":   {Preview: &preview.Result{}},
-		"NaN":       {Budget: budget.Budget{PercentOfCap: math.NaN()}},
-		"not ASCII": {Ref: objref.Ref{Name: "ünï"}},
-		"indicator": {Findings: []Finding{{Message: "- x"}}},
+		"drift":      {Drift: &gitindex.Drift{}},
+		"preview":    {Preview: &preview.Result{}},
+		"secretForm": {SecretForm: &SecretForm{Form: SecretFormSealed}},
+		"NaN":        {Budget: budget.Budget{PercentOfCap: math.NaN()}},
+		"not ASCII":  {Ref: objref.Ref{Name: "ünï"}},
+		"indicator":  {Findings: []Finding{{Message: "- x"}}},
 	} {
 		if b, ok := appendObjectYAML(nil, &o); ok || len(b) != 0 {
 			t.Errorf("%s: written by hand (%q), not left to yamlenc", name, b)

@@ -11,12 +11,12 @@ import (
 // objects list (prefix "    ", indent "  "), without reflection: a plan's
 // objects are encoded twice per run (the id's digest and -o json), and
 // encoding/json's reflection, then json.Indent's scanner, were most of
-// both. An object holding a drift or a preview (their shapes are not
+// both. An object holding a drift, a preview or a secret form (their shapes are not
 // written out here), or a float json.Marshal refuses, reports false and
 // is left to json.Marshal. TestObjectJSONIsEncodingJSON fills every
 // field, so a field added to Object and not here fails it.
 func appendObjectJSON(b []byte, o *Object, indent bool) ([]byte, bool) {
-	if o.Drift != nil || o.Preview != nil || !jsonenc.Finite(o.Budget.PercentOfCap) {
+	if o.Drift != nil || o.Preview != nil || o.SecretForm != nil || !jsonenc.Finite(o.Budget.PercentOfCap) {
 		return b, false
 	}
 	j := jsonItem{b: b, indent: indent}

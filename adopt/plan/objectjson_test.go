@@ -21,7 +21,7 @@ func TestObjectJSONIsEncodingJSON(t *testing.T) {
 	for i := range 3000 {
 		var o Object
 		(&filler{n: i}).fill(reflect.ValueOf(&o).Elem(), 1)
-		o.Drift, o.Preview = nil, nil
+		o.Drift, o.Preview, o.SecretForm = nil, nil, nil
 		want, err := json.Marshal(&o)
 		if err != nil {
 			t.Fatal(err)
@@ -41,10 +41,11 @@ func TestObjectJSONIsEncodingJSON(t *testing.T) {
 		}
 	}
 	for name, o := range map[string]Object{
-		"drift":   {Drift: &gitindex.Drift{}},
-		"preview": {Preview: &preview.Result{}},
-		"NaN":     {Budget: budget.Budget{PercentOfCap: math.NaN()}},
-		"+Inf":    {Budget: budget.Budget{PercentOfCap: math.Inf(1)}},
+		"drift":      {Drift: &gitindex.Drift{}},
+		"preview":    {Preview: &preview.Result{}},
+		"secretForm": {SecretForm: &SecretForm{Form: SecretFormSealed}},
+		"NaN":        {Budget: budget.Budget{PercentOfCap: math.NaN()}},
+		"+Inf":       {Budget: budget.Budget{PercentOfCap: math.Inf(1)}},
 	} {
 		if b, ok := appendObjectJSON(nil, &o, false); ok || len(b) != 0 {
 			t.Errorf("%s: encoded (%q), not left to json.Marshal", name, b)

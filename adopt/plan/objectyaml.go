@@ -15,7 +15,7 @@ import (
 // reports false and writeList encodes o through yamlenc's general path.
 // TestEncodeIsYAMLv3 and TestObjectYAMLIsYAMLv3 check both against yaml.v3.
 func appendObjectYAML(b []byte, o *Object) ([]byte, bool) {
-	if o.Drift != nil || o.Preview != nil || math.IsInf(o.Budget.PercentOfCap, 0) || math.IsNaN(o.Budget.PercentOfCap) {
+	if o.Drift != nil || o.Preview != nil || o.SecretForm != nil || math.IsInf(o.Budget.PercentOfCap, 0) || math.IsNaN(o.Budget.PercentOfCap) {
 		return b, false
 	}
 	y := yamlItem{b: b, ok: true}

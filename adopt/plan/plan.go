@@ -208,6 +208,9 @@ type Object struct {
 	Findings []Finding `json:"findings,omitempty" yaml:"findings,omitempty"`
 	// Preview is what Argo CD's first sync would do (plan --preview).
 	Preview *preview.Result `json:"preview,omitempty" yaml:"preview,omitempty"`
+	// SecretForm, on a Secret, is the form it is adopted in (a
+	// SealedSecret); nil for a Secret left out, and for every other kind.
+	SecretForm *SecretForm `json:"secretForm,omitempty" yaml:"secretForm,omitempty"`
 
 	// resourceVersion is the live object's when it was listed; never
 	// written to the file (it changes on every write, status included).

@@ -3,12 +3,15 @@ package sealed
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +33,27 @@ const (
 )
 
 func (c Controller) String() string { return "Service " + c.Namespace + "/" + c.Name }
+
+// ParseController reads namespace/name, as the plan records a controller.
+func ParseController(s string) (Controller, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" {
+		return Controller{}, fmt.Errorf("%q does not name a Sealed Secrets controller's Service as namespace/name", s)
+	}
+	return Controller{Namespace: ns, Name: name}, nil
+}
+
+// Fingerprint names a controller's public key without revealing anything
+// secret: "SHA256:" and the hex SHA-256 of its PKIX DER encoding. The plan
+// records it, and apply seals only with a key of the same fingerprint.
+func Fingerprint(pub *rsa.PublicKey) string {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(der)
+	return "SHA256:" + hex.EncodeToString(sum[:])
+}
 
 // ErrNotVerified is the controller's answer (409) to a SealedSecret it
 // cannot decrypt: sealed with another key, for another namespace or name,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/reads"
+	"github.com/adopt-dev/adopt/adopt/sealed"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"golang.org/x/sync/errgroup"
@@ -249,6 +251,8 @@ type live struct {
 	labels     map[string]string
 	ann        map[string]string
 	csaManager bool
+	// sealedBy is the SealedSecret that controls it ("" for none).
+	sealedBy string
 }
 
 func (l live) into(f *Facts, t argoapp.Tracking) {
@@ -259,6 +263,7 @@ func (l live) into(f *Facts, t argoapp.Tracking) {
 	f.TrackedBy = t.TrackedBy(l.labels, l.ann)
 	f.Budget = budget.MeasureBudget(l.ann)
 	f.CSAManager = l.csaManager
+	f.SealedBy = l.sealedBy
 }
 
 // readObjects reads the metadata of p's objects (labels, annotations for
@@ -385,6 +390,9 @@ const listPage = 500
 // liveOf is what status keeps of an object's metadata.
 func liveOf(m *metav1.PartialObjectMetadata) live {
 	l := live{found: true, labels: m.Labels, ann: m.Annotations}
+	if c := metav1.GetControllerOf(m); c != nil && c.Kind == sealed.Kind && strings.HasPrefix(c.APIVersion, sealed.Group+"/") {
+		l.sealedBy = c.Name
+	}
 	for _, f := range m.ManagedFields {
 		if f.Manager == finalize.CSAManager && f.Operation == metav1.ManagedFieldsOperationUpdate {
 			l.csaManager = true

@@ -37,6 +37,11 @@ func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
 	for i := range res.Objects {
 		ob := &res.Objects[i]
 		v := judge.UserObject(ob, o.Config, o.Tracking, o.Apps)
+		if by := judge.SealedBy(ob); by != "" && v.SkipClass == judge.SkipOwned {
+			// A Secret its SealedSecret took over is adopted: counted,
+			// and tracked through the SealedSecret.
+			v.Skip, v.TrackedBy = "", "SealedSecret "+by
+		}
 		if v.Skip != "" {
 			continue
 		}

@@ -37,6 +37,9 @@ type Facts struct {
 	// kubectl-client-side-apply still owns fields.
 	Budget     budget.Budget
 	CSAManager bool
+	// SealedBy, for a Secret, is the SealedSecret that controls it (its
+	// controller took it over): adopted, though it carries no tracking.
+	SealedBy string
 
 	// FinalizedAt is the journal's time of the removal no undo restored
 	// (zero when there is none).
@@ -121,6 +124,16 @@ func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 	case waiting == "" && tracked:
 		o.Stage = StageSynced
 		o.Reason = "synced and healthy at " + short(s.Revision) + "; ready to finalize"
+		o.Next = cmd.finalize("")
+	case waiting == "" && f.Object.IsSecret() && f.SealedBy != "":
+		o.Stage = StageFinalized
+		o.Reason = "taken over in place by SealedSecret " + f.SealedBy + ", which Application " + f.App.Name + " syncs"
+	case f.Object.Sealed() && f.SealedBy == "" && (s.Phase == "" && len(s.History) == 0):
+		o.Reason = "no sync yet: the Secret must be marked managed before the first sync applies its SealedSecret"
+		o.Next = cmd.finalize("--sync")
+	case waiting == "" && f.Object.Sealed():
+		o.Stuck = true
+		o.Reason = "Application " + f.App.Name + " is synced, but its SealedSecret does not control the Secret yet"
 		o.Next = cmd.finalize("")
 	case waiting == "" && f.Object.IsSecret():
 		o.Stuck = true
