@@ -264,4 +264,16 @@ func TestUsageErrors(t *testing.T) {
 	if code != ExitUsage {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
+	// Moved from TestPlanGroupsByLabels and TestReconcileGroupsByTeam
+	// (their engine behaviour is adopt/planner's and adopt/reconcile's).
+	if _, errOut, code := adopt(t, "plan", "-n", "x", "--group-by", "colour"); code != ExitUsage || !strings.Contains(errOut, "--group-by") {
+		t.Errorf("bad --group-by: exit %d, %s", code, errOut)
+	}
+	repo := []string{"reconcile", "--repo", "https://git.example.invalid/org/gitops.git", "--provider", "gitea", "--git-token", "t0ken"}
+	if _, errOut, code := adopt(t, append(repo, "--group-prs-by", "team!")...); code != ExitUsage || !strings.Contains(errOut, "not a label key") {
+		t.Errorf("--group-prs-by team!: exit %d, %s; want a usage error", code, errOut)
+	}
+	if _, errOut, code := adopt(t, append(repo, "--argocd-server", "127.0.0.1:1", "--argocd-token", "x")...); code != ExitUsage || !strings.Contains(errOut, "--argocd-server is used only to start syncs") {
+		t.Errorf("--argocd-server without --sync: exit %d, %s; want a usage error", code, errOut)
+	}
 }
