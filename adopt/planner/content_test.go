@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,38 +32,48 @@ import (
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
-var crdOnce sync.Once
+var (
+	crdMu   sync.Mutex
+	crdDone = map[string]error{}
+)
 
-// applicationCRD installs Argo CD v2.14.21's real Application CRD (from
-// the module cache, as cmd/adopt's tests do) once, and waits until it is
-// served.
-func applicationCRD(t *testing.T) {
+// argoCRD installs one of Argo CD v2.14.21's real CRDs (file, under
+// manifests/crds of its module in the module cache, as cmd/adopt's tests
+// do) once, and waits until resource is served.
+func argoCRD(t *testing.T, file, resource string) {
 	t.Helper()
-	var failed error
-	crdOnce.Do(func() {
-		out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
-		if err != nil {
-			failed = fmt.Errorf("go mod download argo-cd: %w", err)
-			return
-		}
-		var mod struct{ Dir string }
-		if err := json.Unmarshal(out, &mod); err != nil {
-			failed = err
-			return
-		}
-		if out, err := cp.Kubectl(context.Background(), nil, "apply", "--server-side", "-f", filepath.Join(mod.Dir, "manifests/crds/application-crd.yaml")); err != nil {
-			failed = fmt.Errorf("install the Application CRD: %w: %s", err, out)
-			return
-		}
-		failed = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			_, err := cp.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
-			return err == nil, nil
-		})
-	})
-	if failed != nil {
-		t.Fatal(failed)
+	crdMu.Lock()
+	defer crdMu.Unlock()
+	err, done := crdDone[file]
+	if !done {
+		err = installCRD(file, resource)
+		crdDone[file] = err
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
+
+func installCRD(file, resource string) error {
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
+	if err != nil {
+		return fmt.Errorf("go mod download argo-cd: %w", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return err
+	}
+	if out, err := cp.Kubectl(context.Background(), nil, "apply", "--server-side", "-f", filepath.Join(mod.Dir, "manifests/crds", file)); err != nil {
+		return fmt.Errorf("install %s: %w: %s", file, err, out)
+	}
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		l, err := cp.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
+		return err == nil && slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }), nil
+	})
+}
+
+// applicationCRD installs the Application CRD.
+func applicationCRD(t *testing.T) { argoCRD(t, "application-crd.yaml", "applications") }
 
 // createApp creates Application name in ns.
 func createApp(t *testing.T, ns, name string) {
