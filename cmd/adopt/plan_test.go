@@ -227,7 +227,7 @@ func TestPlanBadClusterIsOneLine(t *testing.T) {
 		want             string
 	}{
 		{"unreachable", write("closed", kc("https://"+closedAddr)), nil, ExitError, "cannot reach the API server"},
-		{"no answer", write("hang", kc("https://"+hang.Addr().String())), []string{"--request-timeout", "2s"}, ExitError, "request-timeout"},
+		{"no answer", write("hang", kc("https://"+hang.Addr().String())), []string{"--request-timeout", "250ms"}, ExitError, "request-timeout"},
 		{"broken kubeconfig", write("broken", "this: [is not a kubeconfig"), nil, ExitUsage, "cannot load kubeconfig"},
 		{"missing context", write("ctx", kc("https://"+closedAddr)), []string{"--context", "nope"}, ExitUsage, "cannot load kubeconfig"},
 	}
