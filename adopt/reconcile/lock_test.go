@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
 // TestHoldRenewsAndReleases, on a real kube-apiserver: a held Lease is
@@ -21,11 +19,6 @@ import (
 func TestHoldRenewsAndReleases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cp, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err) // never a skip
-	}
-	defer cp.Stop()
 	ns := cp.Namespace(t)
 	kube := cp.Clientset()
 	lock := func(holder string) *Lock {

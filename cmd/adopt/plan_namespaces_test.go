@@ -12,8 +12,8 @@ import (
 // TestPlanNamespaceList: -n takes a comma-separated list and plans exactly
 // those namespaces; a namespace that does not exist is bad input (exit 2)
 // naming it (a namespace the credentials may not get is planned and said
-// to be unchecked: TestPlanRBACNotScanned). The verbs that work on a plan
-// refuse -n rather than ignore it.
+// to be unchecked: adopt/planner's TestViewerPlansWhatItMayList). The
+// verbs that work on a plan refuse -n rather than ignore it.
 func TestPlanNamespaceList(t *testing.T) {
 	a, b, c := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	for _, ns := range []string{a, b, c} {

@@ -227,7 +227,7 @@ func TestPlanBadClusterIsOneLine(t *testing.T) {
 		want             string
 	}{
 		{"unreachable", write("closed", kc("https://"+closedAddr)), nil, ExitError, "cannot reach the API server"},
-		{"no answer", write("hang", kc("https://"+hang.Addr().String())), []string{"--request-timeout", "2s"}, ExitError, "request-timeout"},
+		{"no answer", write("hang", kc("https://"+hang.Addr().String())), []string{"--request-timeout", "250ms"}, ExitError, "request-timeout"},
 		{"broken kubeconfig", write("broken", "this: [is not a kubeconfig"), nil, ExitUsage, "cannot load kubeconfig"},
 		{"missing context", write("ctx", kc("https://"+closedAddr)), []string{"--context", "nope"}, ExitUsage, "cannot load kubeconfig"},
 	}
@@ -263,5 +263,17 @@ func TestUsageErrors(t *testing.T) {
 	_, errOut, code = adopt(t, "plan", "-n", "x", "-A")
 	if code != ExitUsage {
 		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	// Moved from TestPlanGroupsByLabels and TestReconcileGroupsByTeam
+	// (their engine behaviour is adopt/planner's and adopt/reconcile's).
+	if _, errOut, code := adopt(t, "plan", "-n", "x", "--group-by", "colour"); code != ExitUsage || !strings.Contains(errOut, "--group-by") {
+		t.Errorf("bad --group-by: exit %d, %s", code, errOut)
+	}
+	repo := []string{"reconcile", "--repo", "https://git.example.invalid/org/gitops.git", "--provider", "gitea", "--git-token", "t0ken"}
+	if _, errOut, code := adopt(t, append(repo, "--group-prs-by", "team!")...); code != ExitUsage || !strings.Contains(errOut, "not a label key") {
+		t.Errorf("--group-prs-by team!: exit %d, %s; want a usage error", code, errOut)
+	}
+	if _, errOut, code := adopt(t, append(repo, "--argocd-server", "127.0.0.1:1", "--argocd-token", "x")...); code != ExitUsage || !strings.Contains(errOut, "--argocd-server is used only to start syncs") {
+		t.Errorf("--argocd-server without --sync: exit %d, %s; want a usage error", code, errOut)
 	}
 }

@@ -1,4 +1,8 @@
-package main
+package apply
+
+// Apply's export of live objects on a real kube-apiserver, moved down from
+// cmd/adopt (TestExportListEqualsGet, TestExportSpread), where they ran
+// in the command's test package with client-go's default rate.
 
 import (
 	"context"
@@ -14,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/kubeconn"
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
@@ -30,10 +34,14 @@ import (
 // did not return still fails by name; and that, with no count of the
 // cluster, a namespace with few objects is read object by object.
 func TestExportListEqualsGet(t *testing.T) {
-	t.Parallel() // a long test that may run beside others: see TestMain
+	t.Parallel()
 	ctx := context.Background()
 	many, few := cp.Namespace(t), cp.Namespace(t)
-	cs := cp.Clientset()
+	c, err := kubeconn.New(cp.RESTConfig(), "", "") // the command's clients and rate
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, dyn := c.Kube, c.Clients.Dynamic
 	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, ID: "plan-export",
 		Cluster:  plan.Cluster{Server: cp.Server},
 		Tracking: argoapp.Tracking{Method: argoapp.TrackingAnnotation, InstanceLabelKey: argoapp.DefaultInstanceLabelKey, Namespace: "argocd"},
@@ -58,19 +66,14 @@ func TestExportListEqualsGet(t *testing.T) {
 	}
 	add(many, 40)
 	add(few, 3)
-	dyn := dynClient(t)
-	c, err := connectREST(cp.RESTConfig(), "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, lister, _ := apply.Live(dyn, c.Clients.Core) // ConfigMaps as protobuf
+	_, lister, _ := Live(dyn, c.Clients.Core) // ConfigMaps as protobuf
 	gets, lists := 0, 0
 	run := func(list bool, p *plan.Plan) (map[string][]byte, error) {
 		set, err := templates.New("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := apply.Options{Plan: p, Secrets: export.SecretsSkip, Templates: set,
+		o := Options{Plan: p, Secrets: export.SecretsSkip, Templates: set,
 			Fetch: func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 				gets++
 				return export.Fetch(ctx, dyn, gvr, ns, name)
@@ -81,14 +84,14 @@ func TestExportListEqualsGet(t *testing.T) {
 				return lister(ctx, gvr, ns, fn)
 			}
 		}
-		a, err := apply.New(o)
+		a, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Export(ctx); err != nil {
 			return nil, err
 		}
-		c, err := a.Build(mapTreeOf{})
+		c, err := a.Build(mapTree{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,12 +131,6 @@ func TestExportListEqualsGet(t *testing.T) {
 		t.Fatalf("missing object: %v", err)
 	}
 }
-
-// mapTreeOf is an empty checked-out tree.
-type mapTreeOf map[string]string
-
-func (m mapTreeOf) Files() ([]string, error)          { return nil, nil }
-func (m mapTreeOf) ReadFile(p string) ([]byte, error) { return []byte(m[p]), nil }
 
 // TestExportSpread exports 800 ConfigMaps spread over 200 namespaces, 4
 // each, as a real estate spreads them, through a request-counting proxy
@@ -197,27 +194,27 @@ func TestExportSpread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := connectREST(pcfg, "", "") // the command's clients and rate
+		c, err := kubeconn.New(pcfg, "", "") // the command's clients and rate
 		if err != nil {
 			t.Fatal(err)
 		}
-		fetch, lister, count := apply.Live(c.Clients.Dynamic, c.Clients.Core)
+		fetch, lister, count := Live(c.Clients.Dynamic, c.Clients.Core)
 		set, err := templates.New("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := apply.Options{Plan: p, Secrets: export.SecretsSkip, Templates: set, Fetch: fetch}
+		o := Options{Plan: p, Secrets: export.SecretsSkip, Templates: set, Fetch: fetch}
 		if list {
 			o.List, o.Count = lister, count
 		}
-		a, err := apply.New(o)
+		a, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Export(ctx); err != nil {
 			return nil, err
 		}
-		b, err := a.Build(mapTreeOf{})
+		b, err := a.Build(mapTree{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,15 @@
+package apply
+
+import (
+	"testing"
+
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// cp is the package's real control plane (kube-apiserver, etcd), started
+// once: the export's tests read live objects from it.
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c })
+}

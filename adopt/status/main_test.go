@@ -1,0 +1,15 @@
+package status
+
+import (
+	"testing"
+
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// cp is the package's real control plane (kube-apiserver, etcd), started
+// once: the collector reads the planned objects from it.
+var cp *testenv.ControlPlane
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c })
+}
