@@ -18,6 +18,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/kubeconn"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -260,5 +261,25 @@ func TestPipelineErrorsCarryContext(t *testing.T) {
 	o.Repo = gitindex.Source{Location: missing}
 	if _, err := planner.Plan(ctx, o); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("a repo that cannot be read: %v; want it named", err)
+	}
+}
+
+// TestPlanStopsWhenTheSecretRulesDoNotLoad: secret detection fails closed.
+// A rule set that cannot load stops the plan with its error before any
+// read: the cluster given does not answer, and the error is the rules'.
+func TestPlanStopsWhenTheSecretRulesDoNotLoad(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := rest.CopyConfig(cp.RESTConfig())
+	down.Host = "https://" + l.Addr().String()
+	l.Close()
+	o := optionsFor(connect(t, down), "")
+	unloaded := errors.New("the secret-detection rules did not load")
+	o.Rules = func() (*redact.Judge, error) { return nil, unloaded }
+	p, err := planner.Plan(context.Background(), o)
+	if !errors.Is(err, unloaded) || p != nil {
+		t.Fatalf("Plan with rules that do not load: plan %v, error %v; want no plan and the rules' error, before any read", p != nil, err)
 	}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// Unsealed returns the plan without its ID, for a caller that writes
 	// it with plan.WriteFile, which seals it as it writes.
 	Unsealed bool
+	// Rules loads the secret rules; nil means redact.DefaultJudge. When
+	// it fails, Plan stops with its error before reading anything.
+	Rules func() (*redact.Judge, error)
 }
 
 // Plan runs the pipeline and returns the plan, sealed (its ID is the
@@ -76,7 +79,11 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	}
 	// The one secret rule judges Helm values, exports and the preview: a
 	// plan without it would let values through unjudged.
-	j, err := redact.DefaultJudge()
+	rules := o.Rules
+	if rules == nil {
+		rules = redact.DefaultJudge
+	}
+	j, err := rules()
 	if err != nil {
 		return nil, err
 	}
