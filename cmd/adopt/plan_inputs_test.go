@@ -56,7 +56,7 @@ func TestPlanKustomizeBasesAndInputs(t *testing.T) {
 			{"ConfigMap", "shop-cfg", "equals live; shop/base differs (data.mode)"},
 			{"Deployment", "shop", "match it alone"},
 			{"Service", "shop", "match it alone"}}},
-		{gb, "guestbook", []want{{"ConfigMap", "guestbook-ui-", ""}, {"Deployment", "guestbook-ui", ""}, {"Service", "guestbook-ui", ""}}},
+		{gb, "guestbook", []want{{"ConfigMap", "lobby-ui-", ""}, {"Deployment", "lobby-ui", ""}, {"Service", "lobby-ui", ""}}},
 	} {
 		p := planJSON(t, "-n", c.ns, "--repo", repo, "--preview")
 		if len(p.Objects) != len(c.objects) || len(p.Applications) != 1 {
