@@ -206,7 +206,7 @@ func TestKustomizationInputsAreNotManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ group, kind, name string }{{"apps", "Deployment", "guestbook-ui"}, {"", "Service", "guestbook-ui"}} {
+	for _, c := range []struct{ group, kind, name string }{{"apps", "Deployment", "lobby-ui"}, {"", "Service", "lobby-ui"}} {
 		ms := ix.Lookup(c.group, c.kind, "guestbook", c.name)
 		if len(ms) != 1 || ms[0].Render != "guestbook" || ms[0].Path != "guestbook/kustomization.yaml" {
 			t.Fatalf("%s %s: %+v, want the guestbook render alone", c.kind, c.name, ms)
@@ -222,7 +222,7 @@ func TestKustomizationInputsAreNotManifests(t *testing.T) {
 	}
 	var gen []*Manifest
 	for _, m := range ix.Manifests() {
-		if m.Kind == "ConfigMap" && m.Generated == "guestbook-ui" {
+		if m.Kind == "ConfigMap" && m.Generated == "lobby-ui" {
 			gen = append(gen, m)
 		}
 	}
@@ -236,7 +236,7 @@ func TestKustomizationInputsAreNotManifests(t *testing.T) {
 	if err != nil || len(ms) != 2 {
 		t.Fatalf("directory source at guestbook/base: %+v, %v", ms, err)
 	}
-	if m := ix.At("apps", "Deployment", "guestbook", "guestbook-ui", "guestbook/base/deployment.yaml", 1); m == nil || m != ms[0] {
+	if m := ix.At("apps", "Deployment", "guestbook", "lobby-ui", "guestbook/base/deployment.yaml", 1); m == nil || m != ms[0] {
 		t.Fatalf("At does not find the file an existing Application's directory source reads: %+v", m)
 	}
 	if m := ix.At("", "ConfigMap", "shop-prod", "shop-cfg", "shop/base/kustomization.yaml", 0); m == nil || m.Render != "shop/base" {

@@ -133,8 +133,8 @@ func TestChooseByContent(t *testing.T) {
 		{"shop-staging", "Deployment", "shop", "shop/overlays/staging", "match it alone", ""},
 		{"shop-staging", "ConfigMap", "shop-cfg", "shop/overlays/staging",
 			"closest to live (differs: data.greeting): none of the 2 manifests and renders that define it equals live; shop/base differs (data.greeting, data.mode), built on by shop/overlays/prod, shop/overlays/staging", "data.greeting"},
-		{"guestbook", "Deployment", "guestbook-ui", "guestbook", "", ""},
-		{"guestbook", "Service", "guestbook-ui", "guestbook", "", ""},
+		{"guestbook", "Deployment", "lobby-ui", "guestbook", "", ""},
+		{"guestbook", "Service", "lobby-ui", "guestbook", "", ""},
 	} {
 		o := p.objectNamed(c.ns, c.kind, c.name)
 		if o == nil {

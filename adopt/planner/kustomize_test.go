@@ -63,7 +63,7 @@ func TestKustomizeBasesAndInputs(t *testing.T) {
 			{"ConfigMap", "shop-cfg", "equals live; shop/base differs (data.mode)"},
 			{"Deployment", "shop", "match it alone"},
 			{"Service", "shop", "match it alone"}}},
-		{gb, "guestbook", []want{{"ConfigMap", "guestbook-ui-", ""}, {"Deployment", "guestbook-ui", ""}, {"Service", "guestbook-ui", ""}}},
+		{gb, "guestbook", []want{{"ConfigMap", "lobby-ui-", ""}, {"Deployment", "lobby-ui", ""}, {"Service", "lobby-ui", ""}}},
 	} {
 		o := options(t, c.ns)
 		o.Repo, o.Preview = gitindex.Source{Location: repo}, true

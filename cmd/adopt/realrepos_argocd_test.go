@@ -147,7 +147,7 @@ func realRepoOracle(t *testing.T, version string) {
 			t.Fatalf("applied by hand: %v, want 6 objects", uids)
 		}
 		r.kc(t, []byte(strings.Join(r.ownApplications(rr), "---\n")), "apply", "-f", "-")
-		children := []string{"example.guestbook", "example.helm-guestbook", "example.kustomize-guestbook"}
+		children := []string{"suite-guestbook", "suite-helm-guestbook", "suite-kustomize-guestbook"}
 		for _, name := range append([]string{"example-apps"}, children...) {
 			st, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool {
 				return s.Failed() || s.Sync == "Synced" && s.OperationPhase == "Succeeded"

@@ -149,7 +149,7 @@ func realRepos() []realRepo {
 				r.kc(t, nil, "apply", "-n", r.ns["NS_KUST"], "-k", filepath.Join(r.checkout, "kustomize-apps/overlays/production"))
 				r.kc(t, nil, "apply", "-n", r.ns["NS_SIMPLE"], "-f", filepath.Join(r.checkout, "simple-app"))
 				chart := filepath.Join(r.checkout, "helm-apps/many-envs-chart")
-				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "demo-prod", chart, "-n", r.ns["NS_HELM"],
+				helmRun(context.Background(), t, r.helm, "upgrade", "--install", "storefront-live", chart, "-n", r.ns["NS_HELM"],
 					"-f", filepath.Join(chart, "common-values.yaml"), "-f", filepath.Join(chart, "prod-values.yaml"))
 				// The repo's other chart has the same name and version: only
 				// its render tells them apart.

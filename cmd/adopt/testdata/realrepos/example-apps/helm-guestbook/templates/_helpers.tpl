@@ -1,13 +1,16 @@
-{{- define "helm-guestbook.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
+{{/* tally.name: the release and the chart, at most 63 characters. */}}
+{{- define "tally.name" -}}
 {{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/* tally.selector: what picks the release's pods. */}}
+{{- define "tally.selector" -}}
+component: tally-api
+release: {{ .Release.Name }}
 {{- end -}}
-{{- define "helm-guestbook.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+
+{{/* tally.labels: the selector, and who rendered the object. */}}
+{{- define "tally.labels" -}}
+{{ include "tally.selector" . }}
+chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}

@@ -1,3 +1,4 @@
-{{- define "helm-example.fullname" -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{/* Every object is named after the release. */}}
+{{- define "storefront.fullname" -}}
+{{- trunc 63 .Release.Name | trimSuffix "-" -}}
 {{- end -}}

@@ -1,7 +1,9 @@
-{{- define "simple.name" -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{/* The objects are named after the release alone. */}}
+{{- define "storefront.name" -}}
+{{- .Release.Name | trunc 63 -}}
 {{- end -}}
-{{- define "simple.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+
+{{- define "storefront.labels" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: storefront
 {{- end -}}
