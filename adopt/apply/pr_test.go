@@ -135,8 +135,8 @@ func TestPRBodyHelm(t *testing.T) {
 	h.Storage, h.SourceFrom = "Secret", "adopt.yaml helmRepositories"
 	h.Hooks = []plan.HelmHook{{Kind: "Job", Name: "migrate", Events: []string{"pre-upgrade"}, ArgoCD: plan.HookArgoCD([]string{"pre-upgrade"})}}
 	h.Proof = &plan.HelmProof{Objects: 3, Identical: 1, Differences: []plan.HelmDifference{
-		{Object: "Secret shop/web-auth", Text: "Secret data differs (.data.password): kept from live", Kept: true},
-		{Object: "ConfigMap shop/web-cfg", Text: "differs at .data.greeting"},
+		{Object: "Secret shop/web-auth", Text: "Secret data differs (data.password): kept from live", Kept: true},
+		{Object: "ConfigMap shop/web-cfg", Text: "differs at data.greeting"},
 	}}
 	p.Skipped = append(p.Skipped, plan.Skipped{Kind: "Secret", Namespace: "shop", Name: "sh.helm.release.v1.web.v1", Class: "helm-record", Reason: "Helm's release record"})
 	_, body, err := RenderPR(PRInput{Head: "adopt/x", Base: "main", Plan: p}, "")
@@ -147,7 +147,7 @@ func TestPRBodyHelm(t *testing.T) {
 		"Helm release `web`: chart `web` 1.2.3 from `https://charts.example.invalid/stable` (adopt.yaml helmRepositories)",
 		"1 secret-like value(s) as placeholders (`auth.password`",
 		"Helm proof: the chart rendered with these values DIFFERS from the release's manifest: 3 object(s), 1 identical.",
-		"- `ConfigMap shop/web-cfg`: differs at .data.greeting",
+		"- `ConfigMap shop/web-cfg`: differs at data.greeting",
 		"- Helm hook `Job migrate` (pre-upgrade): PreSync, at every sync",
 		"kubectl -n shop delete secrets -l owner=helm,name=web",
 		"| `ConfigMap shop/web-cfg` | 0 B | 0.0% | rendered from chart `web` 1.2.3 |",

@@ -118,10 +118,49 @@ func TestCompare(t *testing.T) {
 	if d := Compare(dep, liveDep); strings.Join(d.Fields, ",") != "spec.replicas" || d.BytesBehind != 1 {
 		t.Fatalf("replicas: %+v", d)
 	}
-	secret := map[string]any{"stringData": map[string]any{"password": "new-value"}}
-	liveSecret := map[string]any{"data": map[string]any{"password": "b2xkLXZhbHVl"}} // old-value
-	if d := Compare(secret, liveSecret); strings.Join(d.Fields, ",") != "stringData.password" {
+	// A Secret's stringData is compared as the data live holds, and named
+	// as that field (objdiff's one rule; it was stringData.password).
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "stringData": map[string]any{"password": "new-value"}}
+	liveSecret := map[string]any{"apiVersion": "v1", "kind": "Secret", "data": map[string]any{"password": "b2xkLXZhbHVl"}} // old-value
+	if d := Compare(secret, liveSecret); strings.Join(d.Fields, ",") != "data.password" {
 		t.Fatalf("secret: %+v", d)
+	}
+	liveSecret["data"] = map[string]any{"password": "bmV3LXZhbHVl"} // new-value
+	if d := Compare(secret, liveSecret); !d.Identical() {
+		t.Fatalf("secret equal to its stringData: %+v", d)
+	}
+}
+
+// TestCompareNamedLists: containers and env are matched by name, as the
+// preview matches them. A changed image is named by its container; an env
+// var only live holds (another writer's) is not drift, like any field only
+// live holds, where index-by-index matching counted the whole list.
+func TestCompareNamedLists(t *testing.T) {
+	container := func(image string, env ...string) map[string]any {
+		var vars []any
+		for _, e := range env {
+			vars = append(vars, map[string]any{"name": e, "value": "1"})
+		}
+		return map[string]any{"name": "main", "image": image, "env": vars}
+	}
+	pod := func(cs ...any) map[string]any {
+		return map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": cs}}}}
+	}
+	sidecar := map[string]any{"name": "proxy", "image": "proxy:1"}
+	for _, c := range []struct {
+		name           string
+		manifest, live map[string]any
+		want           string
+	}{
+		{"image", pod(container("img:2", "A")), pod(container("img:1", "A")), "spec.template.spec.containers[name=main].image"},
+		{"reordered", pod(sidecar, container("img:1", "A")), pod(container("img:1", "A"), sidecar), ""},
+		{"live-only container", pod(container("img:1", "A")), pod(sidecar, container("img:1", "A")), ""},
+		{"live-only env var", pod(container("img:1", "A")), pod(container("img:1", "A", "B")), ""},
+		{"env var only in Git", pod(container("img:1", "A", "B")), pod(container("img:1", "A")), "spec.template.spec.containers[name=main].env[name=B]"},
+	} {
+		if d := Compare(c.manifest, c.live); strings.Join(d.Fields, ",") != c.want {
+			t.Errorf("%s: drift %+v, want %q", c.name, d, c.want)
+		}
 	}
 }
 

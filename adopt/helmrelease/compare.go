@@ -2,12 +2,13 @@ package helmrelease
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
+
+	"github.com/adopt-dev/adopt/adopt/objdiff"
 )
 
 // Difference is one way the chart rendered now differs from what the
@@ -18,6 +19,9 @@ type Difference struct {
 	// Text says what differs: "only in the release", "only in the chart",
 	// or the field paths.
 	Text string `json:"text" yaml:"text"`
+	// Fields are the differing field paths in Text, as objdiff spells them
+	// (spec.selector.matchLabels.app); none for an object on one side only.
+	Fields []string `json:"fields,omitempty" yaml:"fields,omitempty"`
 	// Kept is set for Secret data, which Argo CD keeps from live (the
 	// Application ignores it and syncs with RespectIgnoreDifferences).
 	Kept bool `json:"kept,omitempty" yaml:"kept,omitempty"`
@@ -34,8 +38,8 @@ type Comparison struct {
 	Diffs     []Difference `json:"differences,omitempty" yaml:"differences,omitempty"`
 }
 
-// Compare compares two manifests object by object. Objects without a
-// namespace are in namespace ns.
+// Compare compares two manifests object by object, each pair by objdiff's
+// one comparison. Objects without a namespace are in namespace ns.
 func Compare(stored, rendered, ns string) (Comparison, error) {
 	a, err := objects(stored, ns)
 	if err != nil {
@@ -63,31 +67,32 @@ func Compare(stored, rendered, ns string) (Comparison, error) {
 		case !inB:
 			c.Diffs = append(c.Diffs, Difference{Object: k, Text: "only in the release: the chart no longer renders it (Argo CD will not manage it)"})
 		default:
-			paths := diff(x, y, "")
-			if len(paths) == 0 {
+			fs := objdiff.Diff(x, y)
+			if len(fs) == 0 {
 				c.Identical++
 				continue
 			}
 			kind, _ := x["kind"].(string)
+			secret := kind == "Secret" && x["apiVersion"] == "v1"
 			var kept, changed []string
 			imm := false
-			for _, p := range paths {
-				if kind == "Secret" && (strings.HasPrefix(p, ".data") || strings.HasPrefix(p, ".stringData")) {
-					kept = append(kept, p)
+			for _, f := range fs {
+				if secret && (f.Path == "data" || strings.HasPrefix(f.Path, "data.")) {
+					kept = append(kept, f.Path)
 					continue
 				}
-				changed = append(changed, p)
-				imm = imm || immutable(kind, p)
+				changed = append(changed, f.Path)
+				imm = imm || immutable(kind, f.Path)
 			}
 			if len(kept) > 0 {
-				c.Diffs = append(c.Diffs, Difference{Object: k, Kept: true, Text: "Secret data differs (" + strings.Join(kept, ", ") + "): kept from live, the Application ignores it"})
+				c.Diffs = append(c.Diffs, Difference{Object: k, Kept: true, Fields: kept, Text: "Secret data differs (" + strings.Join(kept, ", ") + "): kept from live, the Application ignores it"})
 			}
 			if len(changed) > 0 {
 				t := "differs at " + strings.Join(changed, ", ")
 				if imm {
 					t += ": an immutable field, the first sync would fail"
 				}
-				c.Diffs = append(c.Diffs, Difference{Object: k, Text: t, Immutable: imm})
+				c.Diffs = append(c.Diffs, Difference{Object: k, Fields: changed, Text: t, Immutable: imm})
 			}
 		}
 	}
@@ -98,15 +103,15 @@ func Compare(stored, rendered, ns string) (Comparison, error) {
 func immutable(kind, p string) bool {
 	switch kind {
 	case "Deployment", "ReplicaSet", "DaemonSet":
-		return strings.HasPrefix(p, ".spec.selector")
+		return strings.HasPrefix(p, "spec.selector")
 	case "StatefulSet":
-		return strings.HasPrefix(p, ".spec.selector") || strings.HasPrefix(p, ".spec.volumeClaimTemplates") || strings.HasPrefix(p, ".spec.serviceName") || strings.HasPrefix(p, ".spec.podManagementPolicy")
+		return strings.HasPrefix(p, "spec.selector") || strings.HasPrefix(p, "spec.volumeClaimTemplates") || strings.HasPrefix(p, "spec.serviceName") || strings.HasPrefix(p, "spec.podManagementPolicy")
 	case "Job":
-		return strings.HasPrefix(p, ".spec.selector") || strings.HasPrefix(p, ".spec.template")
+		return strings.HasPrefix(p, "spec.selector") || strings.HasPrefix(p, "spec.template")
 	case "Service":
-		return strings.HasPrefix(p, ".spec.clusterIP")
+		return strings.HasPrefix(p, "spec.clusterIP")
 	case "PersistentVolumeClaim":
-		return strings.HasPrefix(p, ".spec.") && !strings.HasPrefix(p, ".spec.resources")
+		return strings.HasPrefix(p, "spec.") && !strings.HasPrefix(p, "spec.resources")
 	}
 	return false
 }
@@ -139,46 +144,6 @@ func objectKey(o map[string]any, ns string) string {
 		n = ns
 	}
 	return kind + " " + n + "/" + name
-}
-
-// diff lists the paths at which a and b differ (as .a.b[0]).
-func diff(a, b any, path string) []string {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			break
-		}
-		keys := map[string]bool{}
-		for k := range x {
-			keys[k] = true
-		}
-		for k := range y {
-			keys[k] = true
-		}
-		var out []string
-		for _, k := range sortedKeys(keys) {
-			out = append(out, diff(x[k], y[k], path+"."+k)...)
-		}
-		return out
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			break
-		}
-		var out []string
-		for i := range x {
-			out = append(out, diff(x[i], y[i], fmt.Sprintf("%s[%d]", path, i))...)
-		}
-		return out
-	}
-	if reflect.DeepEqual(a, b) {
-		return nil
-	}
-	if path == "" {
-		path = "."
-	}
-	return []string{path}
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -204,14 +204,73 @@ metadata: {name: gone}
 	for _, d := range c.Diffs {
 		byObj[d.Object] = d
 	}
-	if d := byObj["Secret shop/web-auth"]; !d.Kept || !strings.Contains(d.Text, ".data.pw") {
+	if d := byObj["Secret shop/web-auth"]; !d.Kept || d.Text != "Secret data differs (data.pw): kept from live, the Application ignores it" {
 		t.Errorf("secret %+v", d)
 	}
-	if d := byObj["apps/Deployment shop/web"]; !d.Immutable || !strings.Contains(d.Text, ".spec.selector.matchLabels.app") {
+	if d := byObj["apps/Deployment shop/web"]; !d.Immutable || d.Text != "differs at spec.selector.matchLabels.app: an immutable field, the first sync would fail" {
 		t.Errorf("deployment %+v", d)
 	}
 	if d := byObj["Service shop/gone"]; !strings.Contains(d.Text, "only in the release") {
 		t.Errorf("service %+v", d)
+	}
+}
+
+// TestCompareIgnores: the chart and the release are compared by objdiff's
+// rules, which the Helm proof did not apply before (it compared every byte
+// and spelt paths with a leading dot): a changed apiVersion, status, the
+// last-applied and tracking annotations, empty fields and stringData
+// spelt as data are no difference; a list of named items is matched by
+// name.
+func TestCompareIgnores(t *testing.T) {
+	stored := `apiVersion: policy/v1beta1
+kind: PodDisruptionBudget
+metadata: {name: web, annotations: {}}
+spec: {maxUnavailable: 1}
+status: {currentHealthy: 0}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-auth}
+stringData: {pw: s3cr3t}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      containers: [{name: main, image: "web:1"}, {name: proxy, image: "proxy:1"}]
+`
+	rendered := `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+  annotations: {argocd.argoproj.io/tracking-id: "web:policy/PodDisruptionBudget:shop/web", kubectl.kubernetes.io/last-applied-configuration: "{}"}
+spec: {maxUnavailable: 1, selector: null}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-auth}
+data: {pw: ` + base64.StdEncoding.EncodeToString([]byte("s3cr3t")) + `}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      containers: [{name: proxy, image: "proxy:1"}, {name: main, image: "web:2"}]
+`
+	c, err := Compare(stored, rendered, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Objects != 3 || c.Identical != 2 || len(c.Diffs) != 1 {
+		t.Fatalf("objects %d identical %d: %+v", c.Objects, c.Identical, c.Diffs)
+	}
+	if d := c.Diffs[0]; d.Object != "apps/Deployment shop/web" || !slices.Equal(d.Fields, []string{"spec.template.spec.containers[name=main].image"}) ||
+		d.Text != "differs at spec.template.spec.containers[name=main].image" {
+		t.Errorf("deployment %+v", d)
 	}
 }
 

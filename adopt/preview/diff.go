@@ -4,11 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/adopt-dev/adopt/adopt/objdiff"
 	"github.com/adopt-dev/adopt/adopt/redact"
 )
 
@@ -42,84 +41,16 @@ func (v shown) hides(path string, vals ...string) bool {
 	return false
 }
 
-// diff lists the leaf fields that differ between before and after, by path
-// ("spec.template.spec.containers[name=main].image"), sorted by path.
-// Lists whose items all carry a unique name are matched by name, other
-// lists item by item when their lengths agree, and whole otherwise. A
+// diff lists the fields that differ between before and after, by
+// objdiff's one comparison (its paths, its ignore rules, its order). A
 // Secret's values, and any value v hides, are not shown: the change keeps
 // their byte counts.
 func diff(before, after map[string]any, v shown) []Change {
 	var out []Change
-	walk("", before, after, true, true, v, &out)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	for _, f := range objdiff.Diff(before, after) {
+		out = append(out, change(f.Path, f.A, f.B, f.Op != objdiff.Add, f.Op != objdiff.Remove, v))
+	}
 	return out
-}
-
-func walk(path string, a, b any, hasA, hasB bool, v shown, out *[]Change) {
-	if hasA && hasB && reflect.DeepEqual(a, b) {
-		return
-	}
-	ma, okA := a.(map[string]any)
-	mb, okB := b.(map[string]any)
-	if hasA && hasB && okA && okB {
-		for k := range union(ma, mb) {
-			va, ina := ma[k]
-			vb, inb := mb[k]
-			walk(join(path, k), va, vb, ina, inb, v, out)
-		}
-		return
-	}
-	la, okA := a.([]any)
-	lb, okB := b.([]any)
-	if hasA && hasB && okA && okB {
-		na, nb := byName(la), byName(lb)
-		switch {
-		case na != nil && nb != nil:
-			for k := range union(na, nb) {
-				va, ina := na[k]
-				vb, inb := nb[k]
-				walk(path+"[name="+k+"]", va, vb, ina, inb, v, out)
-			}
-			return
-		case len(la) == len(lb):
-			for i := range la {
-				walk(fmt.Sprintf("%s[%d]", path, i), la[i], lb[i], true, true, v, out)
-			}
-			return
-		}
-	}
-	*out = append(*out, change(path, a, b, hasA, hasB, v))
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// byName indexes a list of objects by their "name" field, or returns nil
-// when an item has no string name or two share one.
-func byName(l []any) map[string]any {
-	if len(l) == 0 {
-		return nil
-	}
-	m := map[string]any{}
-	for _, it := range l {
-		o, ok := it.(map[string]any)
-		if !ok {
-			return nil
-		}
-		n, ok := o["name"].(string)
-		if !ok {
-			return nil
-		}
-		if _, dup := m[n]; dup {
-			return nil
-		}
-		m[n] = o
-	}
-	return m
 }
 
 // change describes one differing field. A hidden value shows as
@@ -244,16 +175,4 @@ func signed(n int) string {
 		return "±0"
 	}
 	return Bytes(n)
-}
-
-// union is the set of keys of a and b.
-func union(a, b map[string]any) map[string]bool {
-	keys := make(map[string]bool, len(a)+len(b))
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return keys
 }

@@ -304,7 +304,7 @@ func (p *Previewer) Object(ctx context.Context, in Input) (r Result, err error) 
 
 	j.Hide(hide, synced.Object)
 	secret := ref(live).IsSecret()
-	r.Changes = diff(normalized(live), normalized(synced), shown{secret: secret, hide: hide, allEnv: allEnv})
+	r.Changes = diff(live.Object, synced.Object, shown{secret: secret, hide: hide, allEnv: allEnv})
 	r.Outcome = NoOp
 	if len(r.Changes) > 0 {
 		r.Outcome = Changes
@@ -366,18 +366,4 @@ func secretValues(live, manifest *unstructured.Unstructured, msg string) string 
 		}
 	}
 	return msg
-}
-
-// normalized is a copy of u without the metadata the server changes on
-// every write and without the tracking annotation the sync adds by design.
-func normalized(u *unstructured.Unstructured) map[string]any {
-	c := u.DeepCopy()
-	for _, f := range []string{"resourceVersion", "managedFields", "generation", "creationTimestamp", "selfLink", "uid"} {
-		unstructured.RemoveNestedField(c.Object, "metadata", f)
-	}
-	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", argoapp.AnnotationTrackingID)
-	if a, ok, _ := unstructured.NestedMap(c.Object, "metadata", "annotations"); ok && len(a) == 0 {
-		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
-	}
-	return c.Object
 }
