@@ -10,19 +10,19 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
-// secretPlan proposes Application adopt-vault in namespace vault: the
+// secretPlan proposes Application adopt-shop in namespace shop: the
 // Secret db, sealed when sealed (the form the planner chose: the Sealed
 // Secrets controller answered), else left out with the planner's finding,
 // and, with cm, ConfigMap settings beside it.
 func secretPlan(t *testing.T, sealed, cm bool) *plan.Plan {
 	t.Helper()
 	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind}
-	app := plan.Application{Name: "adopt-vault", Namespace: "vault", Project: "default", Source: "export", SourcePath: "adopted/vault"}
-	sec := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "vault", Name: "db"}, App: app.Name}
+	app := plan.Application{Name: "adopt-shop", Namespace: "shop", Project: "default", Source: "export", SourcePath: "adopted/shop"}
+	sec := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "db"}, App: app.Name}
 	p.Objects = append(p.Objects, sec)
 	app.Objects = append(app.Objects, sec.Ref.String())
 	if cm {
-		ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "vault", Name: "settings"}, App: app.Name}
+		ob := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "settings"}, App: app.Name}
 		p.Objects = append(p.Objects, ob)
 		app.Objects = append(app.Objects, ob.Ref.String())
 	}
@@ -58,8 +58,8 @@ func TestRunSecretGroups(t *testing.T) {
 	}{
 		{name: "sealed, alone", sealed: true, groups: 1, untracked: 1},
 		{name: "sealed, beside a ConfigMap", sealed: true, cm: true, groups: 1, untracked: 2},
-		{name: "no form, alone", nothing: true, left: 1, note: []string{"1 untracked Secret(s) left to you", "Secret vault/db", "no Sealed Secrets controller answered"}},
-		{name: "no form, beside a ConfigMap", cm: true, groups: 1, untracked: 2, left: 1, note: []string{"Secret vault/db", "no Sealed Secrets controller answered"}},
+		{name: "no form, alone", nothing: true, left: 1, note: []string{"1 untracked Secret(s) left to you", "Secret shop/db", "no Sealed Secrets controller answered"}},
+		{name: "no form, beside a ConfigMap", cm: true, groups: 1, untracked: 2, left: 1, note: []string{"Secret shop/db", "no Sealed Secrets controller answered"}},
 		{name: "excluded by adopt.yaml", excluded: "exclusions[0]", nothing: true, note: []string{"adopt.yaml exclusions[0] excludes them", "secrets.read"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestRunSealedGroupConverges(t *testing.T) {
 	seams := w.seams()
 	seams.Finalize = func(context.Context, string) (FinalizeResult, error) {
 		if !finalized {
-			return FinalizeResult{Outcome: Merged, Why: "merged; not finalized yet: adopt-vault: waiting for the first sync"}, nil
+			return FinalizeResult{Outcome: Merged, Why: "merged; not finalized yet: adopt-shop: waiting for the first sync"}, nil
 		}
 		return FinalizeResult{Outcome: Finalized, Finalized: 1, Why: "finalized 1 object(s)"}, nil
 	}
