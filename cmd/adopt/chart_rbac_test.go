@@ -64,6 +64,11 @@ func TestChartLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	installApplicationSetCRD(t) // so that kubectl knows argoproj.io's resources
+	// and bitnami.com's: kubectl auth can-i resolves a resource by
+	// discovery, and answers no for one it does not know.
+	if err := testenv.InstallSealedSecretsCRD(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
 	h, err := testenv.NewHelm(cp, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
