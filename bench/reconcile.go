@@ -100,7 +100,9 @@ func (b *bench) reconcileRow(ctx context.Context) error {
 	common := []string{"--kubeconfig", kp.Kubeconfig}
 	scope := []string{"-n", strings.Join(namespaces, ","), "--repo", repoURL, "--git-user", g.User, "--argocd-version", testenv.ArgoCDCurrent}
 	rec := append(append(append([]string{}, common...), "reconcile"), scope...)
-	rec = append(rec, "--provider", "gitea", "--api-url", gp.URL+"/", "--max-open-prs", "0", "--lock-namespace", "default",
+	// finalize's journals go to the control plane's temporary directory,
+	// never the working directory.
+	rec = append(rec, "--provider", "gitea", "--api-url", gp.URL+"/", "--max-open-prs", "0", "--lock-namespace", "default", "--journal-dir", cp.Dir,
 		"--cluster-name", "bench", "--author", "bench <bench@example.invalid>", "-o", "json")
 	plan := append(append(append([]string{}, common...), "plan", "-q"), scope...)
 

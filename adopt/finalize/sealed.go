@@ -76,6 +76,12 @@ func (s *Sealer) Mark(ctx context.Context, t SealedTarget) (string, error) {
 	if live.Annotations[sealed.ManagedAnnotation] == "true" {
 		return fmt.Sprintf("%s already carries %s=true", ref, sealed.ManagedAnnotation), nil
 	}
+	// Marked and synced before this run (a run that waited, then someone's
+	// sync): the controller took it over, and its template's annotations
+	// replaced the mark. Nothing to mark; Prove checks the takeover.
+	if owner := metav1.GetControllerOf(live); owner != nil && owner.Kind == sealed.Kind && owner.Name == t.Name {
+		return fmt.Sprintf("%s is already controlled by SealedSecret %s/%s: taken over, nothing to mark", ref, t.Namespace, t.Name), nil
+	}
 	if live.ResourceVersion != t.SealedAt {
 		return "", fmt.Errorf("%s changed since it was sealed (resourceVersion %s, now %s): the SealedSecret in Git would write the older values over it; re-run adopt plan and apply (a new SealedSecret), then finalize", ref, t.SealedAt, live.ResourceVersion)
 	}

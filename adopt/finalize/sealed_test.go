@@ -18,7 +18,8 @@ import (
 // changed since it was sealed (nothing written), marks it at the sealed
 // resourceVersion and journals it; a second Mark changes nothing; --undo
 // (Unmark of the journal's Marked) removes the mark while no SealedSecret
-// controls the Secret, and leaves it once one does.
+// controls the Secret, and leaves it once one does; once the controller
+// replaced the mark with its template's annotations, Mark has nothing to do.
 func TestSealedMarkAndUndo(t *testing.T) {
 	ctx := context.Background()
 	ns := cp.Namespace(t)
@@ -82,6 +83,20 @@ func TestSealedMarkAndUndo(t *testing.T) {
 	}
 	if live, _ := k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); live.Annotations[sealed.ManagedAnnotation] != "true" {
 		t.Error("undo after the takeover removed the mark")
+	}
+	// The controller's template then replaced the mark (issue 45: a
+	// reconcile run marked and waited, a person synced): a later Mark, its
+	// sealedAt now old, finds the Secret taken over and writes nothing.
+	live, _ = k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	delete(live.Annotations, sealed.ManagedAnnotation)
+	if live, err = k.CoreV1().Secrets(ns).Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if note, err := sl.Mark(ctx, target); err != nil || !strings.Contains(note, "already controlled by SealedSecret") {
+		t.Errorf("Mark of a Secret taken over since: %q, %v; want nothing to mark", note, err)
+	}
+	if after, _ := k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); after.ResourceVersion != live.ResourceVersion {
+		t.Error("Mark wrote to a Secret its SealedSecret controls")
 	}
 	b, _ := j.Entries()
 	for _, e := range b {

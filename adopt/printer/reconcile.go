@@ -24,9 +24,7 @@ func Reconcile(w io.Writer, rep *reconcile.Report, f string) error {
 func reconcileTable(w io.Writer, rep *reconcile.Report) error {
 	if rep.NothingToDo {
 		fmt.Fprintf(w, "reconcile of cluster %s: nothing to do: no untracked object to propose and no merged group waiting to be finalized\n", rep.Cluster)
-		if rep.SecretsLeft > 0 {
-			fmt.Fprintf(w, "%d untracked Secret(s) stay yours: adopt never writes a Secret's values to Git (manage them with a secrets operator)\n", rep.SecretsLeft)
-		}
+		secretsNote(w, rep)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -35,5 +33,16 @@ func reconcileTable(w io.Writer, rep *reconcile.Report) error {
 	for _, g := range rep.Groups {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.App, g.Branch, g.Objects, g.Outcome, strings.ReplaceAll(g.Why, "\t", " "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	secretsNote(w, rep)
+	return nil
+}
+
+// secretsNote says why Secrets are not adopted, when the report says so.
+func secretsNote(w io.Writer, rep *reconcile.Report) {
+	if rep.SecretsNote != "" {
+		fmt.Fprintln(w, rep.SecretsNote)
+	}
 }

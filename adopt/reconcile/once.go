@@ -81,8 +81,12 @@ func RunOnce(ctx context.Context, o RunOptions) (*Report, error) {
 		return nil, err
 	}
 	repo, repoErr := gitops.ParseRepoURL(o.Apply.Checkout.URL)
+	excluded := ""
+	if cfg := o.Apply.Scan.Config; cfg != nil {
+		excluded = cfg.ExcludesType("", "Secret")
+	}
 	return Run(ctx, Options{Plan: p, Cluster: o.Cluster, Repo: repo, MaxOpenPRs: o.MaxOpenPRs, MaxObjects: o.MaxObjects,
-		Records: records, Settings: Settings(o.Build, o.Apply, o.Overrides), Teams: teams}, o.seams(repoErr, store))
+		Records: records, Settings: Settings(o.Build, o.Apply, o.Overrides), Teams: teams, SecretsExcluded: excluded}, o.seams(repoErr, store))
 }
 
 // Settings are what changes what a group's branch holds besides its plan,

@@ -99,9 +99,14 @@ type Report struct {
 	// NothingToDo is a run with no group to propose and none waiting to be
 	// finalized: it asked the provider nothing and wrote nothing.
 	NothingToDo bool `json:"nothingToDo,omitempty" yaml:"nothingToDo,omitempty"`
-	// SecretsLeft are untracked Secrets no group adopts (adopt never
+	// SecretsLeft are untracked Secrets no group adopts: no form adopts
+	// them (a group adopts a Secret only as a SealedSecret; adopt never
 	// writes a Secret's values to Git).
 	SecretsLeft int `json:"secretsLeft,omitempty" yaml:"secretsLeft,omitempty"`
+	// SecretsNote says, in one sentence, why Secrets are not adopted:
+	// adopt.yaml excludes them (the chart's secrets.read off), or why
+	// the first Secret left is (no Sealed Secrets controller, ...).
+	SecretsNote string `json:"secretsNote,omitempty" yaml:"secretsNote,omitempty"`
 }
 
 // Count is how many groups had the outcome.
@@ -202,6 +207,11 @@ type Options struct {
 	// request for all of them, on the branch of the group's name); an
 	// Application not in it is a group of its own.
 	Teams map[string]string
+	// SecretsExcluded is the adopt.yaml rule that excludes Secrets
+	// (config.ExcludesType: "exclusions[0]"; the chart's, while
+	// secrets.read is off), "" when none: the report says why no Secret
+	// is counted or proposed.
+	SecretsExcluded string
 }
 
 // ErrOtherName is a run whose cluster name differs from the one the
@@ -364,18 +374,21 @@ func Sub(p *plan.Plan, apps ...plan.Application) (*plan.Plan, error) {
 	return &sub, nil
 }
 
-// proposed are the Applications p proposes that are groups: not the
-// existing ones, nor those that hold only Secrets (apply never writes a
-// Secret's values to Git, so such a pull request would change nothing), by
-// name.
+// proposed are the Applications p proposes that are groups, by name: not
+// the existing ones, nor those that hold only Secrets no form adopts
+// (apply never writes a Secret's values to Git, so such a pull request
+// would change nothing). A Secret the plan adopts as a SealedSecret
+// (plan.Object.Sealed: the controller answered, adopt.yaml allows it) is
+// written like any other object, as its SealedSecret: a group of it
+// alone is proposed like any other.
 func proposed(p *plan.Plan) []plan.Application {
-	secret := map[string]bool{}
+	leftOut := map[string]bool{}
 	for _, ob := range p.Objects {
-		secret[ob.Ref.String()] = ob.IsSecret()
+		leftOut[ob.Ref.String()] = ob.IsSecret() && !ob.Sealed()
 	}
 	var apps []plan.Application
 	for _, app := range p.Applications {
-		if app.Source == "existing" || app.Existing != nil || onlySecrets(app, secret) {
+		if app.Source == "existing" || app.Existing != nil || onlyLeftOut(app, leftOut) {
 			continue
 		}
 		apps = append(apps, app)
@@ -384,9 +397,9 @@ func proposed(p *plan.Plan) []plan.Application {
 	return apps
 }
 
-func onlySecrets(app plan.Application, secret map[string]bool) bool {
+func onlyLeftOut(app plan.Application, leftOut map[string]bool) bool {
 	for _, ref := range app.Objects {
-		if !secret[ref] {
+		if !leftOut[ref] {
 			return false
 		}
 	}
@@ -435,22 +448,48 @@ func grouped(apps []plan.Application, teams map[string]string) []teamGroup {
 }
 
 // secretsLeft counts the untracked Secrets of p that none of the groups
-// apps adopts: they stay untracked until a secrets operator or a person
-// manages them.
-func secretsLeft(p *plan.Plan, apps []plan.Application) int {
+// apps adopts (in no group, or in one that does not adopt them as a
+// SealedSecret: apply leaves them out of Git), and says why of the first:
+// they stay untracked until a secrets operator or a person manages them.
+// excluded is the adopt.yaml rule that keeps Secrets out of the plan
+// altogether (Options.SecretsExcluded).
+func secretsLeft(p *plan.Plan, apps []plan.Application, excluded string) (int, string) {
+	if excluded != "" {
+		return 0, "Secrets are not read, counted or proposed: adopt.yaml " + excluded + " excludes them (the chart's default, secrets.read off); " +
+			"to adopt hand-applied Secrets as SealedSecrets, install the Sealed Secrets controller and turn secrets.read on (docs/secrets.md says what the token may then read)"
+	}
 	in := map[string]bool{}
 	for _, app := range apps {
 		for _, ref := range app.Objects {
 			in[ref] = true
 		}
 	}
-	n := 0
+	n, why := 0, ""
 	for _, ob := range p.Objects {
-		if ob.IsSecret() && ob.App != "" && !in[ob.Ref.String()] {
-			n++
+		if !ob.IsSecret() || ob.App == "" || in[ob.Ref.String()] && ob.Sealed() {
+			continue
+		}
+		if n++; why == "" {
+			why = ob.Ref.String() + ": " + secretWhy(ob)
 		}
 	}
-	return n
+	if n == 0 {
+		return 0, ""
+	}
+	return n, fmt.Sprintf("%d untracked Secret(s) left to you (no form adopts them; adopt never writes a Secret's values to Git); the first, %s", n, why)
+}
+
+// secretWhy is what the plan says of a Secret left out: its secret-form
+// finding (why no form adopts it), else its secret finding.
+func secretWhy(ob plan.Object) string {
+	for _, code := range []string{plan.CodeSecretForm, plan.CodeSecret} {
+		for _, f := range ob.Findings {
+			if f.Code == code {
+				return f.Message
+			}
+		}
+	}
+	return "no Sealed Secrets controller was found, so no form adopts it"
 }
 
 // Run is one reconcile pass over o.Plan. It first decides every group
@@ -464,7 +503,8 @@ func Run(ctx context.Context, o Options, s Seams) (*Report, error) {
 		return nil, err
 	}
 	apps := proposed(o.Plan)
-	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster, SecretsLeft: secretsLeft(o.Plan, apps)}
+	rep := &Report{Plan: o.Plan.ID, Cluster: o.Cluster}
+	rep.SecretsLeft, rep.SecretsNote = secretsLeft(o.Plan, apps, o.SecretsExcluded)
 	for _, n := range o.Plan.NotScanned {
 		rep.NotScanned = append(rep.NotScanned, n.Type+": "+n.Reason)
 	}

@@ -49,7 +49,14 @@ func (c canI) String() string {
 // secrets.read), reach a node, a Service or a pod (proxy, exec, attach,
 // port-forward, logs), write anything in the Argo CD namespace
 // (argocd-cm, argocd-rbac-cm, a Lease, an Application), write any
-// Application, grant itself more, or patch outside its namespaces. Every
+// Application, grant itself more, or patch outside its namespaces. With
+// secrets.read (issue 45) it may do exactly what the Sealed Secrets form
+// needs: read Secrets and SealedSecrets where it plans (in a scoped
+// install never the Argo CD namespace's; cluster-wide, RBAC cannot leave
+// them out), patch Secrets only where finalize patches (the managed mark),
+// and reach the controller's one Service by name (its certificate, GET,
+// and /v1/verify, a POST through services/proxy), no other Service's
+// proxy; without it, none of that. Every
 // type plan lists on this API server is readable where the install
 // plans, so a run is not partial for want of a grant.
 func TestChartLeastPrivilege(t *testing.T) {
@@ -57,11 +64,20 @@ func TestChartLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	installApplicationSetCRD(t) // so that kubectl knows argoproj.io's resources
+	// and bitnami.com's: kubectl auth can-i resolves a resource by
+	// discovery, and answers no for one it does not know.
+	if err := testenv.InstallSealedSecretsCRD(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
 	h, err := testenv.NewHelm(cp, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	argoNS, a, b, outside := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	argoNS, a, b, outside, ctrlNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	// The Sealed Secrets controller's Service, as the service proxy names
+	// it (http:<name>:<port>).
+	const ctrl = "sealed-secrets-controller"
+	proxy := "services/http:" + ctrl + ":http"
 	for _, name := range []string{"argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm"} {
 		kubectlApplyConfigMap(ctx, t, cp, argoNS, name, "v")
 	}
@@ -117,6 +133,12 @@ func TestChartLeastPrivilege(t *testing.T) {
 			{false, "create", "pods", a, "", "run anything"},
 			{false, "create", "serviceaccounts", a, "token", "mint another identity's token"},
 
+			// Without secrets.read, nothing of the sealed form.
+			{false, "patch", "secrets", a, "", "the managed mark only with secrets.read"},
+			{false, "list", "sealedsecrets.bitnami.com", a, "", "SealedSecrets only with secrets.read"},
+			{false, "get", proxy, ctrlNS, "proxy", "the controller's certificate only with secrets.read"},
+			{false, "create", proxy, ctrlNS, "proxy", "/v1/verify only with secrets.read"},
+
 			// The Argo CD namespace and its Applications.
 			{false, "update", "configmaps/argocd-cm", argoNS, "", "accounts and settings: Argo CD admin"},
 			{false, "patch", "configmaps/argocd-cm", argoNS, "", "accounts and settings: Argo CD admin"},
@@ -169,6 +191,43 @@ func TestChartLeastPrivilege(t *testing.T) {
 		{true, "list", "clusterroles.rbac.authorization.k8s.io", "", "", "plan lists cluster-scoped types"},
 		{true, "get", "configmaps/argocd-rbac-cm", argoNS, "", "read, never written"},
 	}
+	// What the sealed form needs with secrets.read, exactly: read Secrets
+	// and SealedSecrets in scope, patch Secrets (the managed mark) where
+	// finalize patches, and the controller's one Service and its proxy;
+	// nothing more of Secrets, SealedSecrets or Services.
+	sealedForm := func() []canI {
+		return []canI{
+			{true, "get", "secrets", a, "", "apply seals the live Secret (in memory)"},
+			{true, "list", "secrets", b, "", "plan lists Secrets with the rest"},
+			{true, "watch", "secrets", a, "", "finalize watches the objects over the settle window"},
+			{true, "patch", "secrets", a, "", "finalize's guarded managed mark before the first sync"},
+			{true, "patch", "secrets", b, "", "finalize's guarded managed mark before the first sync"},
+			{false, "patch", "secrets", outside, "", "the mark only where finalize patches"},
+			{false, "patch", "secrets", argoNS, "", "never a Secret of the Argo CD namespace"},
+			{false, "patch", "secrets", "kube-system", "", "never kube-system"},
+			{false, "patch", "secrets", "", "", "the mark only where finalize patches"},
+			{false, "update", "secrets", a, "", "the mark is a patch"},
+			{false, "create", "secrets", a, "", "adopt never writes a Secret's values"},
+			{false, "delete", "secrets", a, "", "adopt never deletes"},
+			{true, "get", "sealedsecrets.bitnami.com", a, "", "finalize reads the SealedSecret's status"},
+			{true, "list", "sealedsecrets.bitnami.com", b, "", "plan lists SealedSecrets in scope"},
+			{true, "watch", "sealedsecrets.bitnami.com", a, "", "finalize watches the takeover"},
+			{false, "create", "sealedsecrets.bitnami.com", a, "", "Argo CD applies them, never adopt"},
+			{false, "patch", "sealedsecrets.bitnami.com", a, "", "Argo CD applies them, never adopt"},
+			{false, "delete", "sealedsecrets.bitnami.com", a, "", "deleting one deletes its Secret"},
+			{true, "get", "services/" + ctrl, ctrlNS, "", "the controller's port, by name"},
+			{true, "get", proxy, ctrlNS, "proxy", "GET /v1/cert.pem: the certificate"},
+			{true, "create", proxy, ctrlNS, "proxy", "POST /v1/verify"},
+			{false, "get", "services/" + ctrl, ctrlNS, "proxy", "only the proxy name adopt uses"},
+			{false, "get", "services/http:other:http", ctrlNS, "proxy", "never another Service's proxy"},
+			{false, "create", "services/http:other:http", ctrlNS, "proxy", "never another Service's proxy"},
+			{false, "get", "services", ctrlNS, "proxy", "never every Service's proxy"},
+			{false, "create", "services", a, "proxy", "never every Service's proxy"},
+			{false, "get", proxy, a, "proxy", "the name only in the controller's namespace"},
+			{false, "update", "services/" + ctrl, ctrlNS, "", "read only"},
+			{false, "get", "pods", ctrlNS, "proxy", "never the controller's pod"},
+		}
+	}
 	installs := []struct {
 		name    string
 		set     []string
@@ -179,25 +238,26 @@ func TestChartLeastPrivilege(t *testing.T) {
 			func(rel string) []canI { return append(common(rel), scoped...) }},
 		{"cluster-wide", []string{"--set-json", "finalize.namespaces=" + scope}, false,
 			func(rel string) []canI { return append(common(rel), clusterWide...) }},
-		{"scoped, secrets.read", []string{"--set-json", "namespaces=" + scope, "--set", "secrets.read=true"}, true,
-			func(string) []canI {
-				return []canI{
-					{true, "get", "secrets", a, "", "secrets.read, in scope"},
-					{true, "list", "secrets", b, "", "secrets.read, in scope"},
+		{"scoped, secrets.read", []string{"--set-json", "namespaces=" + scope, "--set", "secrets.read=true", "--set", "secrets.sealedSecretsController=" + ctrlNS + "/" + ctrl}, true,
+			func(rel string) []canI {
+				return append(sealedForm(), []canI{
+					{false, "list", "secrets", rel, "", "never the Git token beside it in a scoped install"},
 					{false, "list", "secrets", outside, "", "not outside the scope"},
 					{false, "list", "secrets", "", "", "not outside the scope"},
 					{false, "get", "secrets", argoNS, "", "never the Argo CD namespace's in a scoped install"},
-					{false, "update", "secrets", a, "", "read only"},
-				}
+					{false, "list", "secrets", ctrlNS, "", "the controller's namespace is not in scope"},
+					{false, "list", "sealedsecrets.bitnami.com", outside, "", "not outside the scope"},
+					{false, "list", "sealedsecrets.bitnami.com", "", "", "not outside the scope"},
+				}...)
 			}},
-		{"cluster-wide, secrets.read", []string{"--set-json", "finalize.namespaces=" + scope, "--set", "secrets.read=true"}, true,
-			func(string) []canI {
-				return []canI{
-					{true, "get", "secrets", a, "", "secrets.read"},
+		{"cluster-wide, secrets.read", []string{"--set-json", "finalize.namespaces=" + scope, "--set", "secrets.read=true", "--set", "secrets.sealedSecretsController=" + ctrlNS + "/" + ctrl}, true,
+			func(rel string) []canI {
+				return append(sealedForm(), []canI{
 					{true, "list", "secrets", "", "", "secrets.read, every namespace"},
-					{true, "get", "secrets", argoNS, "", "secrets.read cluster-wide covers Argo CD's credentials (documented)"},
-					{false, "update", "secrets", a, "", "read only"},
-				}
+					{true, "get", "secrets", rel, "", "cluster-wide covers the Git token beside it too (documented)"},
+					{true, "get", "secrets", argoNS, "", "secrets.read cluster-wide covers Argo CD's credentials: RBAC cannot leave a namespace out (documented)"},
+					{true, "list", "sealedsecrets.bitnami.com", "", "", "plan lists SealedSecrets in every namespace"},
+				}...)
 			}},
 	}
 	for _, in := range installs {
@@ -211,6 +271,9 @@ func TestChartLeastPrivilege(t *testing.T) {
 			cfg := chartConfig(t, rendered)
 			if excluded := cfg.ExcludesType("", "Secret") != ""; excluded == in.secrets {
 				t.Errorf("secrets.read=%v, yet the chart's adopt.yaml excludes Secrets: %v", in.secrets, excluded)
+			}
+			if want := map[bool]string{true: ctrlNS + "/" + ctrl}[in.secrets]; cfg.Secrets.SealedSecretsController != want {
+				t.Errorf("the chart's adopt.yaml names the Sealed Secrets controller %q, want %q (plan then lists no Service to find it)", cfg.Secrets.SealedSecretsController, want)
 			}
 			for _, want := range []string{"--lock-namespace=" + rel, "--config=/etc/adopt/adopt.yaml"} {
 				if !strings.Contains(rendered, want) {

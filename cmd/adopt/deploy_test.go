@@ -69,6 +69,8 @@ func TestDeployChart(t *testing.T) {
 		{[]string{"--set-json", `finalize.namespaces=["argocd"]`}, `finalize.namespaces names the Argo CD namespace "argocd"`},
 		{[]string{"--set-json", `finalize.types=[{"apiGroup":"argoproj.io","resources":["applications"]}]`}, "finalize.types names argoproj.io"},
 		{[]string{"--set-json", `finalize.types=[{"apiGroup":"","resources":["*"]}]`}, "name each adopted type"},
+		{[]string{"--set", "secrets.read=true", "--set", "secrets.sealedSecretsController=sealed-secrets-controller"}, "secrets.read needs secrets.sealedSecretsController as namespace/name"},
+		{[]string{"--set", "secrets.read=true", "--set-json", `config={"secrets":{"sealedSecretsController":"ops/other"}}`}, "differs from secrets.sealedSecretsController"},
 	} {
 		args := append(append(append([]string{"template", "adopt", deployChart, "--namespace", "adopt"}, deploySampleValues...), deployManifestValues...), r.set...)
 		if out, err := h.Run(ctx, args...); err == nil || !strings.Contains(out, r.want) {

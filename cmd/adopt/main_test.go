@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,21 @@ var cp *testenv.ControlPlane
 // the Applications its test did not find).
 func TestMain(m *testing.M) {
 	installAPIWarnings(os.Stderr) // as main does
-	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea)
+	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea, failOnStrayJournals)
+}
+
+// failOnStrayJournals fails the run when a test left a finalize journal
+// (*.journal) in the package directory: every test that runs finalize or
+// reconcile gives it a temporary directory (--journal-dir, a plan file in
+// t.TempDir()), so none is ever committed again.
+func failOnStrayJournals() {
+	stray, _ := filepath.Glob("*.journal")
+	if len(stray) == 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "FAIL: tests left %d finalize journal(s) in cmd/adopt (%s): give the run a temporary --journal-dir (t.TempDir())\n", len(stray), strings.Join(stray, ", "))
+	cp.Stop()
+	os.Exit(1)
 }
 
 // adopt runs the CLI in-process against the test control plane and returns

@@ -70,7 +70,7 @@ func TestReconcileConvergesAfterEachFaultOnGitea(t *testing.T) {
 					t.Helper()
 					args := []string{"--kubeconfig", kubeconfig, "reconcile", "-n", ns, "--repo", viaProxy, "--provider", "gitea", "--api-url", gp.URL + "/",
 						"--git-user", g.User, "--git-token", g.Token, "--argocd-version", testenv.ArgoCDCurrent, "--author", "adopt <adopt@example.invalid>",
-						"-o", "json", "-q", "--lock-namespace", lockNS, "--cluster-name", "faults"}
+						"-o", "json", "-q", "--lock-namespace", lockNS, "--cluster-name", "faults", "--journal-dir", t.TempDir()}
 					var out, errb bytes.Buffer
 					code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
 					var rep reconcile.Report

@@ -512,6 +512,13 @@ type chartGrants struct {
 // and ConfigMaps as the adopted type.
 func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane, a *testenv.ArgoCD, namespaces ...string) *chartGrants {
 	t.Helper()
+	return installChartRBACWith(ctx, t, c, a, nil, namespaces...)
+}
+
+// installChartRBACWith is installChartRBAC with more values (helm
+// template's --set flags), such as secrets.read.
+func installChartRBACWith(ctx context.Context, t *testing.T, c *testenv.ControlPlane, a *testenv.ArgoCD, set []string, namespaces ...string) *chartGrants {
+	t.Helper()
 	h, err := testenv.NewHelm(c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -519,9 +526,10 @@ func installChartRBAC(ctx context.Context, t *testing.T, c *testenv.ControlPlane
 	ns := c.Namespace(t)
 	release := "adopt-" + ns[len(ns)-6:]
 	scope, _ := json.Marshal(namespaces)
-	rendered := renderDeploy(ctx, t, h, release, ns, "--set", "argocdNamespace="+a.Namespace, "--set-json", "namespaces="+string(scope),
-		"--set", "sync=true", "--set", "argocd.server="+a.Address, "--set", "argocd.plaintext=true", "--set", "argocd.tokenSecret.name=adopt-argocd",
-		"--set-json", `finalize.types=[{"apiGroup":"","resources":["configmaps"]}]`)
+	values := append([]string{"--set", "argocdNamespace=" + a.Namespace, "--set-json", "namespaces=" + string(scope),
+		"--set", "sync=true", "--set", "argocd.server=" + a.Address, "--set", "argocd.plaintext=true", "--set", "argocd.tokenSecret.name=adopt-argocd",
+		"--set-json", `finalize.types=[{"apiGroup":"","resources":["configmaps"]}]`}, set...)
+	rendered := renderDeploy(ctx, t, h, release, ns, values...)
 	var keep []string
 	for _, doc := range strings.Split(rendered, "\n---") {
 		if !strings.Contains(doc, "kind: CronJob") {

@@ -110,11 +110,12 @@ func TestReconcileWeekOnARealShapedRepo(t *testing.T) {
 		t.Fatalf("the app of apps did not create %s: %v; root %s", shopProd, err, st)
 	}
 
+	journals := t.TempDir() // finalize's journals: never the package directory
 	run := func(extra ...string) *reconcile.Report {
 		t.Helper()
 		args := append([]string{"--kubeconfig", cp.Kubeconfig, "reconcile", "-n", prod + "," + staging, "--repo", repoURL, "--provider", "gitea",
 			"--git-user", g.User, "--git-token", g.Token, "--argocd-version", testenv.ArgoCDCurrent, "--author", "adopt <adopt@example.invalid>",
-			"-o", "json", "-q", "--lock-namespace", lockNS, "--cluster-name", "week", "--poll-interval", "500ms"}, extra...)
+			"-o", "json", "-q", "--lock-namespace", lockNS, "--cluster-name", "week", "--poll-interval", "500ms", "--journal-dir", journals}, extra...)
 		var out, errb bytes.Buffer
 		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
 		rep := &reconcile.Report{}

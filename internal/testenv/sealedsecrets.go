@@ -151,6 +151,15 @@ shift && exec "$@"`
 // installCRD applies the SealedSecret CRD of the module's Helm chart, the
 // same object every instance applies, and waits until it is served.
 func (s *SealedSecrets) installCRD(ctx context.Context) error {
+	return InstallSealedSecretsCRD(ctx, s.cp)
+}
+
+// InstallSealedSecretsCRD applies the SealedSecret CRD of the Sealed
+// Secrets module's Helm chart (SealedSecretsVersion) to cp, without a
+// controller, and waits until it is served: for tests that need the type
+// known (kubectl auth can-i resolves sealedsecrets.bitnami.com by
+// discovery) and nothing running.
+func InstallSealedSecretsCRD(ctx context.Context, cp *ControlPlane) error {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "github.com/bitnami-labs/sealed-secrets@"+SealedSecretsVersion)
 	cmd.Dir = os.TempDir() // outside adopt's module: its go.mod is not read
 	out, err := cmd.Output()
@@ -162,10 +171,10 @@ func (s *SealedSecrets) installCRD(ctx context.Context) error {
 		return fmt.Errorf("go mod download github.com/bitnami-labs/sealed-secrets@%s: no Dir in %s", SealedSecretsVersion, out)
 	}
 	crds := filepath.Join(mod.Dir, "helm", "sealed-secrets", "crds")
-	if out, err := s.cp.Kubectl(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
+	if out, err := cp.Kubectl(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
 		return fmt.Errorf("apply the CRD from %s: %w: %s", crds, err, out)
 	}
-	if out, err := s.cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/sealedsecrets.bitnami.com"); err != nil {
+	if out, err := cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/sealedsecrets.bitnami.com"); err != nil {
 		return fmt.Errorf("the SealedSecret CRD is not served: %w: %s", err, out)
 	}
 	return nil

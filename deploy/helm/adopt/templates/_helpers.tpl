@@ -60,6 +60,12 @@ never adopts there).
 {{- fail "finalize.types: name each adopted type (no \"*\")" -}}
 {{- end -}}
 {{- end -}}
+{{- if .Values.secrets.read -}}
+{{- $ctrl := splitList "/" (.Values.secrets.sealedSecretsController | default "") -}}
+{{- if or (ne (len $ctrl) 2) (not (index $ctrl 0)) (not (index $ctrl 1)) -}}
+{{- fail (printf "secrets.read needs secrets.sealedSecretsController as namespace/name (the Sealed Secrets controller's Service; kubeseal's default is kube-system/sealed-secrets-controller), not %q: the token may reach that one Service's proxy only" (.Values.secrets.sealedSecretsController | default "")) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (not .Values.namespaces) .Values.finalize.types (not .Values.finalize.namespaces) (not .Values.finalize.clusterWide) -}}
 {{- fail "a cluster-wide install (namespaces empty) grants finalize's patches only where finalize.namespaces lists: list the namespaces whose adopted objects reconcile may finalize; or set finalize.clusterWide=true, which grants them in every namespace (with configmaps among finalize.types, the token may then patch argocd-cm and argocd-rbac-cm: Argo CD admin); or set finalize.types=[] and finalize by hand" -}}
 {{- end -}}

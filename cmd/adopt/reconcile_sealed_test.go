@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/adopt-dev/adopt/adopt/reconcile"
+	"github.com/adopt-dev/adopt/adopt/sealed"
+	"github.com/adopt-dev/adopt/argoapp"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// TestReconcileAdoptsSealedSecretOnRealArgoCD (issue 45): scheduled
+// reconcile runs, as the chart's ServiceAccount (impersonated) with
+// secrets.read on and its adopt.yaml, on a real Argo CD (the current GA),
+// a real Gitea and the real Sealed Secrets controller, over a namespace
+// holding one Secret applied by hand (a stringData canary and a binary
+// value): a group of that Secret alone. The first run opens its pull
+// request with the SealedSecret (sealed and verified by the controller
+// through its one Service's proxy); the next changes nothing. A person
+// merges it in Gitea; the Application appears; a run marks the Secret
+// (finalize's mark, before any sync) and waits; a person syncs; the next
+// run proves the controller's takeover (the same uid, the data
+// byte-identical, last-applied gone) and finalizes; after it, 0
+// untracked and no Secret left. The canary, plaintext or base64, is in no
+// Git object, pull request body, output, metrics file, journal or state
+// ConfigMap.
+func TestReconcileAdoptsSealedSecretOnRealArgoCD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	giteaUp := giteaInBackground(ctx, t)
+	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)
+	ns := c.Namespace(t)
+	ss, err := testenv.StartSealedSecrets(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Stop()
+	g := giteaUp()
+	repoName := giteaName(t, "sealed")
+	repoURL, err := g.CreateRepo(ctx, repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart's RoleBindings in ns are applied by hand here: its
+	// adopt.yaml leaves RBAC out, so that the Secret is the one group.
+	grants := installChartRBACWith(ctx, t, c, a, []string{"--set", "secrets.read=true", "--set", "secrets.sealedSecretsController=" + ss.Namespace + "/" + ss.Service,
+		"--set-json", `config={"exclusions":[{"apiGroups":["rbac.authorization.k8s.io"]}]}`}, ns)
+
+	const canary = "canary-Rk4wP9-reconcile-sealed"
+	binary := []byte{0, 2, 0xfd, 0xff, 'r', 'e', 'c'}
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: " + ns + ", labels: {app: shop}}\ntype: Opaque\n" +
+		"data: {cert.bin: " + base64.StdEncoding.EncodeToString(binary) + "}\nstringData: {password: " + canary + "}\n"
+	if out, err := c.Kubectl(ctx, []byte(secret), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	before, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encodings := []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), base64.RawStdEncoding.EncodeToString([]byte(canary)),
+		base64.URLEncoding.EncodeToString([]byte(canary)), base64.StdEncoding.EncodeToString(binary)}
+	leaks := func(where string, b []byte) {
+		t.Helper()
+		for _, enc := range encodings {
+			if bytes.Contains(b, []byte(enc)) {
+				t.Errorf("%s holds the Secret's value (an encoding of %d bytes)", where, len(enc))
+			}
+		}
+	}
+
+	metrics := filepath.Join(t.TempDir(), "adopt.prom")
+	journals := t.TempDir()
+	run := func(want string, extra ...string) *reconcile.Report {
+		t.Helper()
+		args := append([]string{"--kubeconfig", c.Kubeconfig, "reconcile", "-n", ns, "--repo", repoURL, "--provider", "gitea",
+			"--git-user", g.User, "--git-token", g.Token, "--argocd-version", testenv.ArgoCDCurrent, "--author", "adopt <adopt@example.invalid>",
+			"-o", "json", "-q", "--cluster-name", "sealed", "--poll-interval", "500ms", "--journal-dir", journals, "--metrics-file", metrics,
+			"--lock-namespace", grants.stateNS, "--as", grants.user, "--config", grants.config}, extra...)
+		var out, errb bytes.Buffer
+		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
+		leaks("reconcile's output", append(out.Bytes(), errb.Bytes()...))
+		rep := &reconcile.Report{}
+		if err := json.Unmarshal(out.Bytes(), rep); err != nil {
+			t.Fatalf("reconcile: exit %d: %v: %s%s", code, err, out.String(), errb.String())
+		}
+		// A CRD another test of the plane installed is not the chart's to
+		// read (read.extraGroups): the run is partial for it alone.
+		partial := code == ExitPartial && len(rep.NotScanned) > 0 && rep.Count(reconcile.Failed) == 0
+		for _, n := range rep.NotScanned {
+			partial = partial && !strings.Contains(n, "secrets") && !strings.Contains(n, "bitnami.com")
+		}
+		if code != 0 && !partial {
+			t.Fatalf("reconcile: exit %d: %s%s", code, out.String(), errb.String())
+		}
+		if rep.SecretsLeft != 0 {
+			t.Errorf("%d Secret(s) left: %s", rep.SecretsLeft, rep.SecretsNote)
+		}
+		if want == "" {
+			return rep
+		}
+		if len(rep.Groups) != 1 || rep.Groups[0].Outcome != want {
+			t.Fatalf("groups %+v (nothing to do: %v); want one, %s", rep.Groups, rep.NothingToDo, want)
+		}
+		return rep
+	}
+
+	// Monday: the group of the Secret alone is proposed, sealed.
+	gr := run(reconcile.Opened).Groups[0]
+	if gr.Objects != 1 {
+		t.Errorf("the group adopts %d objects, want the Secret", gr.Objects)
+	}
+	bare := giteaRepoDir(g, repoName)
+	tip := tipOf(t, bare, gr.Branch)
+	var sealedFile, appFile string
+	files, err := tip.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, err := files.Next(); err == nil; f, err = files.Next() {
+		text, _ := f.Contents()
+		switch {
+		case strings.Contains(text, "kind: "+sealed.Kind):
+			sealedFile = f.Name
+		case strings.HasPrefix(f.Name, "argocd/apps/"):
+			appFile = f.Name
+		}
+	}
+	if sealedFile == "" || appFile == "" {
+		t.Fatalf("the branch holds SealedSecret %q and Application %q; want both", sealedFile, appFile)
+	}
+	if app := fileText(t, tip, appFile); strings.Contains(app, "automated") {
+		t.Errorf("the Application holding a SealedSecret syncs by itself (the mark must come first):\n%s", app)
+	}
+	// The store's ConfigMaps: the group's plan (pruned once done), and
+	// never a value.
+	state := func(stored bool) {
+		t.Helper()
+		out, err := c.Kubectl(ctx, nil, "-n", grants.stateNS, "get", "configmaps", "-o", "yaml")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		leaks("the reconcile state ConfigMaps", []byte(out))
+		if stored && !strings.Contains(out, "sealedAt") {
+			t.Error("the state ConfigMaps hold no stored plan of the sealed Secret")
+		}
+	}
+	state(true)
+	// Tuesday: nothing new.
+	run(reconcile.Unchanged)
+
+	// Wednesday: a person merges it in Gitea; the Application appears.
+	mergePR(ctx, t, g, repoName, gr.Branch)
+	if err := a.CreateApplication(ctx, []byte(fileText(t, tipOf(t, bare, "main"), appFile))); err != nil {
+		t.Fatal(err)
+	}
+	waiting := run(reconcile.Merged, "--finalize-wait", "2s").Groups[0]
+	marked, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marked.Annotations[sealed.ManagedAnnotation] != "true" {
+		t.Fatalf("reconcile did not mark Secret %s/db before the first sync (%s)", ns, waiting.Why)
+	}
+	if st, err := a.ApplicationStatus(ctx, gr.App); err != nil || st.OperationPhase != "" {
+		t.Fatalf("reconcile without --sync started a sync of %s (%v): %s", gr.App, err, st)
+	}
+	// A person syncs it (as argocd app sync would).
+	v, err := argoapp.ParseVersion(testenv.ArgoCDCurrent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (argoapp.KubeStatus{Client: dynamic.NewForConfigOrDie(c.RESTConfig()), Namespace: a.Namespace}).Sync(ctx, gr.App, "", v); err != nil {
+		t.Fatal(err)
+	}
+	done := run(reconcile.Finalized, "--finalize-wait", "3m", "--settle", "2s").Groups[0]
+	t.Logf("finalized: %s", done.Why)
+	after, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Secret %s/db after finalize: %v", ns, err)
+	}
+	if after.UID != before.UID || !reflect.DeepEqual(after.Data, before.Data) {
+		t.Errorf("Secret %s/db: uid %s (was %s), data the same: %v (values not printed): want taken over in place", ns, after.UID, before.UID, reflect.DeepEqual(after.Data, before.Data))
+	}
+	if owner := metav1.GetControllerOf(after); owner == nil || owner.Kind != sealed.Kind || owner.Name != "db" {
+		t.Errorf("Secret %s/db: controller %+v, want SealedSecret db", ns, owner)
+	}
+	if _, has := after.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
+		t.Errorf("Secret %s/db still carries last-applied-configuration", ns)
+	}
+	// Thursday: 0 untracked, no Secret left.
+	if rep := run(""); rep.Untracked != 0 || !rep.NothingToDo && (len(rep.Groups) != 1 || rep.Groups[0].Outcome != reconcile.Done) {
+		t.Errorf("after the takeover: %d untracked, groups %+v; want 0 and nothing to do or done", rep.Untracked, rep.Groups)
+	}
+
+	// Where the value must never be.
+	if out, err := exec.Command("git", "-C", bare, "log", "--all", "-p", "--format=%H%n%B").CombinedOutput(); err != nil {
+		t.Fatalf("git log: %v", err)
+	} else {
+		leaks("the repository (every commit, message and diff)", out)
+	}
+	prs, err := g.PullRequests(ctx, repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range prs {
+		leaks("pull request #"+pr.Title, []byte(pr.Title+"\n"+pr.Body))
+	}
+	if b, err := os.ReadFile(metrics); err != nil {
+		t.Fatal(err)
+	} else {
+		leaks("the metrics file", b)
+	}
+	entries, _ := os.ReadDir(journals)
+	if len(entries) == 0 {
+		t.Error("reconcile wrote no journal")
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(journals, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks("journal "+e.Name(), b)
+		for _, r := range []string{`"result":"marked"`, `"result":"taken-over"`} {
+			if !bytes.Contains(b, []byte(r)) {
+				t.Errorf("journal %s has no %s entry", e.Name(), r)
+			}
+		}
+	}
+	state(false)
+}
