@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/adopt-dev/adopt/adopt/sealed"
 	"github.com/adopt-dev/adopt/argoapp"
 )
 
@@ -97,6 +98,30 @@ func OnlyApplications(missing []Access) bool {
 	return len(missing) > 0
 }
 
+// SealedNeeds lists what the Sealed Secrets takeover of ts needs beyond
+// the Secrets' get and patch (which Needs lists, the managed mark being a
+// patch): get, list and watch of the SealedSecrets of each namespace, by
+// which Sealer.Prove waits for the controller's unseal (sealed.WaitTakeover
+// lists and watches; a refusal is read with get). A dry run and an undo
+// read no SealedSecret.
+func SealedNeeds(ts []SealedTarget, dryRun, undo bool) []Access {
+	if dryRun || undo {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []Access
+	for _, t := range ts {
+		if seen[t.Namespace] {
+			continue
+		}
+		seen[t.Namespace] = true
+		for _, verb := range []string{"get", "list", "watch"} {
+			out = append(out, Access{Verb: verb, Group: sealed.Group, Resource: sealed.Resource, Namespace: t.Namespace})
+		}
+	}
+	return out
+}
+
 // accessQuery is what a run will do, and where: the objects are read and
 // patched on Workload; the Applications are read (and synced) on Hub, or
 // on Workload when Hub is nil, or through argocd-server when API is set.
@@ -106,8 +131,9 @@ type accessQuery struct {
 	ExplainWorkload, ExplainHub func(error) error
 	Targets                     []Target
 	// Records are what retiring Helm release records needs on Workload
-	// (RetireNeeds), when asked for.
-	Records                 []Access
+	// (RetireNeeds), when asked for; Sealed what the Sealed Secrets
+	// takeover needs there (SealedNeeds).
+	Records, Sealed         []Access
 	Namespace               string
 	DryRun, Undo, API, Sync bool
 }
@@ -125,7 +151,7 @@ func missingAccess(ctx context.Context, q accessQuery) ([]Access, error) {
 		}
 		missing, needs = onHub, Needs(q.Targets, q.DryRun)
 	}
-	here, err := Missing(ctx, q.Workload, append(needs, q.Records...))
+	here, err := Missing(ctx, q.Workload, append(append(needs, q.Records...), q.Sealed...))
 	if err != nil {
 		return nil, q.ExplainWorkload(err)
 	}
@@ -142,6 +168,12 @@ func DeniedError(missing []Access) error {
 	hint := ""
 	if OnlyApplications(missing) {
 		hint = ", or use Argo CD API mode (--argocd-server and --argocd-token)"
+	}
+	for _, a := range missing {
+		if a.Group == sealed.Group && a.Resource == sealed.Resource {
+			hint += "; the Sealed Secrets takeover reads the SealedSecrets it waits for (docs/secrets.md, What the credential needs)"
+			break
+		}
 	}
 	return fmt.Errorf("missing permissions, nothing was changed: %s. Grant them (see docs/finalize.md, Permissions)%s and re-run", strings.Join(m, "; "), hint)
 }

@@ -137,11 +137,13 @@ func (o *Options) checkAccess(ctx context.Context) error {
 	// with SyncOnly they are still read through the Kubernetes API.
 	apiSync := o.API != nil
 	targets := o.Selection.All()
-	for _, t := range o.Selection.SealedTargets() {
+	sealedTs := o.Selection.SealedTargets()
+	for _, t := range sealedTs {
 		targets = append(targets, t.Target) // get and patch: the managed mark
 	}
 	q := accessQuery{Workload: o.Workload.Kube, ExplainWorkload: o.Workload.Explain, Targets: targets, Namespace: o.Namespace,
-		DryRun: o.DryRun, Undo: o.Undo, API: apiSync && !o.SyncOnly, Sync: o.Sync && !apiSync}
+		DryRun: o.DryRun, Undo: o.Undo, API: apiSync && !o.SyncOnly, Sync: o.Sync && !apiSync,
+		Sealed: SealedNeeds(sealedTs, o.DryRun, o.Undo)}
 	if o.RetireHelmRecords {
 		q.Records = RetireNeeds(HelmReleases(o.Selection), o.DryRun)
 	}

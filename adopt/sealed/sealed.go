@@ -21,9 +21,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -177,14 +180,58 @@ func seal(rnd io.Reader, pub *rsa.PublicKey, s *corev1.Secret) (*SealedSecret, e
 	if typ == "" {
 		typ = corev1.SecretTypeOpaque
 	}
+	meta := TemplateMeta(s)
+	if where, key, fix := holdsValue(meta, s); where != "" {
+		return nil, fmt.Errorf("seal %s: its %s holds the value of key %s (raw, escaped or base64), and a SealedSecret's template is plaintext in Git; remove it from the Secret (kubectl %s), then re-run adopt plan and apply",
+			ref, where, key, fix)
+	}
 	return &SealedSecret{
 		APIVersion: APIVersion, Kind: Kind,
 		Metadata: Meta{Name: s.Name, Namespace: s.Namespace},
 		Spec: Spec{
-			Template:      Template{Metadata: TemplateMeta(s), Type: typ, Immutable: s.Immutable},
+			Template:      Template{Metadata: meta, Type: typ, Immutable: s.Immutable},
 			EncryptedData: enc,
 		},
 	}, nil
+}
+
+// minValueBytes is the shortest value holdsValue looks for: a shorter one
+// ("true", a port) is found by chance in ordinary metadata.
+const minValueBytes = 8
+
+// holdsValue reports the first label or annotation of the template m
+// (keys in order) whose value holds a value of Secret s of minValueBytes
+// or more, raw, JSON-escaped or base64 (another tool's copy of the object, as kapp's
+// original-configuration annotation is), with that value's key and the
+// kubectl command that removes it. The template goes to Git unencrypted.
+func holdsValue(m Meta, s *corev1.Secret) (where, key, fix string) {
+	values := map[string][]byte{}
+	for k, v := range s.Data {
+		values[k] = v
+	}
+	for k, v := range s.StringData {
+		values[k] = []byte(v)
+	}
+	dataKeys := slices.Sorted(maps.Keys(values))
+	for _, md := range []struct {
+		what, verb string
+		m          map[string]string
+	}{{"label", "label", m.Labels}, {"annotation", "annotate", m.Annotations}} {
+		for _, name := range slices.Sorted(maps.Keys(md.m)) {
+			text := md.m[name]
+			for _, k := range dataKeys {
+				v := values[k]
+				if len(v) < minValueBytes {
+					continue
+				}
+				quoted, _ := json.Marshal(string(v))
+				if strings.Contains(text, string(v)) || strings.Contains(text, base64.StdEncoding.EncodeToString(v)) || strings.Contains(text, strings.Trim(string(quoted), `"`)) {
+					return fmt.Sprintf("%s %s", md.what, name), k, fmt.Sprintf("%s secret -n %s %s %s-", md.verb, s.Namespace, s.Name, name)
+				}
+			}
+		}
+	}
+	return "", "", ""
 }
 
 // sessionKeyBytes is the size of each value's AES-256 key.

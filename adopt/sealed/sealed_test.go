@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -143,4 +144,54 @@ func TestSealRefusesNoNamespace(t *testing.T) {
 	if err == nil || bytes.Contains([]byte(err.Error()), []byte(canary)) {
 		t.Fatalf("err %v; want a refusal without the value", err)
 	}
+}
+
+// TestSealRefusesAValueInTheTemplate: a label or annotation the template
+// would carry to Git in plaintext that holds one of the Secret's values
+// (raw, JSON-escaped inside another tool's copy of the object, or base64
+// as that copy's data holds it) stops the seal, naming the annotation or
+// label, the key and the kubectl command that removes it, never the
+// value. Short values ("true") are not looked for: ordinary metadata
+// holds them by chance.
+func TestSealRefusesAValueInTheTemplate(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	multi := "multi-line-value-Qx81bz\nline-two-of-it\n"
+	b64 := base64.StdEncoding.EncodeToString([]byte(canary))
+	for _, c := range []struct {
+		name                string
+		labels, annotations map[string]string
+		want                string
+	}{
+		{"raw in an annotation", nil, map[string]string{"note": "pw is " + canary}, `annotation note holds the value of key password`},
+		{"base64 in another tool's copy", nil, map[string]string{"kapp.k14s.io/original": `{"data":{"password":"` + b64 + `"}}`}, "annotate secret -n shop db kapp.k14s.io/original-"},
+		{"JSON-escaped multi-line", nil, map[string]string{"z-copy": `{"stringData":{"tls.key":` + string(must(t, multi)) + `}}`}, "annotation z-copy holds the value of key tls.key"},
+		{"raw in a label", map[string]string{"pw": canary}, nil, "label secret -n shop db pw-"},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", Labels: c.labels, Annotations: c.annotations},
+			Data: map[string][]byte{"password": []byte(canary), "tls.key": []byte(multi), "flag": []byte("true")}}
+		_, err := Seal(&key.PublicKey, s)
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+			t.Errorf("%s: %v; want a refusal saying %q", c.name, err, c.want)
+		}
+		if err != nil && (bytes.Contains([]byte(err.Error()), []byte(canary)) || bytes.Contains([]byte(err.Error()), []byte(b64))) {
+			t.Errorf("%s: the refusal holds the value", c.name)
+		}
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", Annotations: map[string]string{"enabled": "true"}},
+		Data: map[string][]byte{"flag": []byte("true"), "password": []byte(canary)}}
+	if _, err := Seal(&key.PublicKey, s); err != nil {
+		t.Errorf("a short value in ordinary metadata: %v; want it sealed", err)
+	}
+}
+
+func must(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

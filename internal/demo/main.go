@@ -1,9 +1,11 @@
 // Command demo is the built-in local demo behind `make demo`: it starts the
 // real local control plane from internal/testenv with a real scheduler, seeds
 // it with the incident's estate (internal/demo/estate) using the real
-// kubectl, runs the adopt binary against it and narrates. By default it also
-// runs a real Argo CD and tells the whole story: plan, apply, merge, the
-// Applications, finalize --sync, and a key deleted in Git. ARGOCD=0 stops
+// kubectl, starts the real Sealed Secrets controller, runs the adopt binary
+// against it and narrates. By default it also runs a real Argo CD and tells
+// the whole story: plan, apply, merge, the Applications, finalize --sync
+// (the hand-applied Secret taken over in place by its SealedSecret), a key
+// deleted in Git, and reconcile finding 0 untracked objects. ARGOCD=0 stops
 // after apply; ARGOCD=v2.14.21 picks the other tested version. It stops
 // everything on exit, Ctrl-C included.
 package main
@@ -193,6 +195,11 @@ func (d *demo) withoutArgoCD(ctx context.Context) error {
 	if err := d.seed(ctx); err != nil {
 		return err
 	}
+	ss, adoptConfig, err := d.sealedSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	defer ss.Stop()
 	repo := filepath.Join(d.work, "gitops")
 	say("A local GitOps repo where Git is ahead of the cluster (%s)", repo)
 	if err := testenv.InitRepo(repo, estate.GitOpsRepo("https://git.example.invalid/platform/gitops.git")); err != nil {
@@ -200,7 +207,7 @@ func (d *demo) withoutArgoCD(ctx context.Context) error {
 	}
 	fmt.Println("k8s/system/litellm-test-usage-hook-cm.yaml is 8,126 B ahead of the live ConfigMap; k8s/system/README.md still says kubectl apply")
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(adoptConfig), 0o644); err != nil {
 		return err
 	}
 	planFile := filepath.Join(d.work, "plan.yaml")
@@ -230,7 +237,16 @@ func (d *demo) withoutArgoCD(ctx context.Context) error {
 	if err := git.Run(); err != nil {
 		return fmt.Errorf("git log: %w", err)
 	}
-	fmt.Println("\nNext, after review and merge, and Argo CD's first sync:  adopt finalize --plan plan.yaml")
+	say("What happens to the Secret %s/%s without Argo CD", estate.SecretNamespace, estate.SecretName)
+	fmt.Println(strings.TrimPrefix(`
+It is in the commit as a SealedSecret, sealed with the controller's key and
+verified by the controller: ciphertext only, no value in Git, the plan or this
+output. Nothing in the cluster changed: the live Secret stays as it was, hand-
+applied, and stays yours until the takeover. That needs Argo CD's first sync,
+which adopt finalize --sync starts after marking the Secret
+sealedsecrets.bitnami.com/managed=true; the controller then takes it over in
+place and finalize proves it. make demo without ARGOCD=0 shows that part.`, "\n"))
+	fmt.Println("\nNext, after review and merge:  adopt finalize --plan plan.yaml --sync")
 	fmt.Println("(make demo without ARGOCD=0 runs that part too, on a real Argo CD)")
 	return d.status(ctx, nil, planFile, repo, "--config", cfg)
 }
@@ -299,16 +315,25 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	if err := d.seed(ctx); err != nil {
 		return err
 	}
+	ss, adoptConfig, err := d.sealedSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	defer ss.Stop()
+	secret, err := d.secretBefore(ctx)
+	if err != nil {
+		return err
+	}
 	say("The payments service is already managed by Argo CD")
 	if err := d.kubectl(ctx, "apply", "-n", argo.Namespace, "-f", filepath.Join(checkout, estate.PaymentsApp)); err != nil {
 		return err
 	}
 
 	cfg := filepath.Join(d.work, "adopt.yaml")
-	if err := atomicfile.WriteFile(cfg, []byte(estate.AdoptConfig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(cfg, []byte(adoptConfig), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("adopt.yaml leaves Argo CD's own installation out:\n%s", estate.AdoptConfig)
+	fmt.Printf("adopt.yaml leaves Argo CD's and the Sealed Secrets controller's own installations out:\n%s", adoptConfig)
 	planFile := filepath.Join(d.work, "plan.yaml")
 	gitEnv := []string{"ADOPT_GIT_USERNAME=" + gs.User, "ADOPT_GIT_TOKEN=" + gs.Password}
 	say("adopt plan: what is untracked, how close to the cap, and where it lives in Git")
@@ -368,7 +393,7 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	if err := d.mustAdopt(ctx, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-cluster", "--timeout", "5m"}, api...)...); err != nil {
 		return err
 	}
-	say("adopt-litellm-test: its Deployment cannot fit, so finalize explains why and leaves it alone (exit code 4)")
+	say("adopt-litellm-test: finalize marks its Secret for the Sealed Secrets controller, then starts the first sync; its Deployment cannot fit, so finalize explains why and leaves the Application alone (exit code 4)")
 	code, err := d.adopt(ctx, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", "adopt-litellm-test", "--timeout", "30s"}, api...)...)
 	if err != nil {
 		return err
@@ -378,6 +403,15 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	}
 	fmt.Println("exit code 4: some objects could not be finalized, as expected")
 	d.phase("finalize (api mode)")
+
+	say("Room on the node is the team's call; the rest of adopt-litellm-test need not wait for it. With --allow-health Progressing (the Deployment's rollout waits): its objects finalized, and the Secret's takeover by the controller proven")
+	if err := d.mustAdopt(ctx, tokenEnv, append([]string{"finalize", "--plan", planFile, "--app", "adopt-litellm-test", "--allow-health", "Progressing", "--timeout", "2m"}, api...)...); err != nil {
+		return err
+	}
+	if err := d.proveTakeover(ctx, secret); err != nil {
+		return err
+	}
+	d.phase("finalize (sealed secret)")
 
 	say("Git deletes %s from %s; the next sync deletes it from the cluster", estate.DeletedKey, estate.ProxyConfigName)
 	if err := atomicfile.WriteFile(filepath.Join(checkout, estate.ProxyConfigPath), []byte(estate.ProxyConfigManifest(false)), 0o644); err != nil {
@@ -415,10 +449,15 @@ stringData: {type: git, url: %q, username: %q, password: %q}
 	if err := d.status(ctx, gitEnv, planFile, repoURL, "--config", cfg); err != nil {
 		return err
 	}
-	say("adopt reconcile, as a CronJob would run it: the estate is adopted, so there is nothing to do")
-	if err := d.mustAdopt(ctx, gitEnv, "reconcile", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--journal-dir", d.work); err != nil {
+	say("adopt reconcile, as a CronJob would run it: the estate is adopted, the Secret included, so there is nothing to do")
+	out, err := d.adoptCapture(ctx, gitEnv, "reconcile", "--repo", repoURL, "--config", cfg, "--argocd-version", version, "--journal-dir", d.work)
+	if err != nil {
 		return err
 	}
+	if !strings.Contains(out, "nothing to do") || strings.Contains(out, "untracked Secret") {
+		return fmt.Errorf("adopt reconcile still finds untracked objects:\n%s", out)
+	}
+	fmt.Println("0 untracked objects: every hand-applied object is Argo CD's, the Secret through its SealedSecret")
 	d.phase("reconcile")
 	return nil
 }

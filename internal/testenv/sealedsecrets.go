@@ -120,14 +120,20 @@ func (s *SealedSecrets) start(ctx context.Context) error {
 mkdir -p /run/secrets/kubernetes.io/serviceaccount &&
 cp "$1"/token "$1"/ca.crt "$1"/namespace /run/secrets/kubernetes.io/serviceaccount/ &&
 shift && exec "$@"`
-	args := []string{"-m", "--propagation", "private", "sh", "-c", script, "sh", saDir,
+	args := []string{"-m", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		// Not root (make demo on a workstation): a user namespace where
+		// the caller is root allows the mount.
+		args = append([]string{"--map-root-user"}, args...)
+	}
+	args = append(args, "sh", "-c", script, "sh", saDir,
 		filepath.Join(s.Bin, "controller"),
-		"--listen-addr=" + strings.TrimPrefix(s.URL, "http://"),
+		"--listen-addr="+strings.TrimPrefix(s.URL, "http://"),
 		fmt.Sprintf("--listen-metrics-addr=127.0.0.1:%d", ports[1]),
 		"--all-namespaces=false",
-		"--additional-namespaces=" + strings.Join(s.Watched[1:], ","),
+		"--additional-namespaces="+strings.Join(s.Watched[1:], ","),
 		"--key-renew-period=0",
-	}
+	)
 	proc, err := s.procs.spawnEnv(Options{}, env, "sealed-secrets-controller", unshare, args...)
 	if err != nil {
 		return err

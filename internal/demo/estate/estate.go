@@ -63,6 +63,15 @@ const (
 	DeletedKey = "fallbacks.yaml"
 )
 
+// The hand-applied Secret of the estate (in ordinaryObjects): without a
+// secrets operator adopt leaves it out and names it; with the Sealed
+// Secrets controller running (make demo), adopt adopts it as a
+// SealedSecret.
+const (
+	SecretNamespace = "litellm-test"
+	SecretName      = "litellm-master-key"
+)
+
 // HookPath is a hook's manifest in the GitOps repo.
 func HookPath(h Hook) string { return "k8s/system/" + h.Name + "-cm.yaml" }
 
