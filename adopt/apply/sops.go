@@ -3,8 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
-	"path"
-	"slices"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,11 +82,11 @@ func (a *Applier) encrypt(t *listedTree, e *exported) error {
 	f := e.obj.SecretForm.Sops
 	ref := e.obj.Ref.String()
 	read := func(p string) ([]byte, bool, error) {
-		names, err := t.inDir(path.Dir(p))
+		files, err := t.Files()
 		if err != nil {
 			return nil, false, err
 		}
-		if !slices.Contains(names, path.Base(p)) {
+		if i := sort.SearchStrings(files, p); i == len(files) || files[i] != p {
 			return nil, false, nil
 		}
 		b, err := t.ReadFile(p)
