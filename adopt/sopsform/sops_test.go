@@ -29,8 +29,8 @@ var binary = []byte{0, 1, 0xfe, 0xff, 'k', 'e', 'y', 0x80}
 func liveSecret() *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "u-1", ResourceVersion: "42",
-			Labels:      map[string]string{"app": "shop", "app.kubernetes.io/instance": "old"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"password":"` + canary + `"}}`, "argocd.argoproj.io/tracking-id": "x:/Secret:shop/db", "team": "pay"},
+			Labels:        map[string]string{"app": "shop", "app.kubernetes.io/instance": "old"},
+			Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"password":"` + canary + `"}}`, "argocd.argoproj.io/tracking-id": "x:/Secret:shop/db", "team": "pay"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate}}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"password": []byte(canary), "cert.bin": binary, "pin": []byte("7")},
