@@ -3,8 +3,11 @@ package planner_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,11 +93,16 @@ func TestSopsSecretPlannedAppliedAndFinalized(t *testing.T) {
 	key2, rcp2 := ageIdentity(t)
 	const canary = "canary-Hv7pX2-sops-pw"
 	binary := []byte{0, 1, 0xfe, 0xff, 'k', 'e', 'y'}
+	// leaks looks for each value in plaintext, base64 (padded, raw, URL),
+	// hex and URL-escaped.
 	leaks := func(where string, b []byte) {
 		t.Helper()
-		for _, enc := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), string(binary), base64.StdEncoding.EncodeToString(binary)} {
-			if bytes.Contains(b, []byte(enc)) {
-				t.Errorf("%s holds the Secret's value (an encoding of %d bytes)", where, len(enc))
+		for _, v := range [][]byte{[]byte(canary), binary} {
+			for _, enc := range []string{string(v), base64.StdEncoding.EncodeToString(v), base64.RawStdEncoding.EncodeToString(v), base64.URLEncoding.EncodeToString(v),
+				hex.EncodeToString(v), url.QueryEscape(string(v))} {
+				if bytes.Contains(b, []byte(enc)) {
+					t.Errorf("%s holds the Secret's value (an encoding of %d bytes)", where, len(enc))
+				}
 			}
 		}
 	}
@@ -157,6 +165,32 @@ func TestSopsSecretPlannedAppliedAndFinalized(t *testing.T) {
 	set, err := templates.New("")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Without sops on PATH: a clear refusal, nothing pushed.
+	run := apply.RunOptions{
+		Plan: p, Cluster: apply.Cluster{Dynamic: o.Dynamic, Core: o.Clients.Core, Kube: o.Kube}, ArgoCDVersion: testenv.ArgoCDCurrent,
+		Render:   apply.RenderOptions{Secrets: export.SecretsSkip, CSAMigration: apply.CSAAuto, Templates: set},
+		Checkout: apply.CheckoutOptions{URL: repo}, Write: apply.WriteOptions{Author: gitops.Signature{Name: "t", Email: "t@example.invalid"}},
+	}
+	path := os.Getenv("PATH")
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyGit := t.TempDir() // apply clones a local path with the git CLI
+	if err := os.Symlink(gitBin, filepath.Join(onlyGit, "git")); err != nil {
+		t.Fatal(err)
+	}
+	os.Setenv("PATH", onlyGit)
+	_, err = apply.Run(ctx, run)
+	os.Setenv("PATH", path)
+	if !errors.Is(err, sopsform.ErrNoSops) || !strings.Contains(err.Error(), "Secret "+ns+"/db") {
+		t.Errorf("apply without sops on PATH: %v; want sopsform.ErrNoSops naming the Secret", err)
+	} else {
+		leaks("apply's error without sops", []byte(err.Error()))
+	}
+	if b := git(t, repo, "branch", "--list"); strings.Contains(string(b), "adopt/") {
+		t.Errorf("apply without sops pushed a branch: %s", b)
 	}
 	res, err := apply.Run(ctx, apply.RunOptions{
 		Plan: p, Cluster: apply.Cluster{Dynamic: o.Dynamic, Core: o.Clients.Core, Kube: o.Kube}, ArgoCDVersion: testenv.ArgoCDCurrent,
@@ -304,6 +338,14 @@ func TestSopsSecretPlannedAppliedAndFinalized(t *testing.T) {
 	leaks("the journal", jb)
 	if !bytes.Contains(jb, []byte(`"finalized"`)) {
 		t.Errorf("the journal does not record the finalize")
+	}
+
+	// The Secret changed since the plan: apply refuses to encrypt it.
+	run.Render.Sops = sopsform.CLI{Bin: sopsBin}
+	if _, err := apply.Run(ctx, run); err == nil || !strings.Contains(err.Error(), "changed since plan") || !strings.Contains(err.Error(), "re-run adopt plan") {
+		t.Errorf("apply of a Secret changed since the plan: %v", err)
+	} else {
+		leaks("apply's refusal", []byte(err.Error()))
 	}
 }
 
