@@ -40,6 +40,7 @@ replace (
 
 require (
 	code.gitea.io/sdk/gitea v0.25.1
+	filippo.io/age v1.2.1
 	github.com/Masterminds/sprig/v3 v3.3.0
 	github.com/argoproj/argo-cd/v2 v2.14.21
 	github.com/go-git/go-billy/v5 v5.6.2

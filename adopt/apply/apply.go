@@ -11,7 +11,8 @@
 //
 // It reads live objects only to export them (and a Secret the plan adopts
 // as a SealedSecret only to seal it, in memory, asking the controller to
-// verify the result), never writes to the cluster, never puts a Secret's
+// verify the result; one adopted in the SOPS form only to have the sops
+// CLI encrypt it, the plaintext on its stdin), never writes to the cluster, never puts a Secret's
 // values in its output, and never prints.
 package apply
 
@@ -35,6 +36,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/reads"
 	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/adopt/runbook"
+	"github.com/adopt-dev/adopt/adopt/sopsform"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
@@ -94,8 +96,12 @@ type Options struct {
 	TargetRevision string
 	// Kube reads the Secrets the plan adopts as SealedSecrets and reaches
 	// the Sealed Secrets controller (its certificate, /v1/verify); nil
-	// refuses a plan with such a Secret.
+	// refuses a plan with such a Secret. It also reads the Secrets the
+	// plan adopts in the SOPS form.
 	Kube kubernetes.Interface
+	// Sops is the sops CLI that encrypts the Secrets the plan adopts in
+	// the SOPS form (its zero value: sops on PATH).
+	Sops sopsform.CLI
 }
 
 // Applier renders one plan into commit content.
@@ -107,6 +113,8 @@ type Applier struct {
 	appTpl  *template.Template
 	msgTpl  *template.Template
 	summary Summary
+	// sopsCtx is Export's context: it bounds the sops runs of Build.
+	sopsCtx context.Context
 }
 
 // exported is one object prepared for the repo.
@@ -128,6 +136,14 @@ type exported struct {
 	// sealed is set for a Secret written as a SealedSecret (data is its
 	// manifest: ciphertext, never a value).
 	sealed bool
+	// sops is set for a Secret adopted in the SOPS form: plain is its
+	// plaintext manifest and values its values, in memory until Build has
+	// sops encrypt them (then data is sops's file, sopsConfig the SHA-256
+	// of the .sops.yaml it was encrypted by, and plain and values nil).
+	sops       *SopsSummary
+	plain      []byte
+	values     map[string][]byte
+	sopsConfig string
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -230,7 +246,7 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	a.objs = make(map[string]*exported, len(p.Objects))
 	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
-	var order, seal []*exported
+	var order, seal, sops []*exported
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
@@ -241,6 +257,10 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		if obj.Sealed() && obj.Git == nil {
 			seal = append(seal, e)
+			continue
+		}
+		if obj.Sops() && obj.Git == nil {
+			sops = append(sops, e)
 			continue
 		}
 		if obj.IsSecret() {
@@ -261,6 +281,9 @@ func (a *Applier) Export(ctx context.Context) error {
 		byGVR[gvr][obj.Namespace+"/"+obj.Name] = e
 	}
 	if err := a.sealAll(ctx, seal); err != nil {
+		return err
+	}
+	if err := a.readSops(ctx, sops); err != nil {
 		return err
 	}
 	errs := map[*exported]error{}
@@ -491,6 +514,8 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	for _, e := range a.objs {
 		switch {
 		case e.helm:
+		case e.sops != nil:
+			s.Sops = append(s.Sops, *e.sops)
 		case e.sealed:
 			f := e.obj.SecretForm
 			s.Sealed = append(s.Sealed, SealedSummary{Ref: e.obj.Ref.String(), File: e.file, Controller: f.Controller, Fingerprint: f.Fingerprint})
@@ -505,6 +530,7 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	}
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
 	sort.Slice(s.Sealed, func(i, j int) bool { return s.Sealed[i].Ref < s.Sealed[j].Ref })
+	sort.Slice(s.Sops, func(i, j int) bool { return s.Sops[i].Ref < s.Sops[j].Ref })
 	return s, nil
 }
 
@@ -520,6 +546,8 @@ type Summary struct {
 	Secrets      []SecretSummary
 	// Sealed are the Secrets written as SealedSecrets.
 	Sealed []SealedSummary
+	// Sops are the Secrets written SOPS-encrypted.
+	Sops []SopsSummary
 	// Exported maps an object's Ref to the file it was exported to.
 	Exported    map[string]string
 	Runbooks    []runbook.Finding

@@ -46,6 +46,9 @@ type PRInput struct {
 	// Sealed maps a Secret's Ref to the SealedSecret file apply wrote for
 	// it; SealedBy to the controller and key that sealed it.
 	Sealed, SealedBy map[string]string
+	// Encrypted maps a Secret's Ref to the SOPS-encrypted file apply wrote
+	// for it; EncryptedBy to the rule and what was proven.
+	Encrypted, EncryptedBy map[string]string
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
@@ -64,6 +67,7 @@ type prData struct {
 	Runbooks     []string
 	Secrets      []prSecret
 	Sealed       []prSealed
+	Encrypted    []prSealed
 	NextStep     string
 	// Root is the existing Application that syncs AppsDir and creates the
 	// new Applications ("" when none does); New counts them.
@@ -183,6 +187,8 @@ func newPRData(in PRInput) prData {
 				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
 			case in.Sealed[r] != "":
 				po.Where = "sealed to `" + in.Sealed[r] + "`"
+			case in.Encrypted[r] != "":
+				po.Where = "encrypted with sops to `" + in.Encrypted[r] + "`"
 			case in.Exported[r] != "":
 				po.Where = "exported to `" + in.Exported[r] + "`"
 			default:
@@ -197,6 +203,8 @@ func newPRData(in PRInput) prData {
 				po.Drift = fmt.Sprintf("live %d B behind Git: %s", ob.Drift.BytesBehind, strings.Join(ob.Drift.Fields, ", "))
 			case in.Sealed[r] != "":
 				po.Drift = "n/a (sealed from the cluster)"
+			case in.Encrypted[r] != "":
+				po.Drift = "n/a (encrypted from the cluster)"
 			case ob.Git == nil:
 				po.Drift = "n/a (exported from the cluster)"
 			}
@@ -238,6 +246,10 @@ func newPRData(in PRInput) prData {
 	if len(d.Sealed) > 0 {
 		d.NextStep += " --sync"
 	}
+	for ref, file := range in.Encrypted {
+		d.Encrypted = append(d.Encrypted, prSealed{Ref: ref, File: file, By: in.EncryptedBy[ref]})
+	}
+	sort.SliceStable(d.Encrypted, func(i, j int) bool { return d.Encrypted[i].Ref < d.Encrypted[j].Ref })
 	return d
 }
 
@@ -327,6 +339,11 @@ func (s Summary) PRInput(in PRInput) PRInput {
 	for _, sec := range s.Sealed {
 		in.Sealed[sec.Ref] = sec.File
 		in.SealedBy[sec.Ref] = "the Sealed Secrets controller at Service " + sec.Controller + ", key " + sec.Fingerprint
+	}
+	in.Encrypted, in.EncryptedBy = map[string]string{}, map[string]string{}
+	for _, sec := range s.Sops {
+		in.Encrypted[sec.Ref] = sec.File
+		in.EncryptedBy[sec.Ref] = fmt.Sprintf("`%s` creation_rules[%d] to %d age recipient(s) (%s); %s", sec.Config, sec.Rule, len(sec.Age), strings.Join(sec.Age, ", "), sec.Proof())
 	}
 	for ref, f := range s.Exported {
 		in.Exported[ref] = f

@@ -110,8 +110,23 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	s.Path = srcPath
 	var adoptedFiles, exclude []string
 	sealedHere := false
+	var sopsHere []string
 	for _, e := range exportedHere {
 		name := export.FileName(e.obj.Group, e.obj.Kind, e.obj.Name)
+		if e.sops != nil {
+			e.file = e.obj.SecretForm.Sops.File
+			if path.Dir(e.file) != srcPath {
+				return pl, &ContractError{msg: fmt.Sprintf("plan %s encrypts %s to %s, outside Application %s's path %s; re-run adopt plan", p.ID, e.obj.Ref.String(), e.file, app.Name, srcPath)}
+			}
+			if err := a.encrypt(t, e); err != nil {
+				return pl, err
+			}
+			pl.writes = append(pl.writes, write{e.file, e.data})
+			adoptedFiles = append(adoptedFiles, path.Base(e.file))
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), e.sops.Where()})
+			sopsHere = append(sopsHere, e.file)
+			continue
+		}
 		if e.sealed {
 			name = sealedFile(e.obj.Name)
 			e.file = path.Join(srcPath, name)
@@ -205,6 +220,9 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		// before it unseals: the first sync must wait for finalize.
 		pl.d.AutoSync, pl.d.Prune = false, false
 		s.Notes = append(s.Notes, "written without automated sync, though --auto-sync was given: it holds a SealedSecret, and the Secret must be marked managed before the first sync applies it (or the controller refuses to take the Secret over). Run adopt finalize --sync after the merge: it marks, syncs, and proves the takeover; turn automated sync on afterwards")
+	}
+	if len(sopsHere) > 0 {
+		s.Notes = append(s.Notes, sopsNote(sopsHere))
 	}
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)

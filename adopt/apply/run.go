@@ -12,6 +12,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/planner"
+	"github.com/adopt-dev/adopt/adopt/sopsform"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
 	"github.com/adopt-dev/adopt/templates"
@@ -36,6 +37,9 @@ type RenderOptions struct {
 	AutoSync, Prune bool
 	CSAMigration    CSAMode
 	Templates       *templates.Set
+	// Sops encrypts the Secrets a plan adopts in the SOPS form (zero:
+	// sops on PATH).
+	Sops sopsform.CLI
 }
 
 // RunOptions are one apply of a plan, flags already resolved.
@@ -138,7 +142,7 @@ func exportPlan(ctx context.Context, p *plan.Plan, c Cluster, version argoapp.De
 	fetch, list, count := Live(c.Dynamic, c.Core)
 	a, err := New(Options{
 		Plan: p, Secrets: r.Secrets, FixRunbooks: r.FixRunbooks, AutoSync: r.AutoSync, Prune: r.Prune,
-		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count, Kube: c.Kube,
+		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count, Kube: c.Kube, Sops: r.Sops,
 	})
 	if err != nil {
 		return nil, err

@@ -81,8 +81,9 @@ type Secrets struct {
 	SealedSecretsController string `yaml:"sealedSecretsController" json:"sealedSecretsController,omitempty"`
 	// Forms force a form for the Secrets of the namespaces they name: the
 	// first entry that matches wins. Form is sealed (a SealedSecret, which
-	// needs the controller) or none (left out and named, as without an
-	// operator).
+	// needs the controller), sops (a SOPS-encrypted manifest, which needs
+	// a .sops.yaml rule for its path) or none (left out and named, as
+	// without an operator).
 	Forms []SecretForm `yaml:"forms" json:"forms,omitempty"`
 }
 
@@ -90,6 +91,7 @@ type Secrets struct {
 const (
 	SecretFormSealed = "sealed"
 	SecretFormNone   = "none"
+	SecretFormSops   = "sops"
 )
 
 // SecretForm forces Form for the Secrets of Namespaces (globs).
@@ -338,8 +340,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, f := range c.Secrets.Forms {
-		if f.Form != SecretFormSealed && f.Form != SecretFormNone {
-			return fmt.Errorf("secrets.forms[%d]: form %q: use %s or %s", i, f.Form, SecretFormSealed, SecretFormNone)
+		switch f.Form {
+		case SecretFormSealed, SecretFormNone:
+		case SecretFormSops:
+		default:
+			return fmt.Errorf("secrets.forms[%d]: form %q: use %s, %s or %s", i, f.Form, SecretFormSealed, SecretFormSops, SecretFormNone)
 		}
 		if len(f.Namespaces) == 0 {
 			return fmt.Errorf("secrets.forms[%d]: name the namespaces it forces (namespaces: [team-a] or [\"*\"])", i)

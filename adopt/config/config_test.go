@@ -83,6 +83,7 @@ secrets:
   sealedSecretsController: sealing/sealed-secrets
   forms:
   - {namespaces: ["legacy-*"], form: none}
+  - {namespaces: ["vault-*"], form: sops}
   - {namespaces: ["*"], form: sealed}
 `))
 	if err != nil {
@@ -91,7 +92,7 @@ secrets:
 	if ns, name := c.SealedSecretsService(); ns != "sealing" || name != "sealed-secrets" {
 		t.Errorf("controller %q/%q", ns, name)
 	}
-	for ns, want := range map[string]string{"legacy-billing": "none secrets.forms[0]", "shop": "sealed secrets.forms[1]"} {
+	for ns, want := range map[string]string{"legacy-billing": "none secrets.forms[0]", "vault-a": "sops secrets.forms[1]", "shop": "sealed secrets.forms[2]"} {
 		if form, entry := c.SecretForm(ns); form+" "+entry != want {
 			t.Errorf("%s: %s %s, want %s", ns, form, entry, want)
 		}
@@ -101,7 +102,7 @@ secrets:
 	}
 	for _, bad := range []string{
 		"secrets: {sealedSecretsController: sealed-secrets-controller}",
-		"secrets: {forms: [{namespaces: [a], form: sops}]}",
+		"secrets: {forms: [{namespaces: [a], form: eso-typo}]}",
 		"secrets: {forms: [{form: sealed}]}",
 	} {
 		if _, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "secrets.") {

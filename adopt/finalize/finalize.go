@@ -37,6 +37,9 @@ type Target struct {
 	// App is the Application's qualified name (<namespace>_<name> outside
 	// Argo CD's namespace) as the tracking id carries it.
 	App string `json:"app,omitempty" yaml:"app,omitempty"`
+	// SopsUID, on a Secret the plan adopts in the SOPS form, is its uid
+	// as plan read it: prepare checks it and the data (sopsCheck).
+	SopsUID string `json:"-" yaml:"-"`
 }
 
 // Client reads and patches one resource; a dynamic.ResourceInterface is one.
@@ -218,6 +221,11 @@ func (f *Finalizer) prepare(t Target, live *unstructured.Unstructured) (step, er
 				return s, &refusal{msg: fmt.Sprintf("%s carries no %s tracking naming Application %s: Argo CD has not synced it yet; wait for the first sync, then re-run", t.Ref.String(), f.Tracking.Method, t.App)}
 			}
 			return s, &refusal{msg: fmt.Sprintf("%s is tracked by Application %s, not %s: check the plan and --app", t.Ref.String(), by, t.App)}
+		}
+	}
+	if t.SopsUID != "" {
+		if err := sopsCheck(t, live); err != nil {
+			return s, &refusal{msg: err.Error()}
 		}
 	}
 	entries := live.GetManagedFields()

@@ -65,6 +65,12 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 				s.Sealed[a.Name] = append(s.Sealed[a.Name], sealedTarget(ob, a.Name))
 				continue
 			}
+			// A Secret in the SOPS form is applied decrypted by Argo CD's
+			// plugin and tracked like any object.
+			if ob.Sops() && ob.Git == nil {
+				s.Targets[a.Name] = append(s.Targets[a.Name], sopsTarget(ob, a.Name))
+				continue
+			}
 			// apply never puts a Secret's values in Git and excludes it
 			// from sync, so the Application will never track it.
 			if ob.IsSecret() {

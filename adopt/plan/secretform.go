@@ -3,12 +3,18 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // SecretFormSealed is the Sealed Secrets form: apply writes a SealedSecret
 // sealed with the controller's certificate, finalize marks the Secret so
 // the controller takes it over in place (docs/secrets.md).
 const SecretFormSealed = "sealed"
+
+// SecretFormSops is the SOPS form: apply writes the Secret's manifest
+// encrypted by the sops CLI as the repo's .sops.yaml rule for its path
+// says; Argo CD decrypts it with a plugin (docs/secrets.md).
+const SecretFormSops = "sops"
 
 // CodeSecretForm is the finding that says how a Secret is adopted, or why
 // it is not.
@@ -17,7 +23,7 @@ const CodeSecretForm = "secret-form"
 // SecretForm is how a hand-applied Secret is adopted. It names no value
 // and no digest of one.
 type SecretForm struct {
-	// Form is SecretFormSealed.
+	// Form is SecretFormSealed or SecretFormSops.
 	Form string `json:"form" yaml:"form"`
 	// Controller is the Sealed Secrets controller's Service,
 	// namespace/name, whose certificate seals it and which verifies it.
@@ -32,10 +38,38 @@ type SecretForm struct {
 	SealedAt string `json:"sealedAt" yaml:"sealedAt"`
 	// Why says how the form was chosen.
 	Why string `json:"why" yaml:"why"`
+	// Sops is the .sops.yaml rule of the SOPS form (Form is
+	// SecretFormSops; Controller and Fingerprint are then empty).
+	Sops *SopsForm `json:"sops,omitempty" yaml:"sops,omitempty"`
+}
+
+// SopsForm is the creation rule of the repo's .sops.yaml that encrypts
+// the Secret: public recipients and paths, never a value.
+type SopsForm struct {
+	// File is the repo path apply writes the encrypted manifest to, the
+	// path the rule matched.
+	File string `json:"file" yaml:"file"`
+	// Config is the .sops.yaml's repo path; ConfigSHA256 the hex SHA-256
+	// of its bytes (a public file): apply refuses another one.
+	Config       string `json:"config" yaml:"config"`
+	ConfigSHA256 string `json:"configSHA256" yaml:"configSHA256"`
+	// Rule is the rule's index in creation_rules, PathRegex its
+	// path_regex ("" matches every path).
+	Rule      int    `json:"rule" yaml:"rule"`
+	PathRegex string `json:"pathRegex,omitempty" yaml:"pathRegex,omitempty"`
+	// Age are the age recipients the rule encrypts to.
+	Age []string `json:"age" yaml:"age"`
+	// EncryptedRegex is the rule's encrypted_regex.
+	EncryptedRegex string `json:"encryptedRegex,omitempty" yaml:"encryptedRegex,omitempty"`
 }
 
 // Sealed reports whether the object is a Secret adopted as a SealedSecret.
 func (o *Object) Sealed() bool { return o.SecretForm != nil && o.SecretForm.Form == SecretFormSealed }
+
+// Sops reports whether the object is a Secret adopted in the SOPS form.
+func (o *Object) Sops() bool {
+	return o.SecretForm != nil && o.SecretForm.Form == SecretFormSops && o.SecretForm.Sops != nil
+}
 
 // SecretCandidates are the Secrets a form could adopt: in an Application,
 // not in Git and not of a Helm release (whose chart keeps its data).
@@ -55,9 +89,13 @@ func (p *Plan) SecretCandidates() []*Object {
 func (p *Plan) SetSecretForm(o *Object, f SecretForm) {
 	o.SecretForm = &f
 	o.Findings = slices.DeleteFunc(o.Findings, func(x Finding) bool { return x.Code == CodeSecret })
-	o.Findings = append(o.Findings, Finding{Code: CodeSecretForm, Severity: Info, Message: fmt.Sprintf(
+	msg := fmt.Sprintf(
 		"adopted as a SealedSecret (%s): apply seals its values with the certificate of the Sealed Secrets controller at Service %s (key %s) and writes only the ciphertext; finalize marks the Secret managed before the first sync, so the controller takes it over in place (same uid, same data)",
-		f.Why, f.Controller, f.Fingerprint)})
+		f.Why, f.Controller, f.Fingerprint)
+	if f.Form == SecretFormSops && f.Sops != nil {
+		msg = sopsMessage(f)
+	}
+	o.Findings = append(o.Findings, Finding{Code: CodeSecretForm, Severity: Info, Message: msg})
 	p.refresh(o)
 }
 
@@ -74,4 +112,16 @@ func (p *Plan) refresh(o *Object) {
 	pv := p.Summary.Preview
 	p.summarize()
 	p.Summary.Preview = pv
+}
+
+// sopsMessage is the SOPS form's finding: what apply writes, and what
+// each key's proof is and is not.
+func sopsMessage(f SecretForm) string {
+	s := f.Sops
+	rule := fmt.Sprintf("%s creation_rules[%d]", s.Config, s.Rule)
+	if s.PathRegex != "" {
+		rule += fmt.Sprintf(" (path_regex %q)", s.PathRegex)
+	}
+	return fmt.Sprintf("adopted as a SOPS-encrypted manifest (%s): apply has the sops CLI encrypt the live Secret (resourceVersion %s) to %s, with %s deciding what is encrypted (%d age recipient(s): %s); per key, the file decrypts to the live value because sops encrypts exactly the value apply reads, refused if the Secret changed since this plan; apply proves it by decrypting again only where an age identity is given (SOPS_AGE_KEY_FILE), and otherwise proves only that every key is encrypted to those recipients and no value is in clear. Argo CD needs a plugin that decrypts it (docs/secrets.md)",
+		f.Why, f.SealedAt, s.File, rule, len(s.Age), strings.Join(s.Age, ", "))
 }

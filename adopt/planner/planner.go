@@ -179,7 +179,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 		})
 	}
 	p := plan.Build(in)
-	secretForms(ctx, o, cfg, p)
+	secretForms(ctx, o, cfg, p, ix)
 	if o.Preview {
 		if err := firstSync(ctx, o, j, explain, p, ix, rels); err != nil {
 			return nil, err

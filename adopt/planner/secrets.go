@@ -4,62 +4,110 @@ import (
 	"context"
 	"crypto/rsa"
 	"fmt"
+	"path"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/sealed"
+	"github.com/adopt-dev/adopt/adopt/sopsform"
 )
 
 // secretForms chooses the form of each Secret the plan could adopt
-// (plan.SecretCandidates): a SealedSecret when the Sealed Secrets
-// controller answers with its certificate, unless adopt.yaml forces none
-// for the namespace. It reads the controller's Service and certificate
-// and each Secret's metadata (uid and resourceVersion: never a value);
-// without a controller each Secret stays left out, as it always was.
-func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Plan) {
-	var want []*plan.Object
-	forced := map[*plan.Object]string{} // the adopt.yaml entry forcing sealed
+// (plan.SecretCandidates), by one rule (docs/secrets.md):
+//  1. the form adopt.yaml forces for its namespace (none, sealed, sops);
+//  2. else sops, when the repo's .sops.yaml has a creation rule, with
+//     age recipients, for the path apply writes the Secret to;
+//  3. else sealed, when the Sealed Secrets controller answers with its
+//     certificate;
+//  4. else none: the Secret stays left out, as it always was.
+//
+// A path rule in the repo the pull request goes into is the repo owners'
+// choice for that very file, where a running controller may serve other
+// teams; the plan says which won when both fit. It reads the
+// controller's Service and certificate, the repo's .sops.yaml files (from
+// the index) and each Secret's metadata (uid and resourceVersion: never
+// a value).
+func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Plan, ix *gitindex.Index) {
+	var want, sopsWant []*plan.Object
+	forced := map[*plan.Object]string{} // the adopt.yaml entry forcing a form
+	rules := map[*plan.Object]*sopsform.Rule{}
+	sopsErr := map[*plan.Object]string{} // why the .sops.yaml does not serve it
 	for _, ob := range p.SecretCandidates() {
-		switch form, entry := cfg.SecretForm(ob.Namespace); form {
-		case config.SecretFormNone:
+		form, entry := cfg.SecretForm(ob.Namespace)
+		if form == config.SecretFormNone {
 			p.SecretLeftOut(ob, plan.Info, fmt.Sprintf("adopt.yaml %s forces form none for namespace %s: the Secret is left out of Git", entry, ob.Namespace))
-		case config.SecretFormSealed:
+			continue
+		}
+		if form != config.SecretFormSealed {
+			rules[ob], sopsErr[ob] = sopsRule(p, ix, ob)
+		}
+		switch {
+		case form == config.SecretFormSops && rules[ob] == nil:
+			if sopsErr[ob] == "" {
+				sopsErr[ob] = "no " + sopsform.ConfigName + " was found at or above the Secret's path in the repo (or no repo was read: --repo)"
+			}
+			p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sops for namespace %s, but %s: the Secret is left out of Git until a creation rule with age recipients matches its path", entry, ob.Namespace, sopsErr[ob]))
+		case rules[ob] != nil:
 			forced[ob] = entry
-			want = append(want, ob)
+			sopsWant = append(sopsWant, ob)
 		default:
+			forced[ob] = entry
 			want = append(want, ob)
 		}
 	}
-	if len(want) == 0 || o.Kube == nil {
+	if len(want)+len(sopsWant) == 0 || o.Kube == nil {
 		return
 	}
 	ctrl, why, pub, err := findController(ctx, o, cfg)
+	for _, ob := range sopsWant {
+		uid, rv, ok := readMeta(ctx, o, p, ob, "not encrypted")
+		if !ok {
+			continue
+		}
+		r := rules[ob]
+		chosen := fmt.Sprintf("%s creation_rules[%d] matches %s", r.Config, r.Index, r.File)
+		switch {
+		case forced[ob] != "":
+			chosen = "adopt.yaml " + forced[ob] + "; " + chosen
+		case err == nil && pub != nil:
+			chosen += fmt.Sprintf("; the Sealed Secrets controller at Service %s/%s also runs, and a .sops.yaml rule for the Secret's own path wins over it (force sealed with adopt.yaml secrets.forms)", ctrl.Namespace, ctrl.Name)
+		}
+		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSops, UID: uid, SealedAt: rv, Why: chosen, Sops: &plan.SopsForm{
+			File: r.File, Config: r.Config, ConfigSHA256: r.ConfigSHA256, Rule: r.Index, PathRegex: r.PathRegex, Age: r.Age, EncryptedRegex: r.EncryptedRegex,
+		}})
+	}
+	if len(want) == 0 {
+		return
+	}
 	if err != nil || pub == nil {
 		for _, ob := range want {
+			sops := ""
+			if sopsErr[ob] != "" {
+				sops = "; SOPS: " + sopsErr[ob]
+			}
 			switch {
 			case forced[ob] != "":
 				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sealed for namespace %s, but %s: the Secret is left out of Git until the controller answers", forced[ob], ob.Namespace, notFound(err)))
 			case err != nil:
 				// A controller named or found that does not answer is
 				// worth saying; none at all is today's plain case.
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: %v; the Secret is left out of Git", err))
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: %v%s; the Secret is left out of Git", err, sops))
+			case sopsErr[ob] != "":
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not encrypted with SOPS: %s; no Sealed Secrets controller was found either: the Secret is left out of Git", sopsErr[ob]))
 			}
 		}
 		return
 	}
 	fp := sealed.Fingerprint(pub)
 	for _, ob := range want {
-		uid, rv, err := secretMeta(ctx, o, ob.Namespace, ob.Name)
-		if err != nil {
-			if apierrors.IsForbidden(err) {
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: not allowed to get Secrets in namespace %s, and sealing reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", ob.Namespace))
-				continue
-			}
-			p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: reading its metadata failed (%s); the Secret is left out of Git", explained(o, err)))
+		uid, rv, ok := readMeta(ctx, o, p, ob, "not sealed")
+		if !ok {
 			continue
 		}
 		chosen := why
@@ -68,6 +116,66 @@ func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Pla
 		}
 		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSealed, Controller: ctrl.Namespace + "/" + ctrl.Name, Fingerprint: fp, UID: uid, SealedAt: rv, Why: chosen})
 	}
+}
+
+// readMeta reads the Secret's uid and resourceVersion (secretMeta); when
+// it cannot, it says so on the Secret, which stays left out.
+func readMeta(ctx context.Context, o Options, p *plan.Plan, ob *plan.Object, not string) (uid, rv string, ok bool) {
+	uid, rv, err := secretMeta(ctx, o, ob.Namespace, ob.Name)
+	if err == nil {
+		return uid, rv, true
+	}
+	if apierrors.IsForbidden(err) {
+		p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("%s: not allowed to get Secrets in namespace %s, and apply reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", not, ob.Namespace))
+		return "", "", false
+	}
+	p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("%s: reading its metadata failed (%s); the Secret is left out of Git", not, explained(o, err)))
+	return "", "", false
+}
+
+// sopsRule is the .sops.yaml creation rule for the file apply would write
+// Secret ob to, in its Application's source path: the first of
+// sopsform.FileCandidates a rule with age recipients matches. nil and
+// why not otherwise ("" when no repo was read or it has no .sops.yaml
+// there: today's case, which says nothing more).
+func sopsRule(p *plan.Plan, ix *gitindex.Index, ob *plan.Object) (*sopsform.Rule, string) {
+	if ix == nil {
+		return nil, ""
+	}
+	dir := ""
+	for _, a := range p.Applications {
+		if a.Name == ob.App {
+			dir = strings.TrimSuffix(a.SourcePath, "/")
+		}
+	}
+	if dir == "" || dir == "." {
+		return nil, "its Application has no source path"
+	}
+	read := func(f string) ([]byte, bool, error) {
+		m, err := ix.Files(f)
+		if err != nil {
+			return nil, false, err
+		}
+		b, ok := m[f]
+		return b, ok, nil
+	}
+	var files []string
+	for _, name := range sopsform.FileCandidates(ob.Name) {
+		f := path.Join(dir, name)
+		files = append(files, f)
+		r, err := sopsform.Match(read, f)
+		if err != nil {
+			return nil, err.Error()
+		}
+		if r != nil {
+			return r, ""
+		}
+	}
+	cfg, _, found, _ := sopsform.Config(read, files[0])
+	if !found {
+		return nil, ""
+	}
+	return nil, fmt.Sprintf("no creation rule of %s matches %s", cfg, strings.Join(files, ", "))
 }
 
 func notFound(err error) string {

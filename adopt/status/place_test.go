@@ -83,6 +83,8 @@ func TestPlaceEveryBranch(t *testing.T) {
 	secret := plan.Object{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: "ns", Name: "db"}}
 	sealed := secret
 	sealed.SecretForm = &plan.SecretForm{Form: plan.SecretFormSealed}
+	sops := secret
+	sops.SecretForm = &plan.SecretForm{Form: plan.SecretFormSops, Sops: &plan.SopsForm{File: "adopted/ns/secret-db.yaml"}}
 	app := plan.Application{Name: "adopt-ns"}
 	clean := budget.MeasureBudget(map[string]string{"team": "x"})
 	dirty := budget.MeasureBudget(map[string]string{budget.LastAppliedKey: "{}"})
@@ -135,6 +137,7 @@ func TestPlaceEveryBranch(t *testing.T) {
 		{"synced, a Secret left out", with(func(f *Facts) { f.Object, f.AppState = secret, synced }), StageAppPresent, true, "secret", "a Secret: adopt apply left it out of Git", "secret-management source"},
 		{"sealed, no sync yet", with(func(f *Facts) { f.Object, f.AppState = sealed, &argoapp.AppState{Found: true} }), StageAppPresent, false, "", "must be marked managed before the first sync", "--app adopt-ns --sync"},
 		{"sealed, synced, not taken over", with(func(f *Facts) { f.Object, f.AppState = sealed, synced }), StageAppPresent, true, "not-taken-over", "its SealedSecret does not control the Secret yet", "adopt finalize --plan p.yaml --app adopt-ns"},
+		{"sops, synced, not tracked", with(func(f *Facts) { f.Object, f.AppState = sops, synced }), StageAppPresent, true, "sops-untracked", "through a plugin that decrypts it", "set up the plugin, then adopt finalize --plan p.yaml --app adopt-ns --sync"},
 		{"sealed, taken over", with(func(f *Facts) { f.Object, f.AppState, f.SealedBy = sealed, synced, "db" }), StageFinalized, false, "", "taken over in place by SealedSecret db", ""},
 		{"synced and healthy", with(func(f *Facts) { f.AppState, f.TrackedBy = synced, "adopt-ns" }), StageSynced, false, "", "synced and healthy at abcdef012345; ready to finalize", "adopt finalize --plan p.yaml --app adopt-ns"},
 		{"synced, client-side apply still owns fields", with(func(f *Facts) { f.AppState, f.TrackedBy, f.Budget, f.CSAManager = synced, "adopt-ns", clean, true }), StageSynced, false, "", "ready to finalize", "adopt finalize"},

@@ -135,6 +135,10 @@ func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 		o.Stuck = true
 		o.Reason = "Application " + f.App.Name + " is synced, but its SealedSecret does not control the Secret yet"
 		o.Next = cmd.finalize("")
+	case waiting == "" && f.Object.Sops():
+		o.Stuck = true
+		o.Reason = "Application " + f.App.Name + " is synced, but the Secret does not carry its tracking: its SOPS-encrypted file reaches the cluster only through a plugin that decrypts it (docs/secrets.md)"
+		o.Next = "set up the plugin, then " + cmd.finalize("--sync")
 	case waiting == "" && f.Object.IsSecret():
 		o.Stuck = true
 		o.Reason = "a Secret: adopt apply left it out of Git and out of sync"

@@ -22,6 +22,10 @@ const (
 // install` builds as the module proxy serves it (issue 45).
 const SealedSecretsVersion = "v0.27.1"
 
+// SopsVersion is the sops CLI the tests encrypt and decrypt with, built
+// by tools/build-sops.sh (issue 45).
+const SopsVersion = "v3.13.3"
+
 // HelmVersion is the helm CLI the tests install releases with (and that
 // Argo CD v2.14 and v3.2 render with here).
 const HelmVersion = "v3.18.6"

@@ -36,3 +36,5 @@ phase "pushgateway" "$here/build-pushgateway.sh"
 # The Secrets tests (issue 45): the real Sealed Secrets controller and
 # kubeseal.
 phase "sealed secrets v0.27.1" "$here/build-sealed-secrets.sh" v0.27.1
+# The SOPS form's tests (issue 45): the real sops CLI, with age.
+phase "sops v3.13.3" "$here/build-sops.sh" v3.13.3
