@@ -106,22 +106,40 @@ func TestFleetApplicationSet(t *testing.T) {
 		t.Errorf("with a selector:\n%s", files[file])
 	}
 
-	// Different clean manifests: per-cluster paths, and the list
-	// generator even with a selector (a cluster labelled later would
-	// have no path).
-	_, files, err = buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"})
+	// Different clean manifests: a kustomize base of what the clusters
+	// share and one overlay each, each cluster's path its overlay, and
+	// the list generator even with a selector (a cluster labelled later
+	// would have no overlay).
+	f, files, err = buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	as = decodeSet(t, files[file])
-	if as.Spec.Template.Spec.Source.Path != "{{.path}}" || as.Spec.Generators[0].List == nil ||
-		string(as.Spec.Generators[0].List.Elements[1].Raw) != `{"name":"us","path":"clusters/prod/adopted/us/shop"}` {
-		t.Errorf("per-cluster:\n%s", files[file])
+	root := "clusters/prod/adopted/shop"
+	if src := as.Spec.Template.Spec.Source; src.Path != "{{.path}}" || src.Directory != nil || as.Spec.Generators[0].List == nil ||
+		string(as.Spec.Generators[0].List.Elements[1].Raw) != `{"name":"us","path":"`+root+`/overlays/us"}` {
+		t.Errorf("per-cluster overlays:\n%s", files[file])
+	}
+	if b := string(files[root+"/base/configmap-hook.yaml"]); b == "" || strings.Contains(b, "k: ") {
+		t.Errorf("the base holds a cluster's value, or is missing: %q (files %v)", b, keys(files))
 	}
 	for _, c := range []string{"eu", "us"} {
-		if b := files["clusters/prod/adopted/"+c+"/shop/configmap-hook.yaml"]; !strings.Contains(string(b), "k: "+c) {
-			t.Errorf("cluster %s's export: %q (files %v)", c, b, keys(files))
+		if b := files[root+"/overlays/"+c+"/patches/configmap-hook.yaml"]; !strings.Contains(string(b), "k: "+c) {
+			t.Errorf("cluster %s's patch: %q (files %v)", c, b, keys(files))
 		}
+		if k := string(files[root+"/overlays/"+c+"/kustomization.yaml"]); !strings.Contains(k, "- ../../base") || !strings.Contains(k, "path: patches/configmap-hook.yaml") {
+			t.Errorf("cluster %s's kustomization:\n%s", c, k)
+		}
+	}
+	if len(files) != 7 {
+		t.Errorf("files %v, want the set, the base (object, kustomization) and per cluster a kustomization and a patch", keys(files))
+	}
+	s := f.Summary().Sets[0]
+	if s.Base != root+"/base" || len(s.Patches) != 2 || s.Patches[0].Form != "strategic-merge" || s.Paths["eu"] != root+"/overlays/eu" {
+		t.Errorf("summary %+v", s)
+	}
+	if msg := fleetMessage(f.Summary()); !strings.Contains(msg, "overlay us: ConfigMap shop/hook, strategic-merge patch "+root+"/overlays/us/patches/configmap-hook.yaml") {
+		t.Errorf("the commit message does not list the overlays' patches:\n%s", msg)
 	}
 }
 
