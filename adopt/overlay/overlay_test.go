@@ -482,3 +482,61 @@ func equalFiles(a, b map[string][]byte) bool {
 	}
 	return true
 }
+
+// TestFormPerObject: each kind of difference, between an object on
+// cluster a and its copy on cluster b, gets the patch form that renders
+// it exactly. kustomize merges a built-in kind's lists by their merge
+// keys (containers and env by name), putting an item the base lacks
+// before the base's, but replaces a custom resource's list whole, and a
+// strategic-merge null deletes a field: an item added after another, a
+// custom resource's list item and a null are JSON 6902.
+func TestFormPerObject(t *testing.T) {
+	dep := func(image, env string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: " + image + "\n        env:\n" + env
+	}
+	cr := func(spec string) string {
+		return "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: shop}\nspec:\n" + spec
+	}
+	cases := []struct {
+		name, a, b string
+		want       Form
+	}{
+		{"changed scalar", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {k: a, num: \"1\"}\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {k: b, num: \"1\"}\n", StrategicMerge},
+		{"added key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {k: a}\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop, labels: {tier: web}}\ndata:\n  k: a\n  extra: |\n    line one\n    line two\n", StrategicMerge},
+		{"container image", dep("web:1", "        - {name: A, value: a}\n"), dep("web:2", "        - {name: A, value: a}\n"), StrategicMerge},
+		// kustomize's strategic merge puts a new item before the base's:
+		// first it is exact, after another it is JSON.
+		{"env item first", dep("web:1", "        - {name: B, value: b}\n"), dep("web:1", "        - {name: A, value: a}\n        - {name: B, value: b}\n"), StrategicMerge},
+		{"env item appended", dep("web:1", "        - {name: A, value: a}\n"), dep("web:1", "        - {name: A, value: a}\n        - {name: B, value: b}\n"), JSON6902},
+		{"env item inserted", dep("web:1", "        - {name: A, value: a}\n        - {name: C, value: c}\n"), dep("web:1", "        - {name: A, value: a}\n        - {name: B, value: b}\n        - {name: C, value: c}\n"), JSON6902},
+		{"list of scalars", cr("  args: [a, b]\n"), cr("  args: [a, c]\n"), StrategicMerge},
+		{"custom resource's list item", cr("  stages:\n  - {name: build, count: 1}\n  - {name: test, count: 2}\n"), cr("  stages:\n  - {name: build, count: 1}\n  - {name: test, count: 3}\n"), JSON6902},
+		{"custom resource's item inserted", cr("  stages:\n  - {name: build}\n  - {name: ship}\n"), cr("  stages:\n  - {name: build}\n  - {name: scan}\n  - {name: ship}\n"), JSON6902},
+		{"null", cr("  owner: team\n  enabled: true\n"), cr("  owner: null\n  enabled: true\n"), JSON6902},
+		{"number and boolean", cr("  ratio: 0.5\n  replicas: 2\n  enabled: true\n"), cr("  ratio: 0.75\n  replicas: 3\n  enabled: false\n"), StrategicMerge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs []Cluster
+			for _, c := range []struct{ n, y string }{{"a", tc.a}, {"b", tc.b}} {
+				b, err := Normalize([]byte(c.y))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, Cluster{Name: c.n, Resources: map[string][]byte{"obj.yaml": b}})
+			}
+			l, err := Build(cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range l.Patches {
+				if p.Cluster == "b" && p.Form != tc.want {
+					t.Errorf("b's patch is %s, want %s:\n%s", p.Form, tc.want, l.Files[p.File])
+				}
+			}
+			if len(l.Patches) == 0 {
+				t.Errorf("no patch")
+			}
+		})
+	}
+}
