@@ -25,7 +25,7 @@ func layOut(set fleet.ApplicationSet, ms []member, ss *SetSummary) error {
 	clusters := make([]overlay.Cluster, 0, len(ms))
 	for _, m := range ms {
 		if m.path != root {
-			return &ContractError{msg: fmt.Sprintf("ApplicationSet %s: clusters %s and %s export to different paths (%s, %s): plan again", set.Name, ms[0].dest, m.dest, root, m.path)}
+			return &ContractError{msg: fmt.Sprintf("ApplicationSet %s: clusters %s and %s export to different paths (%s, %s) and their manifests differ, so one kustomize base cannot serve both: give them the same exportDir (adopt.yaml) and plan again, or apply the clusters' plans one at a time", set.Name, ms[0].dest, m.dest, root, m.path)}
 		}
 		c := overlay.Cluster{Name: m.dest, Resources: map[string][]byte{}, Others: map[string][]byte{}}
 		for _, ref := range m.app.Objects {
