@@ -40,6 +40,12 @@ func fleetPlans() (map[string]*plan.Plan, *fleet.Index) {
 // builds the fleet commit.
 func buildFleet(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data map[string]string) (*Fleet, map[string][]byte, error) {
 	t.Helper()
+	return buildFleetWith(t, plans, ix, data, nil)
+}
+
+// buildFleetWith is buildFleet with each live ConfigMap's annotations.
+func buildFleetWith(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data map[string]string, annotations map[string]any) (*Fleet, map[string][]byte, error) {
+	t.Helper()
 	f := &Fleet{Index: ix, Members: map[string]*Applier{}}
 	for c, p := range plans {
 		f.Members[c] = newApplier(t, p, func(o *Options) {
@@ -47,6 +53,9 @@ func buildFleet(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data
 				o.Fetch = func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 					u, err := fetchConfigMap(ctx, gvr, ns, name)
 					u.Object["data"] = map[string]any{"k": v}
+					if annotations != nil {
+						u.Object["metadata"].(map[string]any)["annotations"] = annotations
+					}
 					return u, err
 				}
 			}
@@ -158,5 +167,19 @@ func TestFleetRefuses(t *testing.T) {
 	if _, _, err := buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"}); !errors.As(err, &ce) ||
 		!strings.Contains(err.Error(), "cluster ctx-eu and cluster ctx-us both write clusters/prod/") {
 		t.Errorf("two clusters writing one file: %v", err)
+	}
+}
+
+// TestFleetOverlayNotExact: an overlay that kustomize would not render to
+// its cluster's object (here a live annotation kustomize keeps for itself
+// and strips from what it builds) refuses the fleet commit, naming the
+// ApplicationSet, the cluster, the object and the field, and writes
+// nothing.
+func TestFleetOverlayNotExact(t *testing.T) {
+	plans, ix := fleetPlans()
+	_, files, err := buildFleetWith(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"}, map[string]any{"config.kubernetes.io/index": "0"})
+	want := "ApplicationSet adopt-shop: the kustomize overlay of cluster eu is not exact, and nothing was written: cluster eu: ConfigMap shop/hook: neither a strategic-merge nor a JSON 6902 patch renders to it (first difference at .metadata.annotations)."
+	if err == nil || !strings.HasPrefix(err.Error(), want) || files != nil {
+		t.Errorf("got %v (files %v), want %q", err, keys(files), want)
 	}
 }
