@@ -49,7 +49,7 @@ func layOut(set fleet.ApplicationSet, ms []member, ss *SetSummary) error {
 	if err != nil {
 		var pe *overlay.ProofError
 		if errors.As(err, &pe) {
-			return fmt.Errorf("ApplicationSet %s: the kustomize overlay of cluster %s is not exact, and nothing was written: %w. This is a bug in adopt; apply the clusters' plans one at a time", set.Name, pe.Cluster, err)
+			return fmt.Errorf("ApplicationSet %s: the kustomize overlay of cluster %s is not exact, and nothing was written: %w. Remove what kustomize cannot render from the live object (an annotation kustomize keeps for itself), or plan each cluster with its own exportDir (adopt.yaml) and apply the plans one at a time", set.Name, pe.Cluster, err)
 		}
 		return fmt.Errorf("ApplicationSet %s: %w", set.Name, err)
 	}
