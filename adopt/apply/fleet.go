@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/adopt-dev/adopt/adopt/fleet"
+	"github.com/adopt-dev/adopt/adopt/overlay"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/gitops"
@@ -56,6 +58,11 @@ type SetSummary struct {
 	Path  string
 	Paths map[string]string
 	Why   string
+	// Base is the kustomize base of the clusters' shared manifests when
+	// they differ (each cluster's path is then its overlay), and Patches
+	// what each overlay patches or adds.
+	Base    string
+	Patches []overlay.Patch
 	// Generated are the Applications the set generates, one per cluster.
 	Generated []string
 	// ApplicationSet is what was rendered, for callers that check it.
@@ -141,22 +148,20 @@ type member struct {
 
 // renderSet renders one ApplicationSet and the exports its Applications
 // sync. Each cluster's Application is first rendered as its plan says; when
-// the clean manifests differ between clusters, each cluster's are exported
-// to <exportDir>/<cluster>/<rest of the path> instead and the template's
-// path is {{.path}}. Anything else that differs refuses the set.
+// the clean manifests differ between clusters, they are written as a
+// kustomize base and one overlay per cluster instead (layOut) and the
+// template's path is {{.path}}, each cluster's overlay. Anything else that
+// differs refuses the set.
 func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[string][]byte) (SetSummary, error) {
 	ss := SetSummary{Name: set.Name, Clusters: set.Clusters, Generator: "list"}
 	ms, err := f.members(set)
 	if err != nil {
 		return ss, err
 	}
-	render := func(perCluster bool) error {
+	render := func() error {
 		for i := range ms {
 			m := &ms[i]
 			app := m.app
-			if perCluster {
-				app.SourcePath = perClusterPath(m.a.o.Plan, app.SourcePath, m.dest)
-			}
 			out := newOutput(map[string][]byte{})
 			as, err := m.a.renderApp(t, app, out)
 			if err != nil {
@@ -172,7 +177,7 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 		}
 		return nil
 	}
-	if err := render(false); err != nil {
+	if err := render(); err != nil {
 		return ss, err
 	}
 	perCluster := false
@@ -180,11 +185,10 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 		if ms[0].app.Source != "export" {
 			return ss, &ContractError{msg: fmt.Sprintf("ApplicationSet %s: the clusters' manifests differ and are not exported by adopt (source %s): apply the clusters' plans one at a time", set.Name, ms[0].app.Source)}
 		}
-		if err := render(true); err != nil {
+		if err := layOut(set, ms, &ss); err != nil {
 			return ss, err
 		}
 		perCluster = true
-		ss.Why = "the clean manifests differ between clusters"
 	}
 	for _, m := range ms[1:] {
 		if m.path != ms[0].path {
@@ -205,9 +209,7 @@ func (f *Fleet) renderSet(t *listedTree, set fleet.ApplicationSet, files map[str
 	}
 	var elements []apiextensionsv1.JSON
 	for _, m := range ms {
-		for k, v := range m.files {
-			files[k] = v
-		}
+		maps.Copy(files, m.files)
 		el := map[string]string{"name": m.dest}
 		ss.Generated = append(ss.Generated, fleet.GeneratedName(m.dest, set.Name))
 		if perCluster {
@@ -298,16 +300,6 @@ func (f *Fleet) members(set fleet.ApplicationSet) ([]member, error) {
 		ms = append(ms, m)
 	}
 	return ms, nil
-}
-
-// perClusterPath is <exportDir>/<cluster>/<the rest of the plan's path>.
-func perClusterPath(p *plan.Plan, sourcePath, cluster string) string {
-	exportDir := strings.TrimSuffix(p.Settings.ExportDir, "/")
-	rest, ok := strings.CutPrefix(sourcePath, exportDir+"/")
-	if !ok || exportDir == "" {
-		rest = sourcePath
-	}
-	return path.Join(exportDir, cluster, rest)
 }
 
 // sameFiles reports whether every member exports the same files.
@@ -402,6 +394,9 @@ func fleetMessage(s FleetSummary) string {
 			where = "per-cluster paths (" + set.Why + ")"
 		}
 		fmt.Fprintf(&b, "\nApplicationSet %s (%s generator) -> %s\n  generates %s\n", set.Name, set.Generator, where, strings.Join(set.Generated, ", "))
+		for _, l := range patchLines(set) {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
 	}
 	for _, c := range s.Clusters {
 		for _, a := range c.Summary.Applications {

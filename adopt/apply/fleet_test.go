@@ -40,6 +40,12 @@ func fleetPlans() (map[string]*plan.Plan, *fleet.Index) {
 // builds the fleet commit.
 func buildFleet(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data map[string]string) (*Fleet, map[string][]byte, error) {
 	t.Helper()
+	return buildFleetWith(t, plans, ix, data, nil)
+}
+
+// buildFleetWith is buildFleet with each live ConfigMap's annotations.
+func buildFleetWith(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data map[string]string, annotations map[string]any) (*Fleet, map[string][]byte, error) {
+	t.Helper()
 	f := &Fleet{Index: ix, Members: map[string]*Applier{}}
 	for c, p := range plans {
 		f.Members[c] = newApplier(t, p, func(o *Options) {
@@ -47,6 +53,9 @@ func buildFleet(t *testing.T, plans map[string]*plan.Plan, ix *fleet.Index, data
 				o.Fetch = func(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 					u, err := fetchConfigMap(ctx, gvr, ns, name)
 					u.Object["data"] = map[string]any{"k": v}
+					if annotations != nil {
+						u.Object["metadata"].(map[string]any)["annotations"] = annotations
+					}
 					return u, err
 				}
 			}
@@ -106,22 +115,40 @@ func TestFleetApplicationSet(t *testing.T) {
 		t.Errorf("with a selector:\n%s", files[file])
 	}
 
-	// Different clean manifests: per-cluster paths, and the list
-	// generator even with a selector (a cluster labelled later would
-	// have no path).
-	_, files, err = buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"})
+	// Different clean manifests: a kustomize base of what the clusters
+	// share and one overlay each, each cluster's path its overlay, and
+	// the list generator even with a selector (a cluster labelled later
+	// would have no overlay).
+	f, files, err = buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	as = decodeSet(t, files[file])
-	if as.Spec.Template.Spec.Source.Path != "{{.path}}" || as.Spec.Generators[0].List == nil ||
-		string(as.Spec.Generators[0].List.Elements[1].Raw) != `{"name":"us","path":"clusters/prod/adopted/us/shop"}` {
-		t.Errorf("per-cluster:\n%s", files[file])
+	root := "clusters/prod/adopted/shop"
+	if src := as.Spec.Template.Spec.Source; src.Path != "{{.path}}" || src.Directory != nil || as.Spec.Generators[0].List == nil ||
+		string(as.Spec.Generators[0].List.Elements[1].Raw) != `{"name":"us","path":"`+root+`/overlays/us"}` {
+		t.Errorf("per-cluster overlays:\n%s", files[file])
+	}
+	if b := string(files[root+"/base/configmap-hook.yaml"]); b == "" || strings.Contains(b, "k: ") {
+		t.Errorf("the base holds a cluster's value, or is missing: %q (files %v)", b, keys(files))
 	}
 	for _, c := range []string{"eu", "us"} {
-		if b := files["clusters/prod/adopted/"+c+"/shop/configmap-hook.yaml"]; !strings.Contains(string(b), "k: "+c) {
-			t.Errorf("cluster %s's export: %q (files %v)", c, b, keys(files))
+		if b := files[root+"/overlays/"+c+"/patches/configmap-hook.yaml"]; !strings.Contains(string(b), "k: "+c) {
+			t.Errorf("cluster %s's patch: %q (files %v)", c, b, keys(files))
 		}
+		if k := string(files[root+"/overlays/"+c+"/kustomization.yaml"]); !strings.Contains(k, "- ../../base") || !strings.Contains(k, "path: patches/configmap-hook.yaml") {
+			t.Errorf("cluster %s's kustomization:\n%s", c, k)
+		}
+	}
+	if len(files) != 7 {
+		t.Errorf("files %v, want the set, the base (object, kustomization) and per cluster a kustomization and a patch", keys(files))
+	}
+	s := f.Summary().Sets[0]
+	if s.Base != root+"/base" || len(s.Patches) != 2 || s.Patches[0].Form != "strategic-merge" || s.Paths["eu"] != root+"/overlays/eu" {
+		t.Errorf("summary %+v", s)
+	}
+	if msg := fleetMessage(f.Summary()); !strings.Contains(msg, "overlay us: ConfigMap shop/hook, strategic-merge patch "+root+"/overlays/us/patches/configmap-hook.yaml") {
+		t.Errorf("the commit message does not list the overlays' patches:\n%s", msg)
 	}
 }
 
@@ -140,5 +167,19 @@ func TestFleetRefuses(t *testing.T) {
 	if _, _, err := buildFleet(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"}); !errors.As(err, &ce) ||
 		!strings.Contains(err.Error(), "cluster ctx-eu and cluster ctx-us both write clusters/prod/") {
 		t.Errorf("two clusters writing one file: %v", err)
+	}
+}
+
+// TestFleetOverlayNotExact: an overlay that kustomize would not render to
+// its cluster's object (here a live annotation kustomize keeps for itself
+// and strips from what it builds) refuses the fleet commit, naming the
+// ApplicationSet, the cluster, the object and the field, and writes
+// nothing.
+func TestFleetOverlayNotExact(t *testing.T) {
+	plans, ix := fleetPlans()
+	_, files, err := buildFleetWith(t, plans, ix, map[string]string{"ctx-eu": "eu", "ctx-us": "us"}, map[string]any{"config.kubernetes.io/index": "0"})
+	want := "ApplicationSet adopt-shop: the kustomize overlay of cluster eu is not exact, and nothing was written: cluster eu: ConfigMap shop/hook: neither a strategic-merge nor a JSON 6902 patch renders to it (first difference at .metadata.annotations)."
+	if err == nil || !strings.HasPrefix(err.Error(), want) || files != nil {
+		t.Errorf("got %v (files %v), want %q", err, keys(files), want)
 	}
 }

@@ -116,6 +116,9 @@ func fleetApplyReport(w io.Writer, s apply.FleetSummary, r ApplyResult) {
 			where = "per-cluster paths (" + set.Why + ")"
 		}
 		fmt.Fprintf(w, "  ApplicationSet %s (%s generator) -> %s (manifest %s)\n", set.Name, set.Generator, where, set.File)
+		for _, p := range set.Patches {
+			fmt.Fprintf(w, "    overlay %s: %s (%s) %s\n", p.Cluster, p.Object, p.Form, p.File)
+		}
 		for _, g := range set.Generated {
 			fmt.Fprintf(w, "    generates Application %s\n", g)
 		}

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -33,8 +34,9 @@ import (
 // (client-side, so with the last-applied annotation) in one namespace of
 // both (one sprint; a second where its data differs between the clusters).
 // plan --contexts proposes one ApplicationSet: a clusters generator (the
-// label fleet=sprint selects exactly both), or with per-cluster paths a
-// list generator; apply --plan DIR
+// label fleet=sprint selects exactly both), or, where the data differs, a
+// list generator over a kustomize base and one overlay per cluster, each
+// Application syncing its cluster's overlay; apply --plan DIR
 // commits it to the real git server; once merged and applied to the
 // management cluster, the real ApplicationSet controller generates the two
 // Applications; finalize --plan DIR --sync starts their first sync, the
@@ -199,9 +201,19 @@ func fleetOnArgoCD(t *testing.T, version string) {
 		committed := fileText(t, tipOf(t, bare, branch), setFile)
 		want := []string{"goTemplate: true", "missingkey=error", "preserveResourcesOnDeletion: true", "ServerSideApply=true",
 			"name: '{{.name}}-" + set.Name + "'", "name: '{{.name}}'"}
+		tip := tipOf(t, bare, branch)
 		if perCluster {
-			// The clean manifests differ: each cluster's own path.
-			want = append(want, "- name: workload-1", "- name: workload-2", "path: '{{.path}}'", "path: adopted/workload-1/"+ns, "path: adopted/workload-2/"+ns)
+			// The clean manifests differ: a kustomize base of what the
+			// clusters share, each cluster's path its overlay.
+			want = append(want, "- name: workload-1", "- name: workload-2", "path: '{{.path}}'", "path: adopted/"+ns+"/overlays/workload-1", "path: adopted/"+ns+"/overlays/workload-2")
+			if b := fileText(t, tip, "adopted/"+ns+"/base/configmap-usage-hook.yaml"); strings.Contains(b, "hook.py") || !strings.Contains(b, "name: usage-hook") {
+				t.Errorf("the base holds a cluster's data, or not the ConfigMap:\n%s", b)
+			}
+			for i, dest := range set.Clusters {
+				if b := fileText(t, tip, "adopted/"+ns+"/overlays/"+dest+"/patches/configmap-usage-hook.yaml"); !strings.Contains(b, data[i]) {
+					t.Errorf("%s's patch lacks its data:\n%s", dest, b)
+				}
+			}
 		} else {
 			want = append(want, "matchLabels:\n          fleet: sprint", "path: adopted/"+ns)
 		}
@@ -246,6 +258,12 @@ func fleetOnArgoCD(t *testing.T, version string) {
 			}
 			if st, err := a.WaitApplication(ctx, name, func(s testenv.AppStatus) bool { return s.Failed() || testenv.SyncedHealthy(s) }); err != nil || !testenv.SyncedHealthy(st) {
 				t.Fatalf("%s did not sync: %s %v", name, st, err)
+			}
+			if perCluster { // synced from its cluster's overlay
+				u, err := apps.Namespace(argoNS).Get(ctx, name, metav1.GetOptions{})
+				if p, _, _ := unstructured.NestedString(u.Object, "spec", "source", "path"); err != nil || p != "adopted/"+ns+"/overlays/"+dest {
+					t.Errorf("%s syncs path %q (%v), want its overlay", name, p, err)
+				}
 			}
 		}
 		stage(status.StageSynced)
