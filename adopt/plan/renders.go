@@ -71,7 +71,9 @@ func Render(in Inputs, revs Revisions) *Renders {
 	url, from := p.Settings.RepoURL, p.Settings.RepoURLFrom
 	r := &Renders{apps: in.Apps}
 	r.appSets = generated(&r.apps, in.Index, url, in.Tracking.Namespace, revs)
-	r.owned, r.findings = existingRenders(r.apps, in.Index, url, from, in.Tracking, in.Charts, revs)
+	// What a root's chart renders is pending for the renders only.
+	rendered := r.apps
+	r.owned, r.findings = existingRenders(&rendered, in.Index, url, from, in.Tracking, in.Charts, revs)
 	if in.Index != nil && url != "" && cfg.AppsDir != "" && in.Apps.Installed {
 		r.same = map[string]bool{}
 		for _, s := range r.apps.Specs {
