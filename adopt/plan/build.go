@@ -284,7 +284,13 @@ func Build(in Inputs) *Plan {
 		c.obj.Risk = maxSeverity(c.obj.Findings)
 	}
 
-	p.Applications = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
+	named, fs := naming(cfg, in.Apps.Specs, &p.Settings)
+	p.Applications = group(cands, groupBy, named, in.Index, p.Settings.RepoURL)
+	if !slices.ContainsFunc(p.Applications, func(a Application) bool { return a.Existing == nil }) {
+		// Nothing new is named.
+		fs, p.Settings.Naming, p.Settings.NamingFrom = nil, "", ""
+	}
+	p.Findings = append(p.Findings, fs...)
 	checkWholePaths(p, cands, in, owned)
 	p.Applications = helmApps(p, cands, in)
 	for _, c := range cands {

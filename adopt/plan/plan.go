@@ -152,6 +152,11 @@ type Settings struct {
 	ExportDir   string              `json:"exportDir" yaml:"exportDir"`
 	Project     string              `json:"project" yaml:"project"`
 	Destination string              `json:"destination" yaml:"destination"`
+	// Naming is the template the new Applications' names follow, when
+	// adopt.yaml's nameTemplate or the repo's Applications gave one
+	// ("" for adopt's default); NamingFrom says which.
+	Naming     string `json:"naming,omitempty" yaml:"naming,omitempty"`
+	NamingFrom string `json:"namingFrom,omitempty" yaml:"namingFrom,omitempty"`
 }
 
 // Summary counts the plan's findings.
