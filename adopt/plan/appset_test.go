@@ -132,3 +132,34 @@ func hasCode(fs []Finding, code, text string) bool {
 	}
 	return false
 }
+
+// TestNamesFollowTheRepo (issue 46): most of the repo's Applications are
+// named after their destination namespace (<app>-<env> into <app>-<env>),
+// so a new one is too; adopt.yaml's nameTemplate wins over the repo.
+func TestNamesFollowTheRepo(t *testing.T) {
+	specs := []argoapp.Spec{
+		{Namespace: "argocd", Name: "ledger-qa", Destination: "ledger-qa"},
+		{Namespace: "argocd", Name: "ledger-prod-eu", Destination: "ledger-prod-eu"},
+		{Namespace: "argocd", Name: "fleet-appsets", Destination: "argocd"},
+	}
+	var s Settings
+	cfg, fs := naming(config.Default(), specs, &s)
+	if cfg.Naming != "{namespace}" || s.Naming != "{namespace}" || !strings.Contains(s.NamingFrom, "2 of 2 follow it (ledger-prod-eu, ledger-qa)") || len(fs) != 1 {
+		t.Errorf("naming %q from %q, findings %+v", cfg.Naming, s.NamingFrom, fs)
+	}
+	if got := cfg.AppName("coupons-qa", "qa", "apps/coupons/envs/qa"); got != "coupons-qa" {
+		t.Errorf("a new Application in coupons-qa is %s, want coupons-qa", got)
+	}
+	own, err := config.Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnameTemplate: \"team-{namespace}\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = Settings{}
+	if cfg, _ := naming(own, specs, &s); cfg.Naming != "team-{namespace}" || s.NamingFrom != "adopt.yaml nameTemplate" {
+		t.Errorf("adopt.yaml's nameTemplate: %q from %q", cfg.Naming, s.NamingFrom)
+	}
+	s = Settings{}
+	if cfg, fs := naming(config.Default(), specs[:1], &s); cfg.Naming != config.Default().Naming || len(fs) != 0 {
+		t.Errorf("one Application is no pattern: %q, %+v", cfg.Naming, fs)
+	}
+}
