@@ -607,3 +607,31 @@ func (a *Applications) generate(sets []AppSet, at TreeAt, argoNS string) (skippe
 	}
 	return skipped
 }
+
+// oneDir is a repo tree of one directory (GenerateFor).
+type oneDir string
+
+func (d oneDir) Dirs() []string                        { return []string{string(d)} }
+func (oneDir) Files(string) (map[string][]byte, error) { return nil, nil }
+
+// GenerateFor is the Application the ApplicationSet's generator i would
+// generate, as its controller does (Generate), were dir a directory of
+// its repo: a new app's directory placed where the generator picks it
+// up. nil when generator i is not a Git directory generator adopt
+// evaluates, or dir does not fit its directories (or is excluded).
+func (s AppSet) GenerateFor(i int, dir string) *Defined {
+	if s.Err != "" || s.Spec.TemplatePatch != nil || i < 0 || i >= len(s.Spec.Generators) {
+		return nil
+	}
+	g := s.Spec.Generators[i]
+	if g.Git == nil || len(g.Git.Directories) == 0 || g.Selector != nil {
+		return nil
+	}
+	one := s
+	one.Spec.Generators = []v1alpha1.ApplicationSetGenerator{g}
+	apps, skipped := one.Generate(func(string, string) (Tree, error) { return oneDir(dir), nil })
+	if len(apps) != 1 || len(skipped) > 0 {
+		return nil
+	}
+	return &apps[0]
+}

@@ -303,7 +303,11 @@ func Build(in Inputs) *Plan {
 	}
 	extendExisting(p, in.Apps.Specs)
 	if in.Apps.Installed {
+		p.Findings = append(p.Findings, placeGenerated(p, in.Apps, in.Index, renders.same, cfg)...)
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications, renders.same)
+		if p.ArgoCD.Root == nil {
+			p.ArgoCD.Root = rootElsewhere(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Applications, renders.same)
+		}
 	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {

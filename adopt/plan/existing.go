@@ -250,13 +250,23 @@ func existingPath(s *argoapp.Spec, repoURL string) string {
 	return ""
 }
 
-// Root is the existing Application that syncs the apps directory (an app
-// of apps): it creates the new Applications when it next syncs.
+// Root is the existing Application that reads the new Applications'
+// files (an app of apps): a directory source over the apps directory, or
+// over another directory of Applications, or a kustomization listing
+// them (rootElsewhere). It creates the new Applications when it next
+// syncs.
 type Root struct {
 	// Application is its namespace/name.
 	Application string `json:"application" yaml:"application"`
 	// Automated is set when it syncs by itself.
 	Automated bool `json:"automated,omitempty" yaml:"automated,omitempty"`
+	// Dir is the directory apply writes the new Applications' files into
+	// when the root reads another than the apps directory (a directory of
+	// Applications, or a kustomization's); "" for the apps directory.
+	Dir string `json:"dir,omitempty" yaml:"dir,omitempty"`
+	// Kustomization is the kustomization file (in Dir) whose resources
+	// apply appends the new files to; "" for a directory source.
+	Kustomization string `json:"kustomization,omitempty" yaml:"kustomization,omitempty"`
 }
 
 // rootSources are the sources of s that may read the apps directory: from
@@ -292,7 +302,7 @@ func appsRoot(specs []argoapp.Spec, ix *gitindex.Index, repoURL, appsDir string,
 			d := directoryOf(src)
 			all, some := true, false
 			for _, a := range apps {
-				if a.Existing != nil {
+				if a.Existing != nil || a.Generator != nil {
 					continue
 				}
 				ok, err := d.Reads(src.Path, path.Join(appsDir, a.Name+".yaml"))
