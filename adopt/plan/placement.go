@@ -110,7 +110,7 @@ func placeGenerated(p *Plan, apps argoapp.Applications, ix *gitindex.Index, same
 		}
 		form := "plain manifests"
 		if a.Generator.Kustomization {
-			form = "manifests and a kustomization.yaml listing them, as its other directories have one"
+			form = "manifests and a kustomization.yaml listing them (as the pattern's other directories have one)"
 		}
 		msg := fmt.Sprintf("new Application %s: ApplicationSet %s generates it from %s (%s, pattern %s); apply writes %s there and no Application of its own", f.name, f.set.Key(), f.dir, generatorWhere(f.set), f.pattern, form)
 		var others []string

@@ -166,8 +166,8 @@ spec:
 	}
 	tip := tipOf(t, bare, "adopt-coupons")
 	written := treeFiles(t, tip)
-	if !slices.Contains(written, dir+"/kustomization.yaml") || slices.ContainsFunc(written, func(f string) bool { return strings.HasPrefix(f, p.Settings.AppsDir+"/") }) {
-		t.Fatalf("the commit holds %v; want %s/kustomization.yaml and nothing in %s", written, dir, p.Settings.AppsDir)
+	if !slices.Contains(written, dir+"/kustomization.yaml") || !slices.Contains(written, dir+"/configmap-coupons-settings.yaml") || !slices.Contains(written, dir+"/service-coupons-api.yaml") || slices.ContainsFunc(written, func(f string) bool { return strings.HasPrefix(f, p.Settings.AppsDir+"/") }) {
+		t.Fatalf("the commit holds %v; want the exports and a kustomization.yaml in %s, and nothing in %s", written, dir, p.Settings.AppsDir)
 	}
 
 	// Merge (a fast-forward of main) and have the ApplicationSet read Git
