@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/argoapp"
 )
@@ -23,6 +24,23 @@ func AppFilesDir(p *plan.Plan) string {
 	}
 	appsDir, _ := Settings(p)
 	return appsDir
+}
+
+// MergedFile is the file whose presence on the base branch says that
+// app's commit was merged: its Application file in appsDir
+// (AppFilesDir), or for one the repo's ApplicationSet generates, the
+// kustomization or the first export apply writes into its directory.
+func MergedFile(p *plan.Plan, app plan.Application, appsDir string) string {
+	g := app.Generator
+	if g == nil {
+		return path.Join(appsDir, app.Name+".yaml")
+	}
+	if !g.Kustomization && len(app.Objects) > 0 {
+		if ob := p.Object(app.Objects[0]); ob != nil {
+			return path.Join(app.SourcePath, export.FileName(ob.Group, ob.Kind, ob.Name))
+		}
+	}
+	return path.Join(app.SourcePath, kustomizationFile)
 }
 
 // kustomizationFile is the file apply writes into a directory the repo's

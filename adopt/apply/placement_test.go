@@ -206,3 +206,22 @@ func TestAppendResources(t *testing.T) {
 		}
 	}
 }
+
+// TestMergedFile: status asks the base branch for the Application file,
+// or for a generated Application for the file apply wrote into its
+// directory.
+func TestMergedFile(t *testing.T) {
+	p := placedPlan(func(*plan.Plan) {})
+	if got := MergedFile(p, p.Applications[0], "argocd/apps"); got != "argocd/apps/coupons-qa.yaml" {
+		t.Errorf("a written Application: %s", got)
+	}
+	g := &plan.Generator{ApplicationSet: "argocd/fleet-qa", Pattern: "apps/*/envs/qa"}
+	p.Applications[0].Generator, p.Applications[0].SourcePath = g, "apps/coupons/envs/qa"
+	if got := MergedFile(p, p.Applications[0], "argocd/apps"); got != "apps/coupons/envs/qa/configmap-cfg-0000.yaml" {
+		t.Errorf("a generated Application's plain directory: %s", got)
+	}
+	g.Kustomization = true
+	if got := MergedFile(p, p.Applications[0], "argocd/apps"); got != "apps/coupons/envs/qa/kustomization.yaml" {
+		t.Errorf("a generated Application's kustomization: %s", got)
+	}
+}
