@@ -29,12 +29,36 @@ import (
 // ApplicationSetGVR is Argo CD's ApplicationSet resource.
 var ApplicationSetGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
 
-// AppSet is an ApplicationSet read from the cluster.
+// AppSet is an ApplicationSet read from the cluster, or defined in Git
+// and not in the cluster yet (InGit).
 type AppSet struct {
 	Namespace, Name string
 	Spec            v1alpha1.ApplicationSetSpec
 	// Err says why its spec could not be read.
 	Err string
+	// InGit is where in Git it is defined ("file:line", or the render of
+	// a root) when it is not in the cluster yet; "" for one read from the
+	// cluster.
+	InGit string
+}
+
+// AppSetOf reads an ApplicationSet manifest (decoded YAML) defined in Git
+// at where; one without a namespace is in argoNS, where a root
+// Application's sync or kubectl apply in Argo CD's namespace puts it.
+func AppSetOf(obj map[string]any, where, argoNS string) AppSet {
+	u := &unstructured.Unstructured{Object: obj}
+	s := AppSet{Namespace: u.GetNamespace(), Name: u.GetName(), InGit: where}
+	if s.Namespace == "" {
+		s.Namespace = argoNS
+	}
+	b, err := json.Marshal(obj["spec"])
+	if err == nil {
+		err = json.Unmarshal(b, &s.Spec)
+	}
+	if err != nil {
+		s.Err = err.Error()
+	}
+	return s
 }
 
 // Key is the ApplicationSet's namespace/name.
@@ -327,7 +351,11 @@ func (s AppSet) render(own v1alpha1.ApplicationSetTemplate, params []map[string]
 		// Generated Applications live in the ApplicationSet's namespace.
 		meta["namespace"] = s.Namespace
 		obj := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": m["spec"]}
-		out = append(out, Defined{Object: obj, Where: fmt.Sprintf("ApplicationSet %s (%s)", s.Key(), where[i]), AppSet: s.Key()})
+		d := Defined{Object: obj, Where: fmt.Sprintf("ApplicationSet %s (%s)", s.Key(), where[i]), AppSet: s.Key(), AppSetInGit: s.InGit}
+		if s.InGit != "" {
+			d.Where = fmt.Sprintf("ApplicationSet %s at %s (%s)", s.Key(), s.InGit, where[i])
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -535,8 +563,41 @@ func SanitizeName(name string) string {
 // is simply an existing Application. It returns a line per generator it
 // could not evaluate.
 func (a *Applications) AddGenerated(at TreeAt, argoNS string) (skipped []string) {
-	var defs []Defined
+	return a.generate(a.AppSets, at, argoNS)
+}
+
+// AddAppSetsInGit adds the ApplicationSets defined in Git (defs: their
+// manifests and where each is) that are not in the cluster, nor added
+// before, to AppSets, evaluates them as AddGenerated does, and adds what
+// they generate as pending. The Applications of one not in the cluster
+// are pending twice over: the ApplicationSet must be applied (by a root's
+// sync, or kubectl apply) before its controller creates them. It does
+// nothing when the Applications could not be listed (see AddPending).
+func (a *Applications) AddAppSetsInGit(defs []Defined, at TreeAt, argoNS string) (skipped []string) {
+	if !a.Installed || !a.Verified {
+		return nil
+	}
+	seen := map[string]bool{}
 	for _, s := range a.AppSets {
+		seen[s.Key()] = true
+	}
+	var added []AppSet
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Where < defs[j].Where })
+	for _, d := range defs {
+		s := AppSetOf(d.Object, d.Where, argoNS)
+		if s.Name == "" || seen[s.Key()] {
+			continue
+		}
+		seen[s.Key()] = true
+		added = append(added, s)
+	}
+	a.AppSets = append(a.AppSets, added...)
+	return a.generate(added, at, argoNS)
+}
+
+func (a *Applications) generate(sets []AppSet, at TreeAt, argoNS string) (skipped []string) {
+	var defs []Defined
+	for _, s := range sets {
 		gen, sk := s.Generate(at)
 		defs = append(defs, gen...)
 		skipped = append(skipped, sk...)
@@ -545,4 +606,32 @@ func (a *Applications) AddGenerated(at TreeAt, argoNS string) (skipped []string)
 		a.AddPending(defs, argoNS)
 	}
 	return skipped
+}
+
+// oneDir is a repo tree of one directory (GenerateFor).
+type oneDir string
+
+func (d oneDir) Dirs() []string                        { return []string{string(d)} }
+func (oneDir) Files(string) (map[string][]byte, error) { return nil, nil }
+
+// GenerateFor is the Application the ApplicationSet's generator i would
+// generate, as its controller does (Generate), were dir a directory of
+// its repo: a new app's directory placed where the generator picks it
+// up. nil when generator i is not a Git directory generator adopt
+// evaluates, or dir does not fit its directories (or is excluded).
+func (s AppSet) GenerateFor(i int, dir string) *Defined {
+	if s.Err != "" || s.Spec.TemplatePatch != nil || i < 0 || i >= len(s.Spec.Generators) {
+		return nil
+	}
+	g := s.Spec.Generators[i]
+	if g.Git == nil || len(g.Git.Directories) == 0 || g.Selector != nil {
+		return nil
+	}
+	one := s
+	one.Spec.Generators = []v1alpha1.ApplicationSetGenerator{g}
+	apps, skipped := one.Generate(func(string, string) (Tree, error) { return oneDir(dir), nil })
+	if len(apps) != 1 || len(skipped) > 0 {
+		return nil
+	}
+	return &apps[0]
 }

@@ -14,6 +14,9 @@ type Defined struct {
 	// AppSet is the ApplicationSet (namespace/name) that generates it,
 	// "" for a manifest in Git.
 	AppSet string
+	// AppSetInGit is where in Git that ApplicationSet is defined when it
+	// is not in the cluster yet ("" when it is, or for no ApplicationSet).
+	AppSetInGit string
 }
 
 // AddPending adds to Specs the Applications defined in Git that are not
@@ -49,7 +52,7 @@ func (a *Applications) AddPending(defs []Defined, argoNS string) int {
 			continue
 		}
 		s := specOf(u)
-		s.Sync, s.Pending, s.AppSet = "", d.Where, d.AppSet
+		s.Sync, s.Pending, s.AppSet, s.AppSetInGit = "", d.Where, d.AppSet, d.AppSetInGit
 		a.Specs = append(a.Specs, s)
 		seen[key] = true
 		n++

@@ -27,6 +27,9 @@ type Spec struct {
 	// AppSet is the ApplicationSet (namespace/name) that generates a
 	// pending Application; Pending then says from what.
 	AppSet string
+	// AppSetInGit is where in Git that ApplicationSet is defined when it
+	// is not in the cluster yet either ("" when it is).
+	AppSetInGit string
 	// Instance is the name Argo CD's repo-server knows the Application by
 	// ($ARGOCD_APP_NAME, .argocd-source-<instance>.yaml): "" for Name,
 	// which it is in Argo CD's own namespace (see InstanceName).

@@ -285,6 +285,11 @@ func NewApplications(keys []string) Applications {
 // Has reports whether namespace/name is an Application.
 func (a Applications) Has(key string) bool { return a.set[key] }
 
+// Deploys says whether an Application with this destination (server or
+// name) deploys to the cluster the Applications were listed for (the
+// Here of ListApplicationsTo); any does when none was chosen.
+func (a Applications) Deploys(server, name string) bool { return a.here == nil || a.here(server, name) }
+
 // ListApplications lists every Application (all namespaces), with what
 // each syncs. When the CRD is absent it says Argo CD is not installed and
 // returns no error; when listing is forbidden it says ids cannot be

@@ -25,6 +25,9 @@ type placed struct {
 	// out and err are the rendered manifest, or why it failed.
 	out []byte
 	err error
+	// generated is set when the repo's ApplicationSet generates the
+	// Application (plan.Generator): no manifest is rendered or written.
+	generated bool
 }
 
 type write struct {
@@ -52,7 +55,9 @@ func (pl *placed) write(out *output) (AppSummary, error) {
 		out.files[w.path] = w.data
 	}
 	pl.s.Application, pl.s.File = pl.d, pl.file
-	out.files[pl.file] = pl.out
+	if !pl.generated {
+		out.files[pl.file] = pl.out
+	}
 	return pl.s, nil
 }
 
@@ -64,7 +69,9 @@ func (a *Applier) renderAll(pls []*placed) {
 	for range min(runtime.GOMAXPROCS(0), len(pls)) {
 		wg.Go(func() {
 			for pl := range next {
-				pl.out, pl.err = argoapp.RenderApplication(a.appTpl, pl.d)
+				if !pl.generated {
+					pl.out, pl.err = argoapp.RenderApplication(a.appTpl, pl.d)
+				}
 			}
 		})
 	}
@@ -166,6 +173,9 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		adoptedFiles = append(adoptedFiles, path.Base(e.file))
 		s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "in Git at " + e.file})
 	}
+	if app.Generator != nil {
+		return pl, a.placeGenerated(t, app, pl, adoptedFiles, exclude, out)
+	}
 	for _, w := range pl.writes {
 		out.names.add(w.path)
 	}
@@ -257,7 +267,7 @@ type previousApp struct {
 // reads another repository or path, or is not adopt's, is never replaced:
 // that is a refusal naming the file.
 func (a *Applier) previous(t *listedTree, app plan.Application, srcPath string) (*previousApp, error) {
-	appsDir, _ := Settings(a.o.Plan)
+	appsDir := AppFilesDir(a.o.Plan)
 	names, err := t.inDir(appsDir)
 	if err != nil {
 		return nil, err
@@ -357,12 +367,14 @@ func union(a, b []string) []string {
 // objects) and the sync policy, filed under the plan's apps directory.
 func (a *Applier) complete(pl *placed, app plan.Application, d argoapp.ApplicationData, out *output) {
 	p := a.o.Plan
-	appsDir, argoNS := Settings(p)
+	_, argoNS := Settings(p)
+	appsDir := AppFilesDir(p)
 	d.Name, d.Namespace, d.Project, d.PlanID, d.Objects = app.Name, argoNS, project(p, app), a.id, app.Objects
 	d.DestinationServer, d.DestinationName = destination(p, app)
 	d.DestinationNamespace = app.Namespace
 	d.AutoSync, d.Prune = a.o.AutoSync, a.o.Prune
 	pl.d, pl.file = d, path.Join(appsDir, app.Name+".yaml")
+	pl.s.Reach = reach(p, app, pl.file, argoNS)
 	out.names.add(pl.file)
 }
 

@@ -56,6 +56,11 @@ type Config struct {
 	// Naming is the Application name template. Placeholders: {namespace},
 	// {key} (the group's label value or directory name) and {dir}.
 	Naming string `yaml:"naming"`
+	// NameTemplate is Naming as the user set it (nameTemplate, or its
+	// older spelling naming): when set, it names every new Application;
+	// when not, the plan follows the pattern of the repo's Applications
+	// and falls back to Naming's default.
+	NameTemplate string `yaml:"nameTemplate"`
 	// GroupBy is the default grouping rule (see plan.GroupBy).
 	GroupBy string `yaml:"groupBy"`
 	// HelmRepositories maps a chart name to the chart repository a Helm
@@ -250,6 +255,12 @@ func Parse(b []byte) (*Config, error) {
 // fillDefaults sets every field the file left empty.
 func (c *Config) fillDefaults() {
 	d := Default()
+	switch {
+	case c.NameTemplate == "":
+		c.NameTemplate = c.Naming // the older spelling
+	case c.Naming == "":
+		c.Naming = c.NameTemplate
+	}
 	if c.Destination.Server == "" && c.Destination.Name == "" {
 		c.Destination = d.Destination
 	}
@@ -278,6 +289,9 @@ func (c *Config) Validate() error {
 	}
 	if !dns1123.MatchString(c.Project) {
 		return fmt.Errorf("project %q is not a valid AppProject name", c.Project)
+	}
+	if c.NameTemplate != "" && c.NameTemplate != c.Naming {
+		return fmt.Errorf("nameTemplate %q and naming %q differ: naming is nameTemplate's older spelling, set one", c.NameTemplate, c.Naming)
 	}
 	if !strings.Contains(c.Naming, "{") {
 		return fmt.Errorf("naming %q has no placeholder: use {namespace}, {key} or {dir}", c.Naming)
@@ -438,7 +452,7 @@ func (c *Config) AppName(namespace, key, dir string) string {
 	for strings.Contains(s, "--") {
 		s = strings.ReplaceAll(s, "--", "-")
 	}
-	s = strings.Trim(s, "-")
+	s = undouble(strings.Trim(s, "-"))
 	if len(s) > 63 {
 		s = strings.Trim(s[:63], "-")
 	}
@@ -446,4 +460,25 @@ func (c *Config) AppName(namespace, key, dir string) string {
 		return "adopt-cluster"
 	}
 	return s
+}
+
+// undouble drops a run of name segments (split at "-") that repeats the
+// run just before it: adopt-billing-prod-eu-prod-eu is
+// adopt-billing-prod-eu, as a namespace that ends with its directory's
+// name would otherwise give.
+func undouble(name string) string {
+	segs := strings.Split(name, "-")
+	for changed := true; changed; {
+		changed = false
+		for l := len(segs) / 2; l >= 1 && !changed; l-- {
+			for i := 0; i+2*l <= len(segs); i++ {
+				if slices.Equal(segs[i:i+l], segs[i+l:i+2*l]) {
+					segs = append(segs[:i+l], segs[i+2*l:]...)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return strings.Join(segs, "-")
 }

@@ -110,3 +110,33 @@ secrets:
 		}
 	}
 }
+
+// TestNameTemplate (issue 46): nameTemplate and its older spelling naming
+// set the same template, two different ones are refused, and a name never
+// doubles a segment (a namespace ending with its directory's name).
+func TestNameTemplate(t *testing.T) {
+	for doc, want := range map[string]string{
+		"nameTemplate: \"{namespace}\"\n":              "{namespace}",
+		"naming: \"team-{namespace}\"\n":               "team-{namespace}",
+		"naming: \"{key}\"\nnameTemplate: \"{key}\"\n": "{key}",
+		"": "",
+	} {
+		c, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\n" + doc))
+		if err != nil || c.NameTemplate != want || want != "" && c.Naming != want {
+			t.Errorf("%q: nameTemplate %q naming %q, %v; want %q", doc, c.NameTemplate, c.Naming, err, want)
+		}
+	}
+	if _, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnaming: \"{key}\"\nnameTemplate: \"{namespace}\"\n")); err == nil || !strings.Contains(err.Error(), "differ") {
+		t.Errorf("two templates: %v", err)
+	}
+	d := Default()
+	for _, c := range []struct{ ns, key, want string }{
+		{"billing-prod-eu", "prod-eu", "adopt-billing-prod-eu"},
+		{"shop", "shop", "adopt-shop"},
+		{"web", "api", "adopt-web-api"},
+	} {
+		if got := d.AppName(c.ns, c.key, ""); got != c.want {
+			t.Errorf("AppName(%s, %s) = %s, want %s", c.ns, c.key, got, c.want)
+		}
+	}
+}

@@ -440,6 +440,15 @@ func (ix *Index) InKustomization(dir string) string {
 	return ""
 }
 
+// KustomizationFile is the path of the kustomization file in dir
+// (kustomization.yaml, .yml or Kustomization), "" when it holds none.
+func (ix *Index) KustomizationFile(dir string) string {
+	if !ix.kust[dir] {
+		return ""
+	}
+	return ix.kustFile[dir]
+}
+
 // UsedBy lists the kustomizations that build on the kustomization at dir
 // (name it in resources, bases or components); none for a leaf.
 func (ix *Index) UsedBy(dir string) []string { return ix.usedBy[dir] }

@@ -16,10 +16,13 @@ const CodeAppSetNotEvaluated = "applicationset-not-evaluated"
 
 // generated adds to apps the Applications the ApplicationSets' Git
 // generators generate from the plan's repo (argoapp.AddGenerated): those
-// not in the cluster yet as pending. A Git generator reads the plan's
-// repo when its repoURL is that repo (as argoapp.SameRepo compares them),
-// at its revision (read through revs). Every generator not evaluated is a
-// finding naming it.
+// not in the cluster yet as pending. The ApplicationSets are those in the
+// cluster and those defined in the repo's manifests (plain files and
+// kustomization renders) that are not in the cluster yet
+// (argoapp.AddAppSetsInGit), evaluated alike. A Git generator reads the
+// plan's repo when its repoURL is that repo (as argoapp.SameRepo compares
+// them), at its revision (read through revs). Every generator not
+// evaluated is a finding naming it.
 func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS string, revs Revisions) []Finding {
 	if ix == nil {
 		return nil // without a repo there is nothing to evaluate them on
@@ -28,10 +31,28 @@ func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS s
 	if apps.AppSetsNote != "" {
 		fs = append(fs, Finding{Code: CodeAppSetNotEvaluated, Severity: Info, Message: apps.AppSetsNote})
 	}
-	if len(apps.AppSets) == 0 {
-		return fs
+	at := treeAt(ix, repoURL, revs)
+	skipped := apps.AddGenerated(at, argoNS)
+	skipped = append(skipped, apps.AddAppSetsInGit(definedAppSets(ix), at, argoNS)...)
+	return append(fs, notEvaluated(skipped)...)
+}
+
+// notEvaluated is the finding for each generator an ApplicationSet could
+// not be evaluated by (argoapp.AppSet.Generate's lines).
+func notEvaluated(skipped []string) []Finding {
+	var fs []Finding
+	for _, line := range skipped {
+		fs = append(fs, Finding{Code: CodeAppSetNotEvaluated, Severity: Info, Message: line +
+			"; the Applications it would generate are not known, so objects they would sync may be proposed again"})
 	}
-	at := func(url, rev string) (argoapp.Tree, error) {
+	return fs
+}
+
+// treeAt is the repo a Git generator reads: the plan's repo (repoURL, as
+// argoapp.SameRepo compares) at the generator's revision, through revs;
+// any other repo is an error saying so.
+func treeAt(ix *gitindex.Index, repoURL string, revs Revisions) argoapp.TreeAt {
+	return func(url, rev string) (argoapp.Tree, error) {
 		if repoURL == "" {
 			return nil, fmt.Errorf("it reads %s and the plan has no repo URL (set repoURL in adopt.yaml)", gitops.Redact(url))
 		}
@@ -44,9 +65,16 @@ func generated(apps *argoapp.Applications, ix *gitindex.Index, repoURL, argoNS s
 		}
 		return t, nil
 	}
-	for _, line := range apps.AddGenerated(at, argoNS) {
-		fs = append(fs, Finding{Code: CodeAppSetNotEvaluated, Severity: Info, Message: line +
-			"; the Applications it would generate are not known, so objects they would sync may be proposed again"})
+}
+
+// definedAppSets are the ApplicationSet manifests in the repo (plain
+// files and kustomization renders), each with its file and line.
+func definedAppSets(ix *gitindex.Index) []argoapp.Defined {
+	var out []argoapp.Defined
+	for _, m := range ix.Manifests() {
+		if m.Group == "argoproj.io" && m.Kind == "ApplicationSet" {
+			out = append(out, argoapp.Defined{Object: m.Object, Where: fmt.Sprintf("%s:%d", m.Path, m.Line)})
+		}
 	}
-	return fs
+	return out
 }

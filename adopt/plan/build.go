@@ -284,7 +284,13 @@ func Build(in Inputs) *Plan {
 		c.obj.Risk = maxSeverity(c.obj.Findings)
 	}
 
-	p.Applications = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
+	named, fs := naming(cfg, in.Apps.Specs, &p.Settings)
+	p.Applications = group(cands, groupBy, named, in.Index, p.Settings.RepoURL)
+	if !slices.ContainsFunc(p.Applications, func(a Application) bool { return a.Existing == nil }) {
+		// Nothing new is named.
+		fs, p.Settings.Naming, p.Settings.NamingFrom = nil, "", ""
+	}
+	p.Findings = append(p.Findings, fs...)
 	checkWholePaths(p, cands, in, owned)
 	p.Applications = helmApps(p, cands, in)
 	for _, c := range cands {
@@ -297,7 +303,11 @@ func Build(in Inputs) *Plan {
 	}
 	extendExisting(p, in.Apps.Specs)
 	if in.Apps.Installed {
+		p.Findings = append(p.Findings, placeGenerated(p, in.Apps, in.Index, renders.same, cfg)...)
 		p.ArgoCD.Root = appsRoot(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Settings.AppsDir, p.Applications, renders.same)
+		if p.ArgoCD.Root == nil {
+			p.ArgoCD.Root = rootElsewhere(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Applications, renders.same)
+		}
 	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {

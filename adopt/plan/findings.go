@@ -80,7 +80,7 @@ func findings(o *Object, haveRepo bool) []Finding {
 	}
 	switch {
 	case len(o.Ambiguous) > 0:
-		fs = append(fs, Finding{CodeAmbiguous, Warning, fmt.Sprintf("defined %d times in Git (%s) and none can be chosen by content: no Application is proposed and nothing is exported. Choose the one to sync in adopt.yaml (sources: [{path: <file or kustomization directory>, namespaces: [%s]}]), or keep one definition, then plan again", len(o.Ambiguous), matchList(o.Ambiguous), o.Namespace)})
+		fs = append(fs, Finding{CodeAmbiguous, Warning, ambiguousAdvice(o)})
 	case o.Git != nil && o.Drift != nil && !o.Drift.Identical():
 		fs = append(fs, Finding{CodeStaleVsGit, Warning, fmt.Sprintf("live is %d B behind Git at %s:%d (%s); the first sync will change it", o.Drift.BytesBehind, o.Git.Path, o.Git.Line, gitindex.FieldList(o.Drift.Fields, 5))})
 	case o.Git == nil && haveRepo && o.HelmRelease == "":
@@ -98,6 +98,25 @@ func findings(o *Object, haveRepo bool) []Finding {
 		fs = append(fs, Finding{CodeStaleTracking, Warning, "stale tracking: " + o.StaleTracking})
 	}
 	return fs
+}
+
+// ambiguousAdvice says why an object defined several times in Git gets no
+// Application, and what would decide: the candidates may be different
+// apps' configurations that are equal today, so none is to be deleted.
+func ambiguousAdvice(o *Object) string {
+	first := o.Ambiguous[0]
+	p := first.Path
+	if first.Line == 0 && first.Kustomization != "" {
+		p = first.Kustomization
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = "<namespace>"
+	}
+	return fmt.Sprintf("defined %d times in Git (%s) and none can be chosen by content: no Application is proposed and nothing is exported. "+
+		"They may be different apps' configurations that are equal today: keep them. What decides: an Application or ApplicationSet in Git that deploys one of them to namespace %s (the plan leaves the object to it), "+
+		"or a line in adopt.yaml naming the one applied by hand here, for example sources: [{path: %s, namespaces: [%s]}]; then plan again",
+		len(o.Ambiguous), matchList(o.Ambiguous), ns, p, ns)
 }
 
 func matchList(ms []GitMatch) string {

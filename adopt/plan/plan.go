@@ -100,8 +100,9 @@ type ArgoCD struct {
 	// planned (hub and spoke, --argocd-context).
 	Management *Management `json:"management,omitempty" yaml:"management,omitempty"`
 	// Root is the existing Application that syncs the apps directory (app
-	// of apps); nil when none does, and the new Applications must then be
-	// applied by hand after the merge.
+	// of apps), or, when none does, another directory of Applications or
+	// a kustomization listing them (Root.Dir); nil when none does, and the
+	// new Applications must then be applied by hand after the merge.
 	Root *Root `json:"root,omitempty" yaml:"root,omitempty"`
 }
 
@@ -152,6 +153,11 @@ type Settings struct {
 	ExportDir   string              `json:"exportDir" yaml:"exportDir"`
 	Project     string              `json:"project" yaml:"project"`
 	Destination string              `json:"destination" yaml:"destination"`
+	// Naming is the template the new Applications' names follow, when
+	// adopt.yaml's nameTemplate or the repo's Applications gave one
+	// ("" for adopt's default); NamingFrom says which.
+	Naming     string `json:"naming,omitempty" yaml:"naming,omitempty"`
+	NamingFrom string `json:"namingFrom,omitempty" yaml:"namingFrom,omitempty"`
 }
 
 // Summary counts the plan's findings.
@@ -272,6 +278,11 @@ type Application struct {
 	// namespace: apply adds the objects to it, never replaces it
 	// (CodeExtends).
 	Extends string `json:"extends,omitempty" yaml:"extends,omitempty"`
+	// Generator is set when the repo's ApplicationSet generates the
+	// Application from SourcePath, a directory apply writes the objects
+	// into (placeGenerated): apply writes no Application of its own, and
+	// Name is the one the set gives it.
+	Generator *Generator `json:"generator,omitempty" yaml:"generator,omitempty"`
 	// Objects are the adopted objects, by Object.Ref.
 	Objects []string `json:"objects" yaml:"objects"`
 	// IgnoreDifferences are the spec.ignoreDifferences entries the

@@ -53,7 +53,9 @@ type Renders struct {
 	owned    appRenders
 	findings []Finding
 	// same is, for each targetRevision of a source that may read the apps
-	// directory, whether it is the plan's revision (appsRoot).
+	// directory and each revision of a Git directory generator of the
+	// plan's repo, whether it is the plan's revision (appsRoot,
+	// placeGenerated).
 	same map[string]bool
 }
 
@@ -71,14 +73,27 @@ func Render(in Inputs, revs Revisions) *Renders {
 	url, from := p.Settings.RepoURL, p.Settings.RepoURLFrom
 	r := &Renders{apps: in.Apps}
 	r.appSets = generated(&r.apps, in.Index, url, in.Tracking.Namespace, revs)
-	r.owned, r.findings = existingRenders(r.apps, in.Index, url, from, in.Tracking, in.Charts, revs)
+	// What a root's chart renders is pending for the renders only.
+	rendered := r.apps
+	r.owned, r.findings = existingRenders(&rendered, in.Index, url, from, in.Tracking, in.Charts, revs)
 	if in.Index != nil && url != "" && cfg.AppsDir != "" && in.Apps.Installed {
 		r.same = map[string]bool{}
+		var rev []string
 		for _, s := range r.apps.Specs {
 			for _, src := range rootSources(s, url) {
-				if _, ok := r.same[src.TargetRevision]; !ok {
-					r.same[src.TargetRevision] = revs.same(src.TargetRevision)
+				rev = append(rev, src.TargetRevision)
+			}
+		}
+		for _, s := range r.apps.AppSets {
+			for _, g := range s.Spec.Generators {
+				if g.Git != nil && len(g.Git.Directories) > 0 && argoapp.SameRepo(g.Git.RepoURL, url) {
+					rev = append(rev, g.Git.Revision)
 				}
+			}
+		}
+		for _, v := range rev {
+			if _, ok := r.same[v]; !ok {
+				r.same[v] = revs.same(v)
 			}
 		}
 	}

@@ -38,7 +38,14 @@ func applyReport(w io.Writer, r ApplyResult) {
 	}
 	fmt.Fprintf(w, "plan %s: %d Application(s), %d object(s)\n", s.PlanID, len(s.Applications), s.Objects)
 	for _, a := range s.Applications {
-		fmt.Fprintf(w, "  Application %s -> %s (manifest %s)\n", a.Name, a.Path, a.File)
+		if a.File != "" {
+			fmt.Fprintf(w, "  Application %s -> %s (manifest %s)\n", a.Name, a.Path, a.File)
+		} else {
+			fmt.Fprintf(w, "  Application %s -> %s (no manifest)\n", a.Name, a.Path)
+		}
+		if a.Reach != "" {
+			fmt.Fprintf(w, "    reaches the cluster: %s\n", a.Reach)
+		}
 		for _, ob := range a.Objects {
 			fmt.Fprintf(w, "    %s: %s\n", ob.Ref, ob.Where)
 		}

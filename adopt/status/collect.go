@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -107,7 +106,8 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 	gits := map[string]gitFacts{} // by branch: a fleet's clusters share one
 	for _, i := range in {
 		p := i.Plan
-		appsDir, argoNS := apply.Settings(p)
+		_, argoNS := apply.Settings(p)
+		appsDir := apply.AppFilesDir(p)
 		ref := PlanRef{ID: p.ID, File: i.File, Cluster: p.Cluster.Server, Context: i.Cluster, Branch: i.branch()}
 		finalized, jnote, err := journal(i.Journal)
 		if err != nil {
@@ -147,7 +147,7 @@ func Collect(ctx context.Context, src Sources, in []Input) ([]PlanRef, []Facts, 
 		for _, a := range p.Applications {
 			file := i.AppFiles[a.Name]
 			if file == "" {
-				file = path.Join(appsDir, a.Name+".yaml")
+				file = apply.MergedFile(p, a, appsDir)
 			}
 			merged := git.merged
 			if !merged && src.Repo != nil && ref.Base != "" {

@@ -86,6 +86,11 @@ func Place(f Facts) Object {
 		o.Reason = "finalized " + f.FinalizedAt.UTC().Format(time.RFC3339)
 	case f.AppState != nil && f.AppState.Found:
 		placeApp(&o, f, tracked, cmd)
+	case f.Merged && f.App.Generator != nil:
+		o.Stage = StageMerged
+		o.Reason = fmt.Sprintf("merged; Application %s/%s is not generated yet", f.ArgoNS, f.App.Name)
+		ns, name, _ := strings.Cut(f.App.Generator.ApplicationSet, "/")
+		o.Next = fmt.Sprintf("ApplicationSet %s generates it from %s at its next read of Git; to read it now: kubectl annotate -n %s applicationset %s argocd.argoproj.io/application-set-refresh=true", f.App.Generator.ApplicationSet, f.App.SourcePath, ns, name)
 	case f.Merged:
 		o.Stage = StageMerged
 		o.Reason = fmt.Sprintf("merged; Application %s/%s is not in the cluster yet", f.ArgoNS, f.App.Name)

@@ -264,6 +264,9 @@ var argoPlanes = struct {
 type argoPlane struct {
 	c *testenv.ControlPlane
 	a *testenv.ArgoCD
+	// appSets is set once its ApplicationSet controller runs
+	// (appSetController).
+	appSets bool
 }
 
 // stopArgoPlanes stops the shared planes (TestMain, after the tests).

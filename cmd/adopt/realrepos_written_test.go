@@ -38,7 +38,22 @@ var upstreamReadme = regexp.MustCompile(`^Modelled on ([\w.-]+/[\w.-]+) at ([0-9
 //
 // at the commit the fixture's README names.
 func TestRealRepoFixturesWrittenHere(t *testing.T) {
-	root := filepath.Join("testdata", "realrepos")
+	// cmd/adopt's fixtures, and the planner's (its tests plan them on the
+	// package's own control plane).
+	roots := []string{filepath.Join("testdata", "realrepos"), filepath.Join("..", "..", "adopt", "planner", "testdata", "realrepos")}
+	n := 0
+	for _, root := range roots {
+		n += checkFixturesWrittenHere(t, root)
+	}
+	if n == 0 {
+		t.Fatal("no fixture in " + strings.Join(roots, ", "))
+	}
+}
+
+// checkFixturesWrittenHere checks every fixture under root and returns
+// how many there are.
+func checkFixturesWrittenHere(t *testing.T, root string) int {
+	t.Helper()
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -107,9 +122,7 @@ func TestRealRepoFixturesWrittenHere(t *testing.T) {
 			}
 		})
 	}
-	if n == 0 {
-		t.Fatal("no fixture in " + root)
-	}
+	return n
 }
 
 // fixtureFiles are the files of a fixture directory, by slash path.
