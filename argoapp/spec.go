@@ -14,7 +14,10 @@ type Spec struct {
 	Namespace, Name string
 	// Destination is the namespace objects without one are put in.
 	Destination string
-	Sources     []v1alpha1.ApplicationSource
+	// Cluster is the destination cluster's name: spec.destination.name,
+	// "in-cluster" for the in-cluster server URL, "" for another URL.
+	Cluster string
+	Sources []v1alpha1.ApplicationSource
 	// Automated is set when the Application syncs by itself.
 	Automated bool
 	// Sync is status.sync.status (Synced, OutOfSync, Unknown or "").
@@ -64,6 +67,12 @@ func specOf(u *unstructured.Unstructured) Spec {
 		return s
 	}
 	s.Destination = spec.Destination.Namespace
+	switch {
+	case spec.Destination.Name != "":
+		s.Cluster = spec.Destination.Name
+	case spec.Destination.Server == InClusterServer:
+		s.Cluster = InClusterName
+	}
 	s.Sources = spec.GetSources()
 	s.Automated = spec.SyncPolicy != nil && spec.SyncPolicy.Automated != nil
 	return s

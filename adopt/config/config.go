@@ -54,7 +54,8 @@ type Config struct {
 	// ExportDir is where objects not found in Git are exported.
 	ExportDir string `yaml:"exportDir"`
 	// Naming is the Application name template. Placeholders: {namespace},
-	// {key} (the group's label value or directory name) and {dir}.
+	// {key} (the group's label value or directory name), {dir}, {env}
+	// (the last segment of the source path) and {cluster} (see Cluster).
 	Naming string `yaml:"naming"`
 	// NameTemplate is Naming as the user set it (nameTemplate, or its
 	// older spelling naming): when set, it names every new Application;
@@ -294,7 +295,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("nameTemplate %q and naming %q differ: naming is nameTemplate's older spelling, set one", c.NameTemplate, c.Naming)
 	}
 	if !strings.Contains(c.Naming, "{") {
-		return fmt.Errorf("naming %q has no placeholder: use {namespace}, {key} or {dir}", c.Naming)
+		return fmt.Errorf("naming %q has no placeholder: use {namespace}, {key}, {dir}, {env} or {cluster}", c.Naming)
 	}
 	for _, d := range []struct{ name, v string }{{"appsDir", c.AppsDir}, {"exportDir", c.ExportDir}} {
 		if d.v == "" || path.IsAbs(d.v) || strings.HasPrefix(path.Clean(d.v), "..") {
@@ -441,14 +442,64 @@ func sortedKeys(m map[string]string) []string {
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 
+// NameVars are the values a naming template's placeholders take.
+type NameVars struct {
+	// Namespace is {namespace}; Key is {key} (dropped when it equals
+	// Namespace); Dir is {dir} ("/" becomes "-").
+	Namespace, Key, Dir string
+	// Env is {env}: the last segment of the Application's source path.
+	Env string
+	// Cluster is {cluster}: the destination cluster's name (see Cluster).
+	Cluster string
+}
+
+// InClusterName is the name Argo CD gives its in-cluster destination.
+const InClusterName = "in-cluster"
+
+// Cluster is the name of the cluster new Applications go to, for
+// {cluster}: destination.name, "in-cluster" for the in-cluster server
+// URL, "" for any other server URL (its name is not known here).
+func (c *Config) Cluster() string {
+	switch {
+	case c.Destination.Name != "":
+		return c.Destination.Name
+	case c.Destination.Server == "https://kubernetes.default.svc":
+		return InClusterName
+	}
+	return ""
+}
+
 // AppName renders the naming template into a valid Application name (DNS
 // label, at most 63 bytes). An empty result falls back to "adopt-cluster".
+// {env} is the last segment of dir ("" without one), {cluster} is
+// Cluster().
 func (c *Config) AppName(namespace, key, dir string) string {
+	env := ""
+	if dir != "" {
+		env = path.Base(dir)
+	}
+	return c.Name(NameVars{Namespace: namespace, Key: key, Dir: dir, Env: env})
+}
+
+// Name is AppName with every placeholder's value given (Cluster, when
+// "", is Cluster()).
+func (c *Config) Name(v NameVars) string {
+	if v.Cluster == "" {
+		v.Cluster = c.Cluster()
+	}
+	return RenderName(c.Naming, v)
+}
+
+// RenderName renders template with v into a valid Application name, as
+// AppName does.
+func RenderName(template string, v NameVars) string {
+	namespace, key, dir := v.Namespace, v.Key, v.Dir
 	if key == namespace {
 		key = ""
 	}
-	r := strings.NewReplacer("{namespace}", namespace, "{key}", key, "{dir}", strings.ReplaceAll(dir, "/", "-"))
-	s := nonName.ReplaceAllString(strings.ToLower(r.Replace(c.Naming)), "-")
+	r := strings.NewReplacer("{namespace}", namespace, "{key}", key, "{dir}", strings.ReplaceAll(dir, "/", "-"),
+		"{env}", v.Env, "{cluster}", v.Cluster)
+	s := nonName.ReplaceAllString(strings.ToLower(r.Replace(template)), "-")
 	for strings.Contains(s, "--") {
 		s = strings.ReplaceAll(s, "--", "-")
 	}

@@ -140,3 +140,21 @@ func TestNameTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestNamePlaceholders: {env} is the source path's last segment,
+// {cluster} the destination cluster's name (issue 46).
+func TestNamePlaceholders(t *testing.T) {
+	c := Default()
+	c.Naming = "{cluster}-{namespace}-{env}"
+	if got := c.AppName("billing", "staging", "apps/billing/envs/staging"); got != "in-cluster-billing-staging" {
+		t.Errorf("in-cluster: %s", got)
+	}
+	c.Destination = Destination{Name: "prod"}
+	if got := c.Name(NameVars{Namespace: "billing-prod", Env: "prod"}); got != "prod-billing-prod" {
+		t.Errorf("named cluster, doubled env: %s", got)
+	}
+	c.Destination = Destination{Server: "https://10.0.0.1:6443"}
+	if c.Cluster() != "" {
+		t.Errorf("a server URL's cluster name is not known here: %q", c.Cluster())
+	}
+}

@@ -125,8 +125,8 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 			if ns == "" {
 				ns, dir = "cluster", "_cluster"
 			}
-			a.Name = cfg.AppName(ns, key, "")
 			a.SourcePath = path.Join(cfg.ExportDir, dir, key)
+			a.Name = cfg.Name(config.NameVars{Namespace: ns, Key: key, Env: path.Base(a.SourcePath)})
 		}
 		if a.Source == "existing" {
 			used[a.Name] = true // sorted first: a new one never takes its name
