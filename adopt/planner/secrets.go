@@ -10,24 +10,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/sealed"
 )
 
 // secretForms chooses the form of each Secret the plan could adopt
-// (plan.SecretCandidates): a SealedSecret when the Sealed Secrets
-// controller answers with its certificate, unless adopt.yaml forces none
-// for the namespace. It reads the controller's Service and certificate
-// and each Secret's metadata (uid and resourceVersion: never a value);
-// without a controller each Secret stays left out, as it always was.
+// (plan.SecretCandidates) by one rule (pickForm): the form adopt.yaml
+// forces for its namespace; else a SealedSecret when the Sealed Secrets
+// controller answers with its certificate; else an ExternalSecret when an
+// External Secrets store fits the namespace (esoform.FindStores); else
+// none, as it always was. It reads the controller's Service and
+// certificate, the stores, and each Secret's metadata (uid and
+// resourceVersion: never a value).
 func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Plan) {
 	var want []*plan.Object
-	forced := map[*plan.Object]string{} // the adopt.yaml entry forcing sealed
+	forced := map[*plan.Object]string{} // the adopt.yaml entry forcing a form
 	for _, ob := range p.SecretCandidates() {
 		switch form, entry := cfg.SecretForm(ob.Namespace); form {
 		case config.SecretFormNone:
 			p.SecretLeftOut(ob, plan.Info, fmt.Sprintf("adopt.yaml %s forces form none for namespace %s: the Secret is left out of Git", entry, ob.Namespace))
-		case config.SecretFormSealed:
+		case config.SecretFormSealed, config.SecretFormESO:
 			forced[ob] = entry
 			want = append(want, ob)
 		default:
@@ -38,36 +41,74 @@ func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Pla
 		return
 	}
 	ctrl, why, pub, err := findController(ctx, o, cfg)
-	if err != nil || pub == nil {
-		for _, ob := range want {
+	stores := esoStores{o: o, cfg: cfg}
+	for _, ob := range want {
+		forcedForm, _ := cfg.SecretForm(ob.Namespace)
+		sealedOK := err == nil && pub != nil
+		store, storeWhy, storeErr := stores.pick(ctx, ob.Namespace)
+		form, chosen := pickForm(forcedForm, forced[ob], sealedOK, why, store, storeWhy)
+		switch form {
+		case "":
 			switch {
-			case forced[ob] != "":
+			case forcedForm == config.SecretFormSealed:
 				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sealed for namespace %s, but %s: the Secret is left out of Git until the controller answers", forced[ob], ob.Namespace, notFound(err)))
+			case forcedForm == config.SecretFormESO:
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form eso for namespace %s, but %s: the Secret is left out of Git until a store fits", forced[ob], ob.Namespace, noStore(storeWhy, storeErr)))
 			case err != nil:
 				// A controller named or found that does not answer is
 				// worth saying; none at all is today's plain case.
 				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: %v; the Secret is left out of Git", err))
+			case storeErr != nil:
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("no ExternalSecret: %v; the Secret is left out of Git", storeErr))
 			}
-		}
-		return
-	}
-	fp := sealed.Fingerprint(pub)
-	for _, ob := range want {
-		uid, rv, err := secretMeta(ctx, o, ob.Namespace, ob.Name)
-		if err != nil {
-			if apierrors.IsForbidden(err) {
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: not allowed to get Secrets in namespace %s, and sealing reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", ob.Namespace))
-				continue
-			}
-			p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: reading its metadata failed (%s); the Secret is left out of Git", explained(o, err)))
 			continue
 		}
-		chosen := why
-		if forced[ob] != "" {
-			chosen = "adopt.yaml " + forced[ob] + "; " + why
+		uid, rv, merr := secretMeta(ctx, o, ob.Namespace, ob.Name)
+		if merr != nil {
+			if apierrors.IsForbidden(merr) {
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not adopted as %s: not allowed to get Secrets in namespace %s, and the form reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", form, ob.Namespace))
+				continue
+			}
+			p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not adopted as %s: reading its metadata failed (%s); the Secret is left out of Git", form, explained(o, merr)))
+			continue
 		}
-		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSealed, Controller: ctrl.Namespace + "/" + ctrl.Name, Fingerprint: fp, UID: uid, SealedAt: rv, Why: chosen})
+		if form == plan.SecretFormESO {
+			p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormESO, Store: store.String(), RemoteKey: esoform.RemoteKey(ob.Namespace, ob.Name), UID: uid, SealedAt: rv, Why: chosen})
+			continue
+		}
+		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSealed, Controller: ctrl.Namespace + "/" + ctrl.Name, Fingerprint: sealed.Fingerprint(pub), UID: uid, SealedAt: rv, Why: chosen})
 	}
+}
+
+// pickForm is the one rule that chooses a Secret's form, and says why:
+// the form adopt.yaml forces (entry), when it fits; else sealed when the
+// controller answers (sealedWhy), since it writes nothing outside Git
+// before the merge and keeps no copy of the value in another system;
+// else eso when a store fits (store, storeWhy). Where both fit, why
+// names the other one and how to force it. "" is no form.
+func pickForm(forced, entry string, sealedOK bool, sealedWhy string, store esoform.Store, storeWhy string) (form, why string) {
+	esoOK := store.Name != ""
+	switch forced {
+	case config.SecretFormSealed:
+		if sealedOK {
+			return plan.SecretFormSealed, "adopt.yaml " + entry + "; " + sealedWhy
+		}
+		return "", ""
+	case config.SecretFormESO:
+		if esoOK {
+			return plan.SecretFormESO, "adopt.yaml " + entry + "; " + storeWhy
+		}
+		return "", ""
+	}
+	switch {
+	case sealedOK && esoOK:
+		return plan.SecretFormSealed, sealedWhy + "; " + store.String() + " fits too (" + storeWhy + "): sealed is chosen where both fit, as it stores no copy outside Git; adopt.yaml secrets.forms can force eso for the namespace"
+	case sealedOK:
+		return plan.SecretFormSealed, sealedWhy
+	case esoOK:
+		return plan.SecretFormESO, storeWhy
+	}
+	return "", ""
 }
 
 func notFound(err error) string {

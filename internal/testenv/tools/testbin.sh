@@ -36,3 +36,6 @@ phase "pushgateway" "$here/build-pushgateway.sh"
 # The Secrets tests (issue 45): the real Sealed Secrets controller and
 # kubeseal.
 phase "sealed secrets v0.27.1" "$here/build-sealed-secrets.sh" v0.27.1
+# The External Secrets form's tests (issue 45): the real External Secrets
+# Operator, its kubernetes provider only.
+phase "external secrets v0.16.2" "$here/build-external-secrets.sh" v0.16.2
