@@ -92,9 +92,9 @@ type Options struct {
 	RepoURL string
 	// TargetRevision is the Applications' targetRevision (the base branch).
 	TargetRevision string
-	// Kube reads the Secrets the plan adopts as SealedSecrets and reaches
-	// the Sealed Secrets controller (its certificate, /v1/verify); nil
-	// refuses a plan with such a Secret.
+	// Kube reads the Secrets the plan adopts as SealedSecrets or
+	// ExternalSecrets and reaches the Sealed Secrets controller (its
+	// certificate, /v1/verify); nil refuses a plan with such a Secret.
 	Kube kubernetes.Interface
 }
 
@@ -128,6 +128,9 @@ type exported struct {
 	// sealed is set for a Secret written as a SealedSecret (data is its
 	// manifest: ciphertext, never a value).
 	sealed bool
+	// eso is set for a Secret written as an ExternalSecret (data is its
+	// manifest: a store and a key, never a value).
+	eso bool
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -230,7 +233,7 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	a.objs = make(map[string]*exported, len(p.Objects))
 	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
-	var order, seal []*exported
+	var order, seal, esos []*exported
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
@@ -241,6 +244,10 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		if obj.Sealed() && obj.Git == nil {
 			seal = append(seal, e)
+			continue
+		}
+		if obj.ESO() && obj.Git == nil {
+			esos = append(esos, e)
 			continue
 		}
 		if obj.IsSecret() {
@@ -261,6 +268,9 @@ func (a *Applier) Export(ctx context.Context) error {
 		byGVR[gvr][obj.Namespace+"/"+obj.Name] = e
 	}
 	if err := a.sealAll(ctx, seal); err != nil {
+		return err
+	}
+	if err := a.esoAll(ctx, esos); err != nil {
 		return err
 	}
 	errs := map[*exported]error{}
@@ -494,6 +504,9 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 		case e.sealed:
 			f := e.obj.SecretForm
 			s.Sealed = append(s.Sealed, SealedSummary{Ref: e.obj.Ref.String(), File: e.file, Controller: f.Controller, Fingerprint: f.Fingerprint})
+		case e.eso:
+			f := e.obj.SecretForm
+			s.ESO = append(s.ESO, ESOSummary{Ref: e.obj.Ref.String(), File: e.file, Store: f.Store, RemoteKey: f.RemoteKey})
 		case e.secret != "":
 			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref.String(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:
@@ -505,6 +518,7 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	}
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
 	sort.Slice(s.Sealed, func(i, j int) bool { return s.Sealed[i].Ref < s.Sealed[j].Ref })
+	sort.Slice(s.ESO, func(i, j int) bool { return s.ESO[i].Ref < s.ESO[j].Ref })
 	return s, nil
 }
 
@@ -520,6 +534,8 @@ type Summary struct {
 	Secrets      []SecretSummary
 	// Sealed are the Secrets written as SealedSecrets.
 	Sealed []SealedSummary
+	// ESO are the Secrets written as ExternalSecrets.
+	ESO []ESOSummary
 	// Exported maps an object's Ref to the file it was exported to.
 	Exported    map[string]string
 	Runbooks    []runbook.Finding

@@ -46,6 +46,9 @@ type PRInput struct {
 	// Sealed maps a Secret's Ref to the SealedSecret file apply wrote for
 	// it; SealedBy to the controller and key that sealed it.
 	Sealed, SealedBy map[string]string
+	// ESO maps a Secret's Ref to the ExternalSecret file apply wrote for
+	// it; ESOFrom to the store and key it reads back.
+	ESO, ESOFrom map[string]string
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
@@ -64,6 +67,7 @@ type prData struct {
 	Runbooks     []string
 	Secrets      []prSecret
 	Sealed       []prSealed
+	ESO          []prSealed
 	NextStep     string
 	// Root is the existing Application that syncs AppsDir and creates the
 	// new Applications ("" when none does); New counts them.
@@ -183,6 +187,8 @@ func newPRData(in PRInput) prData {
 				po.Where = fmt.Sprintf("in Git at `%s:%d`", ob.Git.Path, ob.Git.Line)
 			case in.Sealed[r] != "":
 				po.Where = "sealed to `" + in.Sealed[r] + "`"
+			case in.ESO[r] != "":
+				po.Where = "as an ExternalSecret in `" + in.ESO[r] + "`"
 			case in.Exported[r] != "":
 				po.Where = "exported to `" + in.Exported[r] + "`"
 			default:
@@ -197,6 +203,8 @@ func newPRData(in PRInput) prData {
 				po.Drift = fmt.Sprintf("live %d B behind Git: %s", ob.Drift.BytesBehind, strings.Join(ob.Drift.Fields, ", "))
 			case in.Sealed[r] != "":
 				po.Drift = "n/a (sealed from the cluster)"
+			case in.ESO[r] != "":
+				po.Drift = "n/a (read back from the store)"
 			case ob.Git == nil:
 				po.Drift = "n/a (exported from the cluster)"
 			}
@@ -235,7 +243,11 @@ func newPRData(in PRInput) prData {
 		d.Sealed = append(d.Sealed, prSealed{Ref: ref, File: file, By: in.SealedBy[ref]})
 	}
 	sort.SliceStable(d.Sealed, func(i, j int) bool { return d.Sealed[i].Ref < d.Sealed[j].Ref })
-	if len(d.Sealed) > 0 {
+	for ref, file := range in.ESO {
+		d.ESO = append(d.ESO, prSealed{Ref: ref, File: file, By: in.ESOFrom[ref]})
+	}
+	sort.SliceStable(d.ESO, func(i, j int) bool { return d.ESO[i].Ref < d.ESO[j].Ref })
+	if len(d.Sealed) > 0 || len(d.ESO) > 0 {
 		d.NextStep += " --sync"
 	}
 	return d
@@ -327,6 +339,11 @@ func (s Summary) PRInput(in PRInput) PRInput {
 	for _, sec := range s.Sealed {
 		in.Sealed[sec.Ref] = sec.File
 		in.SealedBy[sec.Ref] = "the Sealed Secrets controller at Service " + sec.Controller + ", key " + sec.Fingerprint
+	}
+	in.ESO, in.ESOFrom = map[string]string{}, map[string]string{}
+	for _, sec := range s.ESO {
+		in.ESO[sec.Ref] = sec.File
+		in.ESOFrom[sec.Ref] = "key `" + sec.RemoteKey + "` of " + sec.Store
 	}
 	for ref, f := range s.Exported {
 		in.Exported[ref] = f
