@@ -99,14 +99,19 @@ func Push(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface,
 		}
 		return &Pushed{Keys: keys, Already: true}, cleanup(ctx, kube, dyn, o)
 	}
+	// The copy exists before the PushSecret that reads it, then is
+	// owned by it (so a garbage collector removes it with the PushSecret).
+	if err := ensureCopy(ctx, kube, o, live); err != nil {
+		return nil, err
+	}
+	live = nil
 	ps, err := ensurePushSecret(ctx, dyn, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureCopy(ctx, kube, o, live, ps); err != nil {
+	if err := ownCopy(ctx, kube, o, ps); err != nil {
 		return nil, err
 	}
-	live = nil
 	if _, err := waitFor(ctx, dyn, PushSecretGVR, o.Namespace, pushName(o.Name), func(u *unstructured.Unstructured) (bool, error) {
 		switch st, msg := condition(u.Object, "Ready"); st {
 		case "True":
@@ -175,11 +180,13 @@ func ensurePushSecret(ctx context.Context, dyn dynamic.Interface, o PushOptions)
 }
 
 // ensureCopy creates the label- and annotation-free copy the PushSecret
-// reads, owned by it; adopt's copy from an earlier run gets live's data.
-func ensureCopy(ctx context.Context, kube kubernetes.Interface, o PushOptions, live *corev1.Secret, ps *unstructured.Unstructured) error {
-	owner := metav1.OwnerReference{APIVersion: PushAPIVersion, Kind: KindPushSecret, Name: ps.GetName(), UID: ps.GetUID()}
-	c := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: copyName(o.Name), Namespace: o.Namespace, OwnerReferences: []metav1.OwnerReference{owner}},
-		Type: live.Type, Data: liveData(live)}
+// reads. A copy already there is adopt's from an earlier run when it has
+// no label or annotation and either no owner and live's data, or adopt's
+// PushSecret as its one owner (its data is then set to live's); anything
+// else is ErrNameTaken.
+func ensureCopy(ctx context.Context, kube kubernetes.Interface, o PushOptions, live *corev1.Secret) error {
+	want := liveData(live)
+	c := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: copyName(o.Name), Namespace: o.Namespace}, Type: live.Type, Data: want}
 	sc := kube.CoreV1().Secrets(o.Namespace)
 	_, err := sc.Create(ctx, c, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -187,16 +194,35 @@ func ensureCopy(ctx context.Context, kube kubernetes.Interface, o PushOptions, l
 		if gerr != nil {
 			return fmt.Errorf("read Secret %s/%s: %w", o.Namespace, c.Name, gerr)
 		}
-		ref := metav1.GetControllerOf(old)
-		ours := len(old.OwnerReferences) == 1 && old.OwnerReferences[0].Kind == KindPushSecret && old.OwnerReferences[0].Name == ps.GetName() && ref == nil
-		if !ours || len(old.Labels) > 0 || len(old.Annotations) > 0 {
+		ownedByUs := len(old.OwnerReferences) == 1 && old.OwnerReferences[0].Kind == KindPushSecret && old.OwnerReferences[0].Name == pushName(o.Name)
+		unowned := len(old.OwnerReferences) == 0 && Diff(want, liveData(old)) == ""
+		if (!ownedByUs && !unowned) || len(old.Labels) > 0 || len(old.Annotations) > 0 || old.Type != live.Type {
 			return fmt.Errorf("Secret %s/%s: %w: rename or remove it, then re-run", o.Namespace, c.Name, ErrNameTaken)
 		}
-		old.Data, old.OwnerReferences = c.Data, c.OwnerReferences
+		old.Data = want
 		_, err = sc.Update(ctx, old, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("create Secret %s/%s, the copy of %s that PushSecret %s/%s pushes: %w", o.Namespace, c.Name, o.ref(), o.Namespace, ps.GetName(), err)
+		return fmt.Errorf("create Secret %s/%s, the copy of %s that PushSecret %s/%s pushes: %w", o.Namespace, c.Name, o.ref(), o.Namespace, pushName(o.Name), err)
+	}
+	return nil
+}
+
+// ownCopy makes adopt's PushSecret the copy's one owner, with an update
+// guarded by the copy's resourceVersion.
+func ownCopy(ctx context.Context, kube kubernetes.Interface, o PushOptions, ps *unstructured.Unstructured) error {
+	sc := kube.CoreV1().Secrets(o.Namespace)
+	c, err := sc.Get(ctx, copyName(o.Name), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read Secret %s/%s: %w", o.Namespace, copyName(o.Name), err)
+	}
+	owner := metav1.OwnerReference{APIVersion: PushAPIVersion, Kind: KindPushSecret, Name: ps.GetName(), UID: ps.GetUID()}
+	if len(c.OwnerReferences) == 1 && c.OwnerReferences[0].UID == owner.UID {
+		return nil
+	}
+	c.OwnerReferences = []metav1.OwnerReference{owner}
+	if _, err := sc.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("make PushSecret %s/%s the owner of Secret %s/%s: %w", o.Namespace, ps.GetName(), o.Namespace, c.Name, err)
 	}
 	return nil
 }
