@@ -2,13 +2,16 @@ package finalize
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/gitops"
 )
@@ -82,8 +85,8 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 // proveESO is Prove for a Secret of form eso: the ExternalSecret of the
 // same name took the same Secret over (esoform.WaitTakeover) with the
 // data this run pushed (when it pushed in this process); then
-// last-applied-configuration, which the operator keeps, is removed by
-// Cleanup, guarded and journaled like every object's.
+// last-applied-configuration, which the operator keeps, is removed
+// (dropLastApplied), guarded and journaled like every object's.
 func (s *Sealer) proveESO(ctx context.Context, t SealedTarget) Result {
 	res := Result{Object: t.Ref.String(), App: t.App, Attempts: 1}
 	before := s.pushed[t.Ref.String()]
@@ -98,11 +101,11 @@ func (s *Sealer) proveESO(ctx context.Context, t SealedTarget) Result {
 		data = "its data not compared in this run (the push ran in an earlier one, whose read-back proof is journaled)"
 	}
 	why := fmt.Sprintf("taken over in place by ExternalSecret %s/%s: the same uid %s, its controller now, %s", t.Namespace, t.Name, took.UID, data)
-	if s.Cleanup == nil || !took.HasLastApplied {
+	if !took.HasLastApplied {
 		res.Status, res.Reason = StatusFinalized, why+"; no last-applied-configuration"
 		return res
 	}
-	out := s.Cleanup(ctx, t.Target)
+	out := s.dropLastApplied(ctx, t)
 	switch out.Status {
 	case StatusFinalized, StatusAlready:
 		out.Reason = why + "; last-applied-configuration removed (journaled)"
@@ -110,4 +113,56 @@ func (s *Sealer) proveESO(ctx context.Context, t SealedTarget) Result {
 		out.Reason = why + "; but last-applied-configuration was not removed: " + out.Reason
 	}
 	return out
+}
+
+// dropLastApplied removes the Secret's last-applied-configuration, which
+// the External Secrets Operator keeps when it takes a Secret over: a JSON
+// patch that tests the uid, the resourceVersion just read and the
+// operator's control, journaled before (pending, durably) and after as
+// every object's, keeping nothing of the annotation (a Secret's copy is
+// its data; --undo says so and never restores it). Its managedFields
+// are left as they are: the operator, not Argo CD, writes the Secret.
+func (s *Sealer) dropLastApplied(ctx context.Context, t SealedTarget) Result {
+	res := Result{Object: t.Ref.String(), App: t.App, Attempts: 1}
+	live, err := s.Kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		res.Status, res.Reason = StatusFailed, explain(t.Target, err, 1)
+		return res
+	}
+	res.Before = budget.MeasureBudget(live.Annotations)
+	res.Before.LastAppliedBytes = 0 // a Secret's copy is its data: no size is reported
+	if _, has := live.Annotations[budget.LastAppliedKey]; !has {
+		res.Status, res.After = StatusAlready, res.Before
+		return res
+	}
+	if c := metav1.GetControllerOf(live); c == nil || c.Kind != esoform.KindExternalSecret || c.Name != t.Name || string(live.UID) != t.UID {
+		res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s is not controlled by ExternalSecret %s/%s with uid %s any more: left as is", t.Ref.String(), t.Namespace, t.Name, t.UID)
+		return res
+	}
+	body, err := json.Marshal([]Op{
+		{Op: "test", Path: "/metadata/uid", Value: live.UID},
+		{Op: "test", Path: "/metadata/resourceVersion", Value: live.ResourceVersion},
+		{Op: "remove", Path: annotationPath},
+	})
+	if err != nil {
+		res.Status, res.Reason = StatusFailed, err.Error()
+		return res
+	}
+	e := NewEntry(t.Target, live.ResourceVersion, "", true, resultPending, Ownership{})
+	if err := s.journal(e, true); err != nil {
+		res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: cannot write the journal, nothing changed: %v. Fix --journal and re-run", t.Ref.String(), err)
+		return res
+	}
+	out, err := s.Kube.CoreV1().Secrets(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: DefaultFieldManager})
+	if err != nil {
+		e.Time, e.Result = time.Now().UTC(), resultNotApplied
+		_ = s.journal(e, false)
+		res.Status, res.Reason = StatusFailed, explain(t.Target, err, 1)
+		return res
+	}
+	e.Time, e.Result = time.Now().UTC(), string(StatusFinalized)
+	_ = s.journal(e, false)
+	res.Status = StatusFinalized
+	res.After = budget.MeasureBudget(out.Annotations)
+	return res
 }

@@ -90,7 +90,7 @@ func Open(ctx context.Context, o Options) (*Session, func(), error) {
 	}
 	r := &Runner{Plan: o.Plan, Selection: o.Selection, Finalizer: f, Parallel: o.Parallel, Retire: o.RetireHelmRecords, Retirer: records}
 	if len(o.Selection.SealedTargets()) > 0 {
-		r.Sealer = &Sealer{Kube: o.Workload.Kube, Dynamic: o.Workload.Clients.Dynamic, DryRun: o.DryRun, Journal: func() *Journal { return f.Journal }, Cleanup: f.Object}
+		r.Sealer = &Sealer{Kube: o.Workload.Kube, Dynamic: o.Workload.Clients.Dynamic, DryRun: o.DryRun, Journal: func() *Journal { return f.Journal }}
 	}
 	s := &Session{Runner: r, JournalFile: o.JournalFile, DryRun: o.DryRun, Undo: o.Undo}
 	if o.Undo {

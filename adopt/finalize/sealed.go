@@ -49,10 +49,6 @@ type Sealer struct {
 	DryRun  bool
 	// Journal is the run's (Session sets the Finalizer's).
 	Journal func() *Journal
-	// Cleanup removes a Secret's last-applied-configuration, guarded and
-	// journaled like every object's (the Finalizer's Object): the
-	// External Secrets Operator keeps it when it takes a Secret over.
-	Cleanup func(context.Context, Target) Result
 	// pushed holds, in this process's memory only, the data of each
 	// Secret of form eso as pushed, by Ref, for Prove to compare.
 	pushed map[string]map[string][]byte
