@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	gitobject "github.com/go-git/go-git/v5/plumbing/object"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/adopt-dev/adopt/adopt/esoform"
+	"github.com/adopt-dev/adopt/adopt/plan"
+	"github.com/adopt-dev/adopt/internal/testenv"
+)
+
+// TestExternalSecretAdoptedOnRealArgoCD (issue 45): on a real Argo CD (the
+// current GA) with the real External Secrets Operator and a Ready
+// kubernetes-provider SecretStore in the namespace, a Secret applied by
+// hand (client-side: a binary value and a stringData value) beside a
+// ConfigMap. plan proposes it in form eso with the store and key; apply
+// writes the ExternalSecret into the same commit, no canary in plaintext
+// or base64 anywhere in it, and the Application without automated sync
+// though --auto-sync was given; finalize --sync pushes (the store's copy
+// without the live Secret's labels or annotations), syncs, and proves the
+// takeover: the same uid, the data byte-identical (compared here, never
+// printed), last-applied gone, the ConfigMap finalized. A plan of the
+// namespace then has nothing untracked.
+func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)
+	ns, storeNS := c.Namespace(t), c.Namespace(t)
+	eso, err := testenv.StartExternalSecrets(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eso.Stop()
+	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
+		t.Fatal(err)
+	}
+	// The store and its service account are the platform's, not this
+	// adoption's.
+	cfg := filepath.Join(t.TempDir(), "adopt.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nexclusions:\n- {apiGroups: [external-secrets.io], kinds: [SecretStore]}\n- {kinds: [ServiceAccount], names: [vault-store]}\nsecrets:\n  forms:\n  - {namespaces: [\""+ns+"\"], form: eso, store: SecretStore vault}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const canary = "canary-Wm3pQ7-eso-pw"
+	binary := []byte{0, 1, 0xfe, 0xff, 'e', 's', 'o'}
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: " + ns + ", labels: {app: shop}}\ntype: Opaque\n" +
+		"data: {cert.bin: " + base64.StdEncoding.EncodeToString(binary) + "}\nstringData: {password: " + canary + "}\n"
+	cmText := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: " + ns + "}\ndata: {mode: fast}\n"
+	for _, m := range []string{secret, cmText} {
+		if _, err := c.Kubectl(ctx, []byte(m), "apply", "-f", "-"); err != nil {
+			t.Fatal("kubectl apply failed") // its output would echo the manifest
+		}
+	}
+	leaks := func(where string, b []byte) {
+		t.Helper()
+		for _, enc := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), base64.StdEncoding.EncodeToString(binary)} {
+			if bytes.Contains(b, []byte(enc)) {
+				t.Errorf("%s holds the Secret's value (an encoding of %d bytes)", where, len(enc))
+			}
+		}
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		leaks("adopt "+args[0]+"'s output", append(out.Bytes(), errb.Bytes()...))
+		if code != 0 {
+			t.Fatalf("adopt %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	before, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
+	bare := g.BarePath("gitops")
+	planFile := filepath.Join(t.TempDir(), "plan.yaml")
+	must("plan", "-n", ns, "--repo", url, "--config", cfg, "--out", planFile, "-q")
+	b, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("the plan file", b)
+	p := readPlan(t, planFile)
+	ob := p.Object("Secret " + ns + "/db")
+	if ob == nil || !ob.ESO() {
+		t.Fatalf("plan does not propose Secret %s/db in form eso: %+v", ns, ob)
+	}
+	if f := ob.SecretForm; f.Store != "SecretStore "+ns+"/vault" || f.RemoteKey != esoform.RemoteKey(ns, "db") || f.UID != string(before.UID) || f.SealedAt != before.ResourceVersion {
+		t.Errorf("secret form %+v, want SecretStore %s/vault, key %s, uid %s and sealedAt %s", f, ns, esoform.RemoteKey(ns, "db"), before.UID, before.ResourceVersion)
+	}
+	if cm := p.Object("ConfigMap " + ns + "/settings"); cm == nil || ob.App == "" || ob.App != cm.App {
+		t.Errorf("the Secret and the ConfigMap are not in the namespace's one Application")
+	}
+
+	out := must("apply", "--plan", planFile, "--repo", url, "--branch", "adopt-1", "--auto-sync", "--author", "T <t@example.invalid>")
+	if !strings.Contains(out, "without automated sync") {
+		t.Errorf("apply with --auto-sync does not say why the Application holding an ExternalSecret syncs by hand:\n%s", out)
+	}
+	tip := tipOf(t, bare, "adopt-1")
+	files, err := tip.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var esFile, appFile string
+	_ = files.ForEach(func(f *gitobject.File) error {
+		text, err := f.Contents()
+		if err != nil {
+			return err
+		}
+		leaks("file "+f.Name+" of the commit", []byte(text))
+		switch {
+		case strings.Contains(text, "kind: "+esoform.KindExternalSecret):
+			esFile = f.Name
+		case strings.HasPrefix(f.Name, p.Settings.AppsDir+"/"):
+			appFile = f.Name
+		}
+		return nil
+	})
+	leaks("the commit message", []byte(tip.Message))
+	if esFile == "" || appFile == "" {
+		t.Fatalf("the commit holds ExternalSecret %q and Application %q; want both", esFile, appFile)
+	}
+	if strings.Contains(fileText(t, tip, esFile), "last-applied") {
+		t.Errorf("the ExternalSecret carries last-applied-configuration")
+	}
+	appYAML := fileText(t, tip, appFile)
+	if strings.Contains(appYAML, "automated") {
+		t.Errorf("the Application holding an ExternalSecret syncs by itself:\n%s", appYAML)
+	}
+
+	// Merge; Argo CD gets the Application, which waits for finalize.
+	if b, err := exec.Command("git", "-C", bare, "update-ref", "refs/heads/main", "refs/heads/adopt-1").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if err := a.CreateApplication(ctx, []byte(appYAML)); err != nil {
+		t.Fatal(err)
+	}
+	out = must("finalize", "--plan", planFile, "--sync", "--timeout", "3m", "--poll-interval", "500ms")
+	if !strings.Contains(out, "taken over in place by ExternalSecret "+ns+"/db") {
+		t.Errorf("finalize does not report the takeover:\n%s", out)
+	}
+	journal, err := os.ReadFile(planFile + ".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("the journal", journal)
+	for _, r := range []string{`"result":"pushed"`, `"result":"taken-over"`} {
+		if !bytes.Contains(journal, []byte(r)) {
+			t.Errorf("the journal has no %s entry", r)
+		}
+	}
+	stored, err := c.Clientset().CoreV1().Secrets(storeNS).Get(ctx, esoform.RemoteKey(ns, "db"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := json.Marshal(stored.ObjectMeta)
+	leaks("the store's copy's metadata", meta)
+	if len(stored.Annotations) > 0 || !reflect.DeepEqual(stored.Data, before.Data) {
+		t.Errorf("the store's copy has annotations %d, or other data than the live Secret (values not printed)", len(stored.Annotations))
+	}
+	after, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Secret %s/db after finalize: %v\nfinalize:\n%s", ns, err, out)
+	}
+	if after.UID != before.UID || !reflect.DeepEqual(after.Data, before.Data) {
+		t.Errorf("Secret %s/db: replaced (uid %s, was %s) or its data differs after the takeover (values not printed)", ns, after.UID, before.UID)
+	}
+	if owner := metav1.GetControllerOf(after); owner == nil || owner.Kind != esoform.KindExternalSecret || owner.Name != "db" {
+		t.Errorf("Secret %s/db: controller %+v, want ExternalSecret db\nfinalize:\n%s", ns, owner, out)
+	}
+	if _, has := after.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
+		t.Errorf("Secret %s/db still carries last-applied-configuration\nfinalize:\n%s", ns, out)
+	}
+	cm, err := c.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ConfigMap %s/settings after finalize: %v", ns, err)
+	}
+	if _, has := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
+		t.Errorf("ConfigMap %s/settings still carries last-applied-configuration\nfinalize:\n%s", ns, out)
+	}
+	again := must("plan", "-n", ns, "--repo", url, "--config", cfg, "-o", "json", "-q")
+	var next plan.Plan
+	if err := json.Unmarshal([]byte(again), &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Summary.Objects != 0 {
+		t.Errorf("the plan of %s after finalize proposes %d object(s), want 0 untracked: %+v", ns, next.Summary.Objects, next.Objects)
+	}
+}
