@@ -31,7 +31,11 @@ import (
 // though --auto-sync was given; finalize --sync pushes (the store's copy
 // without the live Secret's labels or annotations), syncs, and proves the
 // takeover: the same uid, the data byte-identical (compared here, never
-// printed), last-applied gone, the ConfigMap finalized. A plan of the
+// printed), last-applied gone, the ConfigMap finalized. The leak
+// scanner, in every encoding it knows, finds the canary in none of the
+// plan file, the commit, the bare repository, adopt's output, the
+// journal, the store's copy's metadata or the operator's log (and does
+// find it in the live Secret's last-applied copy). A plan of the
 // namespace then has nothing untracked.
 func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -62,8 +66,12 @@ func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 			t.Fatal("kubectl apply failed") // its output would echo the manifest
 		}
 	}
+	// Every text also goes to the leak scanner, which looks for the
+	// canary in every encoding it knows (leakscan_test.go).
+	scan := &leakScan{secrets: map[string]string{"password": canary}, texts: map[string]string{}}
 	leaks := func(where string, b []byte) {
 		t.Helper()
+		scan.add(where, string(b))
 		for _, enc := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), base64.StdEncoding.EncodeToString(binary)} {
 			if bytes.Contains(b, []byte(enc)) {
 				t.Errorf("%s holds the Secret's value (an encoding of %d bytes)", where, len(enc))
@@ -83,6 +91,11 @@ func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 	before, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The scanner finds the canary where it sits in plaintext: the live
+	// Secret's last-applied copy, which must not travel to the store.
+	if found := scan.find(before.Annotations["kubectl.kubernetes.io/last-applied-configuration"]); len(found) == 0 {
+		t.Fatal("the leak scanner does not find the canary in the live Secret's last-applied-configuration")
 	}
 	g, url := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
 	bare := g.BarePath("gitops")
@@ -191,6 +204,9 @@ func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 	if _, has := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
 		t.Errorf("ConfigMap %s/settings still carries last-applied-configuration\nfinalize:\n%s", ns, out)
 	}
+	scan.addTree(t, bare)
+	scan.add("the operator's log", eso.Log())
+	scan.check(t)
 	again := must("plan", "-n", ns, "--repo", url, "--config", cfg, "-o", "json", "-q")
 	var next plan.Plan
 	if err := json.Unmarshal([]byte(again), &next); err != nil {
