@@ -13,6 +13,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/esoform"
+	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/gitops"
 )
 
@@ -165,4 +166,38 @@ func (s *Sealer) dropLastApplied(ctx context.Context, t SealedTarget) Result {
 	res.Status = StatusFinalized
 	res.After = budget.MeasureBudget(out.Annotations)
 	return res
+}
+
+// ESONeeds is what the push and the proof of targets' Secrets of form
+// eso need beyond get and patch of the Secrets: in each namespace,
+// creating, updating and deleting Secrets (the copy, the probe's), and
+// getting, watching, creating and deleting PushSecrets and
+// ExternalSecrets (the push, the probe, the wait for the takeover). A dry
+// run only reads the Secrets, which Needs covers.
+func ESONeeds(targets []SealedTarget, dryRun bool) []Access {
+	if dryRun {
+		return nil
+	}
+	seen := map[Access]bool{}
+	var out []Access
+	add := func(a Access) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, t := range targets {
+		if t.Form != plan.SecretFormESO {
+			continue
+		}
+		for _, v := range []string{"create", "update", "delete"} {
+			add(Access{Verb: v, Resource: "secrets", Namespace: t.Namespace})
+		}
+		for _, r := range []string{esoform.PushSecretGVR.Resource, esoform.ExternalSecretGVR.Resource} {
+			for _, v := range []string{"get", "watch", "create", "delete"} {
+				add(Access{Verb: v, Group: esoform.Group, Resource: r, Namespace: t.Namespace})
+			}
+		}
+	}
+	return out
 }

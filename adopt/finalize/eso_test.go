@@ -119,3 +119,26 @@ func TestESOPushProveAndDropLastApplied(t *testing.T) {
 		t.Fatal("the journal holds the canary")
 	}
 }
+
+// TestESONeeds: the push and the proof need Secrets created, updated and
+// deleted, and PushSecrets and ExternalSecrets read, watched, created and
+// deleted, in each namespace of a Secret of form eso; a sealed Secret or
+// a dry run needs none of it.
+func TestESONeeds(t *testing.T) {
+	ref := func(ns string) finalize.Target {
+		return finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "db"}}
+	}
+	ts := []finalize.SealedTarget{{Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("b"), Form: plan.SecretFormSealed}}
+	needs := finalize.ESONeeds(ts, false)
+	if len(needs) != 11 {
+		t.Fatalf("%d needs, want 11 (3 on secrets, 4 on each resource, namespace a only): %v", len(needs), needs)
+	}
+	for _, n := range needs {
+		if n.Namespace != "a" {
+			t.Errorf("need %v outside namespace a", n)
+		}
+	}
+	if n := finalize.ESONeeds(ts, true); len(n) != 0 {
+		t.Errorf("a dry run needs %v", n)
+	}
+}
