@@ -36,7 +36,9 @@ import (
 // plan file, the commit, the bare repository, adopt's output, the
 // journal, the store's copy's metadata or the operator's log (and does
 // find it in the live Secret's last-applied copy). A plan of the
-// namespace then has nothing untracked.
+// namespace then has nothing untracked. In "changed after plan", with
+// nothing forced (the namespace's one store chosen), the Secret is
+// written after plan: apply refuses and says to plan again.
 func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -88,6 +90,41 @@ func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
 		}
 		return out.String() + errb.String()
 	}
+	t.Run("changed after plan", func(t *testing.T) {
+		changed := c.Namespace(t)
+		other, err := testenv.StartExternalSecrets(ctx, c, changed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Stop()
+		if err := other.KubernetesStore(ctx, "vault", c.Namespace(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Kubectl(ctx, []byte(strings.ReplaceAll(secret, "namespace: "+ns, "namespace: "+changed)), "apply", "-f", "-"); err != nil {
+			t.Fatal("kubectl apply failed")
+		}
+		ccfg := filepath.Join(t.TempDir(), "adopt.yaml")
+		if err := os.WriteFile(ccfg, []byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nexclusions:\n- {apiGroups: [external-secrets.io], kinds: [SecretStore]}\n- {kinds: [ServiceAccount], names: [vault-store]}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, curl := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
+		cplan := filepath.Join(t.TempDir(), "plan.yaml")
+		must("plan", "-n", changed, "--repo", curl, "--config", ccfg, "--out", cplan, "-q")
+		if ob := readPlan(t, cplan).Object("Secret " + changed + "/db"); ob == nil || !ob.ESO() {
+			t.Fatalf("plan does not propose Secret %s/db in form eso (the one store that fits, nothing forced): %+v", changed, ob)
+		}
+		if out, err := c.Kubectl(ctx, nil, "-n", changed, "label", "secret", "db", "rotated=yes"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var out, errb bytes.Buffer
+		code := runAdopt(t, "adopt", []string{"--kubeconfig", c.Kubeconfig, "apply", "--plan", cplan, "--repo", curl, "--branch", "adopt-1", "--author", "T <t@example.invalid>", "-q"}, strings.NewReader(""), &out, &errb)
+		all := out.String() + errb.String()
+		leaks("adopt apply's refusal", []byte(all))
+		if code == 0 || !strings.Contains(all, "changed since plan") || !strings.Contains(all, "re-run adopt plan") {
+			t.Fatalf("apply of a Secret changed after plan: exit %d, want a refusal that says to plan again:\n%s", code, all)
+		}
+	})
+
 	before, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
