@@ -7,11 +7,11 @@ import (
 	"github.com/adopt-dev/adopt/adopt/plan"
 )
 
-// TestPickForm is the one rule that chooses a Secret's form: forced
+// TestPickFormChoice is the one rule that chooses a Secret's form: forced
 // wins when it fits (and nothing else is chosen when it does not);
 // unforced, sops before sealed before eso, the plan saying why and
 // naming the others.
-func TestPickForm(t *testing.T) {
+func TestPickFormChoice(t *testing.T) {
 	sops := formFit{plan.SecretFormSops, "rule here", "rule fits too"}
 	sealed := formFit{plan.SecretFormSealed, "controller here", "controller also runs"}
 	eso := formFit{plan.SecretFormESO, "store ready", "SecretStore shop/vault fits too (store ready)"}
