@@ -94,10 +94,10 @@ type Options struct {
 	RepoURL string
 	// TargetRevision is the Applications' targetRevision (the base branch).
 	TargetRevision string
-	// Kube reads the Secrets the plan adopts as SealedSecrets and reaches
-	// the Sealed Secrets controller (its certificate, /v1/verify); nil
-	// refuses a plan with such a Secret. It also reads the Secrets the
-	// plan adopts in the SOPS form.
+	// Kube reads the Secrets the plan adopts as SealedSecrets or
+	// ExternalSecrets and reaches the Sealed Secrets controller (its
+	// certificate, /v1/verify); nil refuses a plan with such a Secret. It
+	// also reads the Secrets the plan adopts in the SOPS form.
 	Kube kubernetes.Interface
 	// Sops is the sops CLI that encrypts the Secrets the plan adopts in
 	// the SOPS form (its zero value: sops on PATH).
@@ -144,6 +144,9 @@ type exported struct {
 	plain      []byte
 	values     map[string][]byte
 	sopsConfig string
+	// eso is set for a Secret written as an ExternalSecret (data is its
+	// manifest: a store and a key, never a value).
+	eso bool
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -246,7 +249,7 @@ func (a *Applier) Export(ctx context.Context) error {
 	}
 	a.objs = make(map[string]*exported, len(p.Objects))
 	byGVR := map[schema.GroupVersionResource]map[string]*exported{} // by namespace and name
-	var order, seal, sops []*exported
+	var order, seal, sops, esos []*exported
 	notExported := helmObjects(p)
 	for _, obj := range p.Objects {
 		e := &exported{obj: obj}
@@ -261,6 +264,10 @@ func (a *Applier) Export(ctx context.Context) error {
 		}
 		if obj.Sops() && obj.Git == nil {
 			sops = append(sops, e)
+			continue
+		}
+		if obj.ESO() && obj.Git == nil {
+			esos = append(esos, e)
 			continue
 		}
 		if obj.IsSecret() {
@@ -284,6 +291,9 @@ func (a *Applier) Export(ctx context.Context) error {
 		return err
 	}
 	if err := a.readSops(ctx, sops); err != nil {
+		return err
+	}
+	if err := a.esoAll(ctx, esos); err != nil {
 		return err
 	}
 	errs := map[*exported]error{}
@@ -522,6 +532,9 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 		case e.sealed:
 			f := e.obj.SecretForm
 			s.Sealed = append(s.Sealed, SealedSummary{Ref: e.obj.Ref.String(), File: e.file, Controller: f.Controller, Fingerprint: f.Fingerprint})
+		case e.eso:
+			f := e.obj.SecretForm
+			s.ESO = append(s.ESO, ESOSummary{Ref: e.obj.Ref.String(), File: e.file, Store: f.Store, RemoteKey: f.RemoteKey})
 		case e.secret != "":
 			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref.String(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:
@@ -534,6 +547,7 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Ref < s.Secrets[j].Ref })
 	sort.Slice(s.Sealed, func(i, j int) bool { return s.Sealed[i].Ref < s.Sealed[j].Ref })
 	sort.Slice(s.Sops, func(i, j int) bool { return s.Sops[i].Ref < s.Sops[j].Ref })
+	sort.Slice(s.ESO, func(i, j int) bool { return s.ESO[i].Ref < s.ESO[j].Ref })
 	return s, nil
 }
 
@@ -551,6 +565,8 @@ type Summary struct {
 	Sealed []SealedSummary
 	// Sops are the Secrets written SOPS-encrypted.
 	Sops []SopsSummary
+	// ESO are the Secrets written as ExternalSecrets.
+	ESO []ESOSummary
 	// Exported maps an object's Ref to the file it was exported to.
 	Exported    map[string]string
 	Runbooks    []runbook.Finding

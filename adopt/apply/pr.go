@@ -49,6 +49,9 @@ type PRInput struct {
 	// Encrypted maps a Secret's Ref to the SOPS-encrypted file apply wrote
 	// for it; EncryptedBy to the rule and what was proven.
 	Encrypted, EncryptedBy map[string]string
+	// ESO maps a Secret's Ref to the ExternalSecret file apply wrote for
+	// it; ESOFrom to the store and key it reads back.
+	ESO, ESOFrom map[string]string
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
@@ -68,6 +71,7 @@ type prData struct {
 	Secrets      []prSecret
 	Sealed       []prSealed
 	Encrypted    []prSealed
+	ESO          []prSealed
 	NextStep     string
 	// Root is the existing Application that syncs AppsDir and creates the
 	// new Applications ("" when none does); New counts them.
@@ -209,6 +213,8 @@ func newPRData(in PRInput) prData {
 				po.Where = "sealed to `" + in.Sealed[r] + "`"
 			case in.Encrypted[r] != "":
 				po.Where = "encrypted with sops to `" + in.Encrypted[r] + "`"
+			case in.ESO[r] != "":
+				po.Where = "as an ExternalSecret in `" + in.ESO[r] + "`"
 			case in.Exported[r] != "":
 				po.Where = "exported to `" + in.Exported[r] + "`"
 			default:
@@ -225,6 +231,8 @@ func newPRData(in PRInput) prData {
 				po.Drift = "n/a (sealed from the cluster)"
 			case in.Encrypted[r] != "":
 				po.Drift = "n/a (encrypted from the cluster)"
+			case in.ESO[r] != "":
+				po.Drift = "n/a (read back from the store)"
 			case ob.Git == nil:
 				po.Drift = "n/a (exported from the cluster)"
 			}
@@ -263,7 +271,11 @@ func newPRData(in PRInput) prData {
 		d.Sealed = append(d.Sealed, prSealed{Ref: ref, File: file, By: in.SealedBy[ref]})
 	}
 	sort.SliceStable(d.Sealed, func(i, j int) bool { return d.Sealed[i].Ref < d.Sealed[j].Ref })
-	if len(d.Sealed) > 0 {
+	for ref, file := range in.ESO {
+		d.ESO = append(d.ESO, prSealed{Ref: ref, File: file, By: in.ESOFrom[ref]})
+	}
+	sort.SliceStable(d.ESO, func(i, j int) bool { return d.ESO[i].Ref < d.ESO[j].Ref })
+	if len(d.Sealed) > 0 || len(d.ESO) > 0 {
 		d.NextStep += " --sync"
 	}
 	for ref, file := range in.Encrypted {
@@ -373,6 +385,11 @@ func (s Summary) PRInput(in PRInput) PRInput {
 	for _, sec := range s.Sops {
 		in.Encrypted[sec.Ref] = sec.File
 		in.EncryptedBy[sec.Ref] = fmt.Sprintf("`%s` creation_rules[%d] to %d age recipient(s) (%s); %s", sec.Config, sec.Rule, len(sec.Age), strings.Join(sec.Age, ", "), sec.Proof())
+	}
+	in.ESO, in.ESOFrom = map[string]string{}, map[string]string{}
+	for _, sec := range s.ESO {
+		in.ESO[sec.Ref] = sec.File
+		in.ESOFrom[sec.Ref] = "key `" + sec.RemoteKey + "` of " + sec.Store
 	}
 	for ref, f := range s.Exported {
 		in.Exported[ref] = f

@@ -196,3 +196,41 @@ func TestPRBodySealed(t *testing.T) {
 		}
 	}
 }
+
+// TestPRBodyExternalSecret: a Secret apply wrote as an ExternalSecret is
+// listed with its file, store and key, in its Application's table and
+// its own section; finalize's next step syncs (it pushes first). A body
+// with none keeps its sections as they were.
+func TestPRBodyExternalSecret(t *testing.T) {
+	_, plain, err := RenderPR(prInput(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "as ExternalSecrets") {
+		t.Errorf("a body with no ExternalSecret has its section:\n%s", plain)
+	}
+	in := prInput()
+	db := plan.Object{Ref: objref.Ref{Kind: "Secret", Version: "v1", Namespace: "litellm-test", Name: "db"}, App: "litellm-test",
+		SecretForm: &plan.SecretForm{Form: plan.SecretFormESO, Store: "SecretStore litellm-test/vault", RemoteKey: "adopt-litellm-test-db"}}
+	in.Plan.Objects = append(in.Plan.Objects, db)
+	in.Plan.Applications[0].Objects = append(in.Plan.Applications[0].Objects, db.Ref.String())
+	file := "adopted/litellm-test/externalsecret.external-secrets.io-db.yaml"
+	in = Summary{ESO: []ESOSummary{{Ref: db.Ref.String(), File: file, Store: db.SecretForm.Store, RemoteKey: db.SecretForm.RemoteKey}}}.PRInput(in)
+	_, body, err := RenderPR(in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| `Secret litellm-test/db` |",
+		"as an ExternalSecret in `" + file + "`",
+		"### Secrets as ExternalSecrets",
+		"- `Secret litellm-test/db`: `" + file + "`, reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault",
+		"so its last-applied-configuration does not travel",
+		"adopt finalize --plan plans/prod-eu.yaml --sync",
+		"before.\n\n### Secrets left out",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body lacks %q:\n%s", want, body)
+		}
+	}
+}

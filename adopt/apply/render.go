@@ -116,7 +116,7 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	s.Path = srcPath
 	var adoptedFiles, exclude []string
-	sealedHere := false
+	sealedHere, esoHere := false, false
 	var sopsHere []string
 	for _, e := range exportedHere {
 		name := export.FileName(e.obj.Group, e.obj.Kind, e.obj.Name)
@@ -141,6 +141,15 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 			adoptedFiles = append(adoptedFiles, name)
 			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "sealed to " + e.file + " (a SealedSecret the controller at Service " + e.obj.SecretForm.Controller + " verified it decrypts; no value in Git)"})
 			sealedHere = true
+			continue
+		}
+		if e.eso {
+			name = esoFile(e.obj.Name)
+			e.file = path.Join(srcPath, name)
+			pl.writes = append(pl.writes, write{e.file, e.data})
+			adoptedFiles = append(adoptedFiles, name)
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "as an ExternalSecret in " + e.file + " (reads key " + e.obj.SecretForm.RemoteKey + " of " + e.obj.SecretForm.Store + " back into the Secret; finalize --sync pushes the live value there and proves it reads back equal before the first sync; no value in Git)"})
+			esoHere = true
 			continue
 		}
 		switch e.secret {
@@ -233,6 +242,12 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	}
 	if len(sopsHere) > 0 {
 		s.Notes = append(s.Notes, sopsNote(sopsHere))
+	}
+	if esoHere && pl.d.AutoSync {
+		// The store must hold the value before the ExternalSecret reads
+		// it: the first sync must wait for finalize's push.
+		pl.d.AutoSync, pl.d.Prune = false, false
+		s.Notes = append(s.Notes, "written without automated sync, though --auto-sync was given: it holds an ExternalSecret, and the store must hold the Secret's value before the first sync applies it. Run adopt finalize --sync after the merge: it pushes the value, proves it reads back equal, syncs, and proves the takeover; turn automated sync on afterwards")
 	}
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)

@@ -88,14 +88,16 @@ type Secrets struct {
 	// Forms force a form for the Secrets of the namespaces they name: the
 	// first entry that matches wins. Form is sealed (a SealedSecret, which
 	// needs the controller), sops (a SOPS-encrypted manifest, which needs
-	// a .sops.yaml rule for its path) or none (left out and named, as
-	// without an operator).
+	// a .sops.yaml rule for its path), eso (an ExternalSecret reading back
+	// what finalize pushes to an External Secrets store; Store may name
+	// the store) or none (left out and named, as without an operator).
 	Forms []SecretForm `yaml:"forms" json:"forms,omitempty"`
 }
 
 // The Secret forms adopt.yaml can force.
 const (
 	SecretFormSealed = "sealed"
+	SecretFormESO    = "eso"
 	SecretFormNone   = "none"
 	SecretFormSops   = "sops"
 )
@@ -104,6 +106,10 @@ const (
 type SecretForm struct {
 	Namespaces []string `yaml:"namespaces" json:"namespaces"`
 	Form       string   `yaml:"form" json:"form"`
+	// Store names the External Secrets store of form eso: "SecretStore
+	// <name>" (in the Secret's namespace) or "ClusterSecretStore <name>".
+	// Empty: the one store that fits.
+	Store string `yaml:"store" json:"store,omitempty"`
 }
 
 // SecretForm returns the form adopt.yaml forces for the Secrets of
@@ -113,6 +119,21 @@ func (c *Config) SecretForm(namespace string) (form, entry string) {
 	for i, f := range c.Secrets.Forms {
 		if matchAny(f.Namespaces, namespace) {
 			return f.Form, fmt.Sprintf("secrets.forms[%d]", i)
+		}
+	}
+	return "", ""
+}
+
+// SecretStore returns the External Secrets store adopt.yaml names for
+// the Secrets of namespace (secrets.forms[i].store of the first entry
+// naming it), and that entry; "" when none names one.
+func (c *Config) SecretStore(namespace string) (store, entry string) {
+	for i, f := range c.Secrets.Forms {
+		if matchAny(f.Namespaces, namespace) {
+			if f.Store == "" {
+				return "", ""
+			}
+			return f.Store, fmt.Sprintf("secrets.forms[%d].store", i)
 		}
 	}
 	return "", ""
@@ -356,10 +377,15 @@ func (c *Config) Validate() error {
 	}
 	for i, f := range c.Secrets.Forms {
 		switch f.Form {
-		case SecretFormSealed, SecretFormNone:
-		case SecretFormSops:
+		case SecretFormSealed, SecretFormSops, SecretFormESO, SecretFormNone:
 		default:
-			return fmt.Errorf("secrets.forms[%d]: form %q: use %s, %s or %s", i, f.Form, SecretFormSealed, SecretFormSops, SecretFormNone)
+			return fmt.Errorf("secrets.forms[%d]: form %q: use %s, %s, %s or %s", i, f.Form, SecretFormSealed, SecretFormSops, SecretFormESO, SecretFormNone)
+		}
+		if f.Store != "" {
+			kind, name, _ := strings.Cut(f.Store, " ")
+			if f.Form != SecretFormESO || (kind != "SecretStore" && kind != "ClusterSecretStore") || !dns1123.MatchString(name) {
+				return fmt.Errorf("secrets.forms[%d]: store %q: only form %s names a store, as \"SecretStore <name>\" (in the Secret's namespace) or \"ClusterSecretStore <name>\"", i, f.Store, SecretFormESO)
+			}
 		}
 		if len(f.Namespaces) == 0 {
 			return fmt.Errorf("secrets.forms[%d]: name the namespaces it forces (namespaces: [team-a] or [\"*\"])", i)

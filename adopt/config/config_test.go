@@ -158,3 +158,36 @@ func TestNamePlaceholders(t *testing.T) {
 		t.Errorf("a server URL's cluster name is not known here: %q", c.Cluster())
 	}
 }
+
+// TestSecretFormESO: form eso may name its store per namespace; only eso
+// names one, as "SecretStore <name>" or "ClusterSecretStore <name>".
+func TestSecretFormESO(t *testing.T) {
+	c, err := Parse([]byte(`apiVersion: adopt.dev/v1alpha1
+kind: AdoptConfig
+secrets:
+  forms:
+  - {namespaces: ["shop"], form: eso, store: SecretStore vault}
+  - {namespaces: ["*"], form: eso}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form, entry := c.SecretForm("shop"); form != SecretFormESO || entry != "secrets.forms[0]" {
+		t.Errorf("shop: %s %s", form, entry)
+	}
+	if store, entry := c.SecretStore("shop"); store != "SecretStore vault" || entry != "secrets.forms[0].store" {
+		t.Errorf("shop's store: %q %q", store, entry)
+	}
+	if store, _ := c.SecretStore("billing"); store != "" {
+		t.Errorf("billing's store: %q, want none named", store)
+	}
+	for _, bad := range []string{
+		"secrets: {forms: [{namespaces: [a], form: sealed, store: SecretStore vault}]}",
+		"secrets: {forms: [{namespaces: [a], form: eso, store: vault}]}",
+		"secrets: {forms: [{namespaces: [a], form: eso, store: Vault x}]}",
+	} {
+		if _, err := Parse([]byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "secrets.forms[0]: store") {
+			t.Errorf("%s: %v, want an error naming the store", bad, err)
+		}
+	}
+}

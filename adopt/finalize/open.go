@@ -147,6 +147,9 @@ func (o *Options) checkAccess(ctx context.Context) error {
 	if o.RetireHelmRecords {
 		q.Records = RetireNeeds(HelmReleases(o.Selection), o.DryRun)
 	}
+	if !o.Undo {
+		q.Records = append(q.Records, ESONeeds(o.Selection.SealedTargets(), o.DryRun)...)
+	}
 	if o.Hub != nil {
 		q.Hub, q.ExplainHub = o.Hub.Kube, o.Hub.Explain
 	}

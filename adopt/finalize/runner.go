@@ -25,8 +25,9 @@ type Selection struct {
 	Apps    []plan.Application
 	Targets map[string][]Target // by Application name
 	LeftOut map[string][]Target // Secrets, by Application name
-	// Sealed are the Secrets adopted as SealedSecrets, by Application
-	// name: marked before the first sync, proven taken over after it.
+	// Sealed are the Secrets adopted as SealedSecrets or ExternalSecrets,
+	// by Application name: marked (or pushed) before the first sync,
+	// proven taken over after it.
 	Sealed map[string][]SealedTarget
 }
 
@@ -61,7 +62,7 @@ func Select(p *plan.Plan, apps []string) (Selection, error) {
 			t := Target{Ref: ob.Ref, App: a.Name}
 			// A sealed Secret is taken over by its SealedSecret's
 			// controller, never tracked by the Application itself.
-			if ob.Sealed() && ob.Git == nil {
+			if (ob.Sealed() || ob.ESO()) && ob.Git == nil {
 				s.Sealed[a.Name] = append(s.Sealed[a.Name], sealedTarget(ob, a.Name))
 				continue
 			}
@@ -308,7 +309,11 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 			// A SealedSecret the controller refused says why, and how to
 			// recover, at once.
 			for _, t := range sealedTs {
-				if r.DryRun {
+				// The quick proof explains a refused unseal; an
+				// ExternalSecret's proof would also remove the Secret's
+				// last-applied-configuration, which waits for a ready
+				// Application.
+				if r.DryRun || t.Form == plan.SecretFormESO {
 					skipped = append(skipped, Skip(t.Target, why))
 					continue
 				}

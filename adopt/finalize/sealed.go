@@ -24,6 +24,9 @@ import (
 type SealedTarget struct {
 	Target
 	UID, SealedAt string
+	// Form is plan.SecretFormSealed, or plan.SecretFormESO with the
+	// Store and RemoteKey the plan shows (eso.go).
+	Form, Store, RemoteKey string
 }
 
 // The journal results of the Sealed Secrets takeover: the managed mark
@@ -46,6 +49,9 @@ type Sealer struct {
 	DryRun  bool
 	// Journal is the run's (Session sets the Finalizer's).
 	Journal func() *Journal
+	// pushed holds, in this process's memory only, the data of each
+	// Secret of form eso as pushed, by Ref, for Prove to compare.
+	pushed map[string]map[string][]byte
 }
 
 func (s *Sealer) journal(e Entry, durable bool) error {
@@ -65,6 +71,9 @@ func (s *Sealer) journal(e Entry, durable bool) error {
 // the Application must not sync: a Secret changed since it was sealed,
 // or replaced, would be overwritten with the older values.
 func (s *Sealer) Mark(ctx context.Context, t SealedTarget) (string, error) {
+	if t.Form == plan.SecretFormESO {
+		return s.push(ctx, t)
+	}
 	ref := t.Ref.String()
 	live, err := s.Kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
@@ -112,6 +121,9 @@ func (s *Sealer) Prove(ctx context.Context, t SealedTarget) Result {
 	if s.DryRun {
 		res.Status = StatusWould
 		return res
+	}
+	if t.Form == plan.SecretFormESO {
+		return s.proveESO(ctx, t)
 	}
 	took, err := sealed.WaitTakeover(ctx, s.Kube, s.Dynamic, t.Namespace, t.Name, types.UID(t.UID))
 	if err != nil {
@@ -208,5 +220,6 @@ func Marked(entries []Entry) []Entry {
 // sealedTarget is the Secret ob, which the plan adopts as a SealedSecret
 // in Application app.
 func sealedTarget(ob plan.Object, app string) SealedTarget {
-	return SealedTarget{Target: Target{Ref: ob.Ref, App: app}, UID: ob.SecretForm.UID, SealedAt: ob.SecretForm.SealedAt}
+	f := ob.SecretForm
+	return SealedTarget{Target: Target{Ref: ob.Ref, App: app}, UID: f.UID, SealedAt: f.SealedAt, Form: f.Form, Store: f.Store, RemoteKey: f.RemoteKey}
 }

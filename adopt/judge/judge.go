@@ -116,6 +116,20 @@ func SealedBy(o *discover.Object) string {
 	return name
 }
 
+// ExternalSecretBy is, for a Secret whose one owner is an ExternalSecret
+// (the External Secrets Operator took it over, adopt's eso form), that
+// ExternalSecret's name; "" otherwise.
+func ExternalSecretBy(o *discover.Object) string {
+	if o.Type.Group != "" || o.Type.Kind != "Secret" || len(o.Owners) != 1 {
+		return ""
+	}
+	name, ok := strings.CutPrefix(o.Owners[0], "ExternalSecret/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
 // fluxLabel returns the first (sorted) Flux ownership label, or "".
 func fluxLabel(labels map[string]string) string {
 	var keys []string

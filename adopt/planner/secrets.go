@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/sealed"
@@ -19,23 +20,28 @@ import (
 )
 
 // secretForms chooses the form of each Secret the plan could adopt
-// (plan.SecretCandidates), by one rule (docs/secrets.md):
-//  1. the form adopt.yaml forces for its namespace (none, sealed, sops);
+// (plan.SecretCandidates), by one rule (pickForm, docs/secrets.md):
+//  1. the form adopt.yaml forces for its namespace (none, sealed, sops,
+//     eso), when it fits;
 //  2. else sops, when the repo's .sops.yaml has a creation rule, with
 //     age recipients, for the path apply writes the Secret to;
 //  3. else sealed, when the Sealed Secrets controller answers with its
 //     certificate;
-//  4. else none: the Secret stays left out, as it always was.
+//  4. else eso, when an External Secrets store fits the namespace
+//     (esoform.FindStores);
+//  5. else none: the Secret stays left out, as it always was.
 //
 // A path rule in the repo the pull request goes into is the repo owners'
-// choice for that very file, where a running controller may serve other
-// teams; the plan says which won when both fit. It reads the
-// controller's Service and certificate, the repo's .sops.yaml files (from
-// the index) and each Secret's metadata (uid and resourceVersion: never
-// a value).
+// choice for that very file, where a running controller or a store may
+// serve other teams; sealed goes before eso as it keeps no copy of the
+// value outside Git. When several fit, the plan names the others and why
+// the chosen one won. It reads the controller's Service and certificate,
+// the repo's .sops.yaml files (from the index), the stores, and each
+// Secret's metadata (uid and resourceVersion: never a value).
 func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Plan, ix *gitindex.Index) {
-	var want, sopsWant []*plan.Object
-	forced := map[*plan.Object]string{} // the adopt.yaml entry forcing a form
+	var want []*plan.Object
+	forcedForm := map[*plan.Object]string{} // the form adopt.yaml forces
+	forced := map[*plan.Object]string{}     // the adopt.yaml entry forcing it
 	rules := map[*plan.Object]*sopsform.Rule{}
 	sopsErr := map[*plan.Object]string{} // why the .sops.yaml does not serve it
 	for _, ob := range p.SecretCandidates() {
@@ -44,78 +50,132 @@ func secretForms(ctx context.Context, o Options, cfg *config.Config, p *plan.Pla
 			p.SecretLeftOut(ob, plan.Info, fmt.Sprintf("adopt.yaml %s forces form none for namespace %s: the Secret is left out of Git", entry, ob.Namespace))
 			continue
 		}
-		if form != config.SecretFormSealed {
+		if form == "" || form == config.SecretFormSops {
 			rules[ob], sopsErr[ob] = sopsRule(p, ix, ob)
 		}
-		switch {
-		case form == config.SecretFormSops && rules[ob] == nil:
+		if form == config.SecretFormSops && rules[ob] == nil {
 			if sopsErr[ob] == "" {
 				sopsErr[ob] = "no " + sopsform.ConfigName + " was found at or above the Secret's path in the repo (or no repo was read: --repo)"
 			}
 			p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sops for namespace %s, but %s: the Secret is left out of Git until a creation rule with age recipients matches its path", entry, ob.Namespace, sopsErr[ob]))
-		case rules[ob] != nil:
-			forced[ob] = entry
-			sopsWant = append(sopsWant, ob)
-		default:
-			forced[ob] = entry
-			want = append(want, ob)
+			continue
 		}
+		forcedForm[ob], forced[ob] = form, entry
+		want = append(want, ob)
 	}
-	if len(want)+len(sopsWant) == 0 || o.Kube == nil {
+	if len(want) == 0 || o.Kube == nil {
 		return
 	}
 	ctrl, why, pub, err := findController(ctx, o, cfg)
-	for _, ob := range sopsWant {
-		uid, rv, ok := readMeta(ctx, o, p, ob, "not encrypted")
-		if !ok {
-			continue
-		}
-		r := rules[ob]
-		chosen := fmt.Sprintf("%s creation_rules[%d] matches %s", r.Config, r.Index, r.File)
-		switch {
-		case forced[ob] != "":
-			chosen = "adopt.yaml " + forced[ob] + "; " + chosen
-		case err == nil && pub != nil:
-			chosen += fmt.Sprintf("; the Sealed Secrets controller at Service %s/%s also runs, and a .sops.yaml rule for the Secret's own path wins over it (force sealed with adopt.yaml secrets.forms)", ctrl.Namespace, ctrl.Name)
-		}
-		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSops, UID: uid, SealedAt: rv, Why: chosen, Sops: &plan.SopsForm{
-			File: r.File, Config: r.Config, ConfigSHA256: r.ConfigSHA256, Rule: r.Index, PathRegex: r.PathRegex, Age: r.Age, EncryptedRegex: r.EncryptedRegex,
-		}})
-	}
-	if len(want) == 0 {
-		return
-	}
-	if err != nil || pub == nil {
-		for _, ob := range want {
-			sops := ""
-			if sopsErr[ob] != "" {
-				sops = "; SOPS: " + sopsErr[ob]
-			}
-			switch {
-			case forced[ob] != "":
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sealed for namespace %s, but %s: the Secret is left out of Git until the controller answers", forced[ob], ob.Namespace, notFound(err)))
-			case err != nil:
-				// A controller named or found that does not answer is
-				// worth saying; none at all is today's plain case.
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not sealed: %v%s; the Secret is left out of Git", err, sops))
-			case sopsErr[ob] != "":
-				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("not encrypted with SOPS: %s; no Sealed Secrets controller was found either: the Secret is left out of Git", sopsErr[ob]))
-			}
-		}
-		return
-	}
-	fp := sealed.Fingerprint(pub)
+	sealedOK := err == nil && pub != nil
+	stores := esoStores{o: o, cfg: cfg}
 	for _, ob := range want {
-		uid, rv, ok := readMeta(ctx, o, p, ob, "not sealed")
+		var fits []formFit
+		if r := rules[ob]; r != nil {
+			fits = append(fits, formFit{form: plan.SecretFormSops,
+				why:  fmt.Sprintf("%s creation_rules[%d] matches %s", r.Config, r.Index, r.File),
+				also: fmt.Sprintf("%s creation_rules[%d] matches %s too", r.Config, r.Index, r.File)})
+		}
+		if sealedOK {
+			fits = append(fits, formFit{form: plan.SecretFormSealed, why: why,
+				also: fmt.Sprintf("the Sealed Secrets controller at Service %s/%s also runs", ctrl.Namespace, ctrl.Name)})
+		}
+		var (
+			store    esoform.Store
+			storeWhy string
+			storeErr error
+		)
+		if f := forcedForm[ob]; f == "" || f == config.SecretFormESO {
+			store, storeWhy, storeErr = stores.pick(ctx, ob.Namespace)
+			if store.Name != "" {
+				fits = append(fits, formFit{form: plan.SecretFormESO, why: storeWhy,
+					also: store.String() + " fits too (" + storeWhy + ")"})
+			}
+		}
+		form, chosen := pickForm(forcedForm[ob], forced[ob], fits)
+		if form == "" {
+			switch forcedForm[ob] {
+			case config.SecretFormSealed:
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form sealed for namespace %s, but %s: the Secret is left out of Git until the controller answers", forced[ob], ob.Namespace, notFound(err)))
+			case config.SecretFormESO:
+				p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("adopt.yaml %s forces form eso for namespace %s, but %s: the Secret is left out of Git until a store fits", forced[ob], ob.Namespace, noStore(storeWhy, storeErr)))
+			default:
+				// A controller named or found that does not answer, a
+				// .sops.yaml without a rule for the path, or a store that
+				// failed is worth saying; none at all is today's plain
+				// case.
+				var not []string
+				if err != nil {
+					not = append(not, fmt.Sprintf("not sealed: %v", err))
+				}
+				if sopsErr[ob] != "" {
+					not = append(not, "not encrypted with SOPS: "+sopsErr[ob])
+				}
+				if storeErr != nil {
+					not = append(not, fmt.Sprintf("no ExternalSecret: %v", storeErr))
+				}
+				if len(not) > 0 {
+					p.SecretLeftOut(ob, plan.Warning, strings.Join(not, "; ")+"; no other form fits: the Secret is left out of Git")
+				}
+			}
+			continue
+		}
+		uid, rv, ok := readMeta(ctx, o, p, ob, "not adopted as "+form)
 		if !ok {
 			continue
 		}
-		chosen := why
-		if forced[ob] != "" {
-			chosen = "adopt.yaml " + forced[ob] + "; " + why
+		switch form {
+		case plan.SecretFormSops:
+			r := rules[ob]
+			p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSops, UID: uid, SealedAt: rv, Why: chosen, Sops: &plan.SopsForm{
+				File: r.File, Config: r.Config, ConfigSHA256: r.ConfigSHA256, Rule: r.Index, PathRegex: r.PathRegex, Age: r.Age, EncryptedRegex: r.EncryptedRegex,
+			}})
+		case plan.SecretFormESO:
+			p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormESO, Store: store.String(), RemoteKey: esoform.RemoteKey(ob.Namespace, ob.Name), UID: uid, SealedAt: rv, Why: chosen})
+		default:
+			p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSealed, Controller: ctrl.Namespace + "/" + ctrl.Name, Fingerprint: sealed.Fingerprint(pub), UID: uid, SealedAt: rv, Why: chosen})
 		}
-		p.SetSecretForm(ob, plan.SecretForm{Form: plan.SecretFormSealed, Controller: ctrl.Namespace + "/" + ctrl.Name, Fingerprint: fp, UID: uid, SealedAt: rv, Why: chosen})
 	}
+}
+
+// formFit is a form that fits a Secret: why it fits, and how the plan
+// names it when another form wins (also).
+type formFit struct{ form, why, also string }
+
+// pickForm is the one rule that chooses a Secret's form, and says why.
+// fits are the forms that fit, in the rule's order: sops (a .sops.yaml
+// rule for the Secret's own path), sealed (a controller that answers),
+// eso (a store that fits). The form adopt.yaml forces (entry) wins when
+// it fits, and nothing else is chosen when it does not; else the first
+// that fits, its why naming each other one that fits and why it lost.
+// "" is no form.
+func pickForm(forced, entry string, fits []formFit) (form, why string) {
+	if forced != "" {
+		for _, f := range fits {
+			if f.form == forced {
+				return f.form, "adopt.yaml " + entry + "; " + f.why
+			}
+		}
+		return "", ""
+	}
+	if len(fits) == 0 {
+		return "", ""
+	}
+	won := fits[0]
+	why = won.why
+	for _, f := range fits[1:] {
+		why += "; " + f.also + ", and " + beats(won.form, f.form)
+	}
+	return won.form, why
+}
+
+// beats says why form won over other, and how to force other.
+func beats(form, other string) string {
+	force := "; adopt.yaml secrets.forms can force " + other + " for the namespace"
+	if form == plan.SecretFormSops {
+		return "a .sops.yaml rule for the Secret's own path wins over it, as the repo owners' choice for that file" + force
+	}
+	return "sealed is chosen where both fit, as it stores no copy outside Git" + force
 }
 
 // readMeta reads the Secret's uid and resourceVersion (secretMeta); when
@@ -126,7 +186,7 @@ func readMeta(ctx context.Context, o Options, p *plan.Plan, ob *plan.Object, not
 		return uid, rv, true
 	}
 	if apierrors.IsForbidden(err) {
-		p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("%s: not allowed to get Secrets in namespace %s, and apply reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", not, ob.Namespace))
+		p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("%s: not allowed to get Secrets in namespace %s, and the form reads the Secret (in memory, never written out); grant get on secrets there, then plan again. The Secret is left out of Git", not, ob.Namespace))
 		return "", "", false
 	}
 	p.SecretLeftOut(ob, plan.Warning, fmt.Sprintf("%s: reading its metadata failed (%s); the Secret is left out of Git", not, explained(o, err)))

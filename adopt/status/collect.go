@@ -19,6 +19,7 @@ import (
 	"github.com/adopt-dev/adopt/adopt/apply"
 	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/discover"
+	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/finalize"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/reads"
@@ -251,8 +252,9 @@ type live struct {
 	labels     map[string]string
 	ann        map[string]string
 	csaManager bool
-	// sealedBy is the SealedSecret that controls it ("" for none).
-	sealedBy string
+	// sealedBy is the SealedSecret that controls it ("" for none);
+	// externalBy the ExternalSecret.
+	sealedBy, externalBy string
 }
 
 func (l live) into(f *Facts, t argoapp.Tracking) {
@@ -264,6 +266,7 @@ func (l live) into(f *Facts, t argoapp.Tracking) {
 	f.Budget = budget.MeasureBudget(l.ann)
 	f.CSAManager = l.csaManager
 	f.SealedBy = l.sealedBy
+	f.ExternalBy = l.externalBy
 }
 
 // readObjects reads the metadata of p's objects (labels, annotations for
@@ -392,6 +395,9 @@ func liveOf(m *metav1.PartialObjectMetadata) live {
 	l := live{found: true, labels: m.Labels, ann: m.Annotations}
 	if c := metav1.GetControllerOf(m); c != nil && c.Kind == sealed.Kind && strings.HasPrefix(c.APIVersion, sealed.Group+"/") {
 		l.sealedBy = c.Name
+	}
+	if c := metav1.GetControllerOf(m); c != nil && c.Kind == esoform.KindExternalSecret && strings.HasPrefix(c.APIVersion, esoform.Group+"/") {
+		l.externalBy = c.Name
 	}
 	for _, f := range m.ManagedFields {
 		if f.Manager == finalize.CSAManager && f.Operation == metav1.ManagedFieldsOperationUpdate {

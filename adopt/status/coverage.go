@@ -42,6 +42,10 @@ func Count(ctx context.Context, o CoverageOptions) (*Coverage, error) {
 			// and tracked through the SealedSecret.
 			v.Skip, v.TrackedBy = "", "SealedSecret "+by
 		}
+		if by := judge.ExternalSecretBy(ob); by != "" && v.SkipClass == judge.SkipOwned {
+			// Likewise a Secret its ExternalSecret took over.
+			v.Skip, v.TrackedBy = "", "ExternalSecret "+by
+		}
 		if v.Skip != "" {
 			continue
 		}

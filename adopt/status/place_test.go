@@ -85,6 +85,8 @@ func TestPlaceEveryBranch(t *testing.T) {
 	sealed.SecretForm = &plan.SecretForm{Form: plan.SecretFormSealed}
 	sops := secret
 	sops.SecretForm = &plan.SecretForm{Form: plan.SecretFormSops, Sops: &plan.SopsForm{File: "adopted/ns/secret-db.yaml"}}
+	eso := secret
+	eso.SecretForm = &plan.SecretForm{Form: plan.SecretFormESO}
 	app := plan.Application{Name: "adopt-ns"}
 	clean := budget.MeasureBudget(map[string]string{"team": "x"})
 	dirty := budget.MeasureBudget(map[string]string{budget.LastAppliedKey: "{}"})
@@ -139,6 +141,10 @@ func TestPlaceEveryBranch(t *testing.T) {
 		{"sealed, synced, not taken over", with(func(f *Facts) { f.Object, f.AppState = sealed, synced }), StageAppPresent, true, "not-taken-over", "its SealedSecret does not control the Secret yet", "adopt finalize --plan p.yaml --app adopt-ns"},
 		{"sops, synced, not tracked", with(func(f *Facts) { f.Object, f.AppState = sops, synced }), StageAppPresent, true, "sops-untracked", "through a plugin that decrypts it", "set up the plugin, then adopt finalize --plan p.yaml --app adopt-ns --sync"},
 		{"sealed, taken over", with(func(f *Facts) { f.Object, f.AppState, f.SealedBy = sealed, synced, "db" }), StageFinalized, false, "", "taken over in place by SealedSecret db", ""},
+		{"eso, no sync yet", with(func(f *Facts) { f.Object, f.AppState = eso, &argoapp.AppState{Found: true} }), StageAppPresent, false, "", "must be pushed to its store before the first sync", "--app adopt-ns --sync"},
+		{"eso, synced, not taken over", with(func(f *Facts) { f.Object, f.AppState = eso, synced }), StageAppPresent, true, "eso-not-taken-over", "its ExternalSecret does not control the Secret yet", "adopt finalize --plan p.yaml --app adopt-ns"},
+		{"eso, taken over, last-applied kept", with(func(f *Facts) { f.Object, f.AppState, f.ExternalBy = eso, synced, "db" }), StageSynced, false, "", "taken over in place by ExternalSecret db, which keeps", "adopt finalize --plan p.yaml --app adopt-ns"},
+		{"eso, taken over", with(func(f *Facts) { f.Object, f.AppState, f.ExternalBy, f.Budget = eso, synced, "db", clean }), StageFinalized, false, "", "taken over in place by ExternalSecret db", ""},
 		{"synced and healthy", with(func(f *Facts) { f.AppState, f.TrackedBy = synced, "adopt-ns" }), StageSynced, false, "", "synced and healthy at abcdef012345; ready to finalize", "adopt finalize --plan p.yaml --app adopt-ns"},
 		{"synced, client-side apply still owns fields", with(func(f *Facts) { f.AppState, f.TrackedBy, f.Budget, f.CSAManager = synced, "adopt-ns", clean, true }), StageSynced, false, "", "ready to finalize", "adopt finalize"},
 		{"synced, nothing left to remove", with(func(f *Facts) { f.AppState, f.TrackedBy, f.Budget = synced, "adopt-ns", clean }), StageFinalized, false, "", "nothing left to remove (no journal entry)", ""},

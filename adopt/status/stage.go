@@ -40,6 +40,9 @@ type Facts struct {
 	// SealedBy, for a Secret, is the SealedSecret that controls it (its
 	// controller took it over): adopted, though it carries no tracking.
 	SealedBy string
+	// ExternalBy, for a Secret, is the ExternalSecret that controls it
+	// (the External Secrets Operator took it over): adopted likewise.
+	ExternalBy string
 
 	// FinalizedAt is the journal's time of the removal no undo restored
 	// (zero when there is none).
@@ -144,6 +147,20 @@ func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 		o.Stuck = true
 		o.Reason = "Application " + f.App.Name + " is synced, but the Secret does not carry its tracking: its SOPS-encrypted file reaches the cluster only through a plugin that decrypts it (docs/secrets.md)"
 		o.Next = "set up the plugin, then " + cmd.finalize("--sync")
+	case waiting == "" && f.Object.IsSecret() && f.ExternalBy != "" && f.Budget.HasLastApplied:
+		o.Stage = StageSynced
+		o.Reason = "taken over in place by ExternalSecret " + f.ExternalBy + ", which keeps its last-applied-configuration; ready to finalize"
+		o.Next = cmd.finalize("")
+	case waiting == "" && f.Object.IsSecret() && f.ExternalBy != "":
+		o.Stage = StageFinalized
+		o.Reason = "taken over in place by ExternalSecret " + f.ExternalBy + ", which Application " + f.App.Name + " syncs"
+	case f.Object.ESO() && f.ExternalBy == "" && (s.Phase == "" && len(s.History) == 0):
+		o.Reason = "no sync yet: the Secret's value must be pushed to its store before the first sync applies its ExternalSecret"
+		o.Next = cmd.finalize("--sync")
+	case waiting == "" && f.Object.ESO():
+		o.Stuck = true
+		o.Reason = "Application " + f.App.Name + " is synced, but its ExternalSecret does not control the Secret yet"
+		o.Next = cmd.finalize("")
 	case waiting == "" && f.Object.IsSecret():
 		o.Stuck = true
 		o.Reason = "a Secret: adopt apply left it out of Git and out of sync"

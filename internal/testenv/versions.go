@@ -66,3 +66,8 @@ func argoMinor(version string) int {
 	}
 	return 100*major + minor
 }
+
+// ExternalSecretsVersion is the External Secrets Operator the tests run,
+// built by tools/build-external-secrets.sh: the newest the module proxy
+// can build (v1.x's nested modules are not served; issue 45).
+const ExternalSecretsVersion = "v0.16.2"

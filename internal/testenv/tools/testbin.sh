@@ -38,3 +38,6 @@ phase "pushgateway" "$here/build-pushgateway.sh"
 phase "sealed secrets v0.27.1" "$here/build-sealed-secrets.sh" v0.27.1
 # The SOPS form's tests (issue 45): the real sops CLI, with age.
 phase "sops v3.13.3" "$here/build-sops.sh" v3.13.3
+# The External Secrets form's tests (issue 45): the real External Secrets
+# Operator, its kubernetes provider only.
+phase "external secrets v0.16.2" "$here/build-external-secrets.sh" v0.16.2
