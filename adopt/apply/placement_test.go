@@ -2,12 +2,15 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/gitindex"
+	"github.com/adopt-dev/adopt/adopt/helmrelease"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
@@ -223,5 +226,118 @@ func TestMergedFile(t *testing.T) {
 	g.Kustomization = true
 	if got := MergedFile(p, p.Applications[0], "argocd/apps"); got != "apps/coupons/envs/qa/kustomization.yaml" {
 		t.Errorf("a generated Application's kustomization: %s", got)
+	}
+}
+
+// rootValues is an app-of-apps chart's values file, with comments.
+const rootValues = `# Applications of the lab.
+applications:
+  - name: web # the storefront
+    path: web
+    namespace: web
+other: kept
+`
+
+const rootAppsTemplate = `{{- range .Values.applications }}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: {{ .name }}, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.example/fleet.git, targetRevision: HEAD, path: {{ .path }}}
+  destination: {server: https://kubernetes.default.svc, namespace: {{ .namespace }}}
+{{- end }}
+`
+
+// TestApplyAddsToTheRootsHelmValues (issue 46): the plan's root renders a
+// chart whose values list Applications. apply writes the exports and
+// appends the item to the list (comments kept, the first item's key
+// order), no Application file; the chart then renders the new
+// Application (helm SDK). The PR body says the root's chart creates it.
+// Applied again on its branch nothing changes; a values file changed
+// since the plan is refused.
+func TestApplyAddsToTheRootsHelmValues(t *testing.T) {
+	sum := sha256.Sum256([]byte(rootValues))
+	p := placedPlan(func(p *plan.Plan) {
+		p.ArgoCD.Root = &plan.Root{Application: "argocd/root", Automated: true, HelmValues: &plan.HelmValuesRoot{
+			Chart: "root-chart", ValuesFile: "root-chart/values.yaml", Key: "applications", Digest: hex.EncodeToString(sum[:]),
+			Items: []plan.HelmValuesItem{{Application: "coupons-qa", Values: map[string]any{"namespace": "coupons-qa", "path": "adopted/coupons-qa", "name": "coupons-qa"}}}}}
+	})
+	base := mapTree{"README.md": "gitops\n", "root-chart/Chart.yaml": "apiVersion: v2\nname: lab-apps\nversion: 0.1.0\n",
+		"root-chart/values.yaml": rootValues, "root-chart/templates/apps.yaml": rootAppsTemplate}
+	files, s, err := buildPlaced(t, p, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	if want := "adopted/coupons-qa/configmap-cfg-0000.yaml adopted/coupons-qa/configmap-cfg-0001.yaml root-chart/values.yaml"; strings.Join(names, " ") != want {
+		t.Errorf("wrote %v, want %s (no Application file)", names, want)
+	}
+	wantValues := `# Applications of the lab.
+applications:
+  - name: web # the storefront
+    path: web
+    namespace: web
+  - name: coupons-qa
+    path: adopted/coupons-qa
+    namespace: coupons-qa
+other: kept
+`
+	if files["root-chart/values.yaml"] != wantValues {
+		t.Errorf("values:\n%s\nwant\n%s", files["root-chart/values.yaml"], wantValues)
+	}
+	// The chart, with the values written, renders the new Application.
+	dir := t.TempDir()
+	tip := mapTree{}
+	for f, v := range base {
+		tip[f] = v
+	}
+	for f, v := range files {
+		tip[f] = v
+	}
+	if err := testenv.WriteFiles(dir, tip); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := gitindex.Load(context.Background(), gitindex.Source{Location: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := ix.Chart("root-chart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helmrelease.Renderer{}.Render(ch, "root", "argocd", nil)
+	if err != nil || !strings.Contains(out.Manifest, "name: coupons-qa, namespace: argocd") || !strings.Contains(out.Manifest, "path: adopted/coupons-qa}") {
+		t.Errorf("the chart renders %v:\n%s", err, out.Manifest)
+	}
+	if len(s.Applications) != 1 || s.Applications[0].File != "" || !strings.Contains(s.Applications[0].Reach, "root Application argocd/root creates it from its Helm chart root-chart") {
+		t.Errorf("summary %+v, want no manifest and the root's chart named", s.Applications)
+	}
+	body := prBody(t, p, s)
+	for _, w := range []string{"Created by root Application `argocd/root` from its Helm chart `root-chart`", "appends the new Application to `applications` in `root-chart/values.yaml` and writes no Application file; the root's chart creates it on its next sync."} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the PR body lacks %q:\n%s", w, body)
+		}
+	}
+	if got := MergedFile(p, p.Applications[0], "argocd/apps"); got != "adopted/coupons-qa/configmap-cfg-0000.yaml" {
+		t.Errorf("merged file %s", got)
+	}
+	again, _, err := buildPlaced(t, p, tip)
+	if err != nil || again["root-chart/values.yaml"] != "" && again["root-chart/values.yaml"] != wantValues {
+		t.Errorf("again on its branch: %v, values %q", err, again["root-chart/values.yaml"])
+	}
+	changed := mapTree{}
+	for f, v := range base {
+		changed[f] = v
+	}
+	changed["root-chart/values.yaml"] = rootValues + "extra: 1\n"
+	var ce *ContractError
+	if _, _, err := buildPlaced(t, p, changed); !errors.As(err, &ce) || !strings.Contains(err.Error(), "changed since the plan") {
+		t.Errorf("a values file changed since the plan: %v, want a refusal", err)
 	}
 }

@@ -185,6 +185,9 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 	if app.Generator != nil {
 		return pl, a.placeGenerated(t, app, pl, adoptedFiles, exclude, out)
 	}
+	if r := p.ArgoCD.Root; r != nil && r.HelmValues.Item(app.Name) != nil {
+		return pl, a.placeByChart(t, app, pl, adoptedFiles, exclude, out)
+	}
 	for _, w := range pl.writes {
 		out.names.add(w.path)
 	}

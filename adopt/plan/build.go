@@ -308,6 +308,11 @@ func Build(in Inputs) *Plan {
 		if p.ArgoCD.Root == nil {
 			p.ArgoCD.Root = rootElsewhere(in.Apps.Specs, in.Index, p.Settings.RepoURL, p.Applications, renders.same)
 		}
+		if p.ArgoCD.Root == nil {
+			var fs []Finding
+			p.ArgoCD.Root, fs = rootHelmValues(p, in.Apps.Specs, in.Index, in.Charts, renders.same)
+			p.Findings = append(p.Findings, fs...)
+		}
 	}
 	csaMigration(cands, in.Tracking) // needs each object's Application
 	for _, c := range cands {

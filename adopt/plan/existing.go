@@ -253,7 +253,8 @@ func existingPath(s *argoapp.Spec, repoURL string) string {
 // Root is the existing Application that reads the new Applications'
 // files (an app of apps): a directory source over the apps directory, or
 // over another directory of Applications, or a kustomization listing
-// them (rootElsewhere). It creates the new Applications when it next
+// them (rootElsewhere), or a chart whose values list them
+// (rootHelmValues). It creates the new Applications when it next
 // syncs.
 type Root struct {
 	// Application is its namespace/name.
@@ -267,6 +268,10 @@ type Root struct {
 	// Kustomization is the kustomization file (in Dir) whose resources
 	// apply appends the new files to; "" for a directory source.
 	Kustomization string `json:"kustomization,omitempty" yaml:"kustomization,omitempty"`
+	// HelmValues is set when the root renders a chart whose values list
+	// Applications (rootHelmValues): apply appends the new Applications'
+	// items to that list and writes no Application file.
+	HelmValues *HelmValuesRoot `json:"helmValues,omitempty" yaml:"helmValues,omitempty"`
 }
 
 // rootSources are the sources of s that may read the apps directory: from

@@ -254,3 +254,80 @@ func TestNewApplicationJoinsTheRoot(t *testing.T) {
 		})
 	}
 }
+
+// appsChart is an app-of-apps chart written here: one Application per item
+// of .Values.applications; pathTpl is its source path's template.
+func appsChart(values, pathTpl string) map[string]string {
+	return map[string]string{
+		"root-chart/Chart.yaml":  "apiVersion: v2\nname: lab-apps\nversion: 0.1.0\n",
+		"root-chart/values.yaml": values,
+		"root-chart/templates/apps.yaml": `{{- range .Values.applications }}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: {{ .name }}
+  namespace: argocd
+spec:
+  project: {{ .project | default "default" }}
+  source:
+    repoURL: ` + placeRepo + `
+    targetRevision: HEAD
+    path: ` + pathTpl + `
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: {{ .namespace }}
+{{- end }}
+`,
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+	}
+}
+
+// TestNewApplicationJoinsTheRootsHelmValues (issue 46): a running root
+// renders a chart of the repo whose values list Applications. The new
+// Application is added there only when the chart, rendered with the item
+// appended, gains exactly that Application: a list of {name, path,
+// namespace} is proven; a list whose path key is one the planner cannot
+// fill (dir, app-specific) or whose copied key makes the path differ
+// (team) is not, and nothing fits.
+func TestNewApplicationJoinsTheRootsHelmValues(t *testing.T) {
+	for _, c := range []struct {
+		name, values, pathTpl, why string
+	}{
+		{"path item", "# apps of the lab\napplications:\n  - name: web   # the shop front\n    path: web\n    namespace: web\n", "{{ .path }}", ""},
+		{"key it cannot fill", "applications:\n  - name: web\n    dir: web\n    namespace: web\n", "{{ .dir }}", "key dir is app-specific"},
+		{"render differs", "applications:\n  - name: web\n    team: shop\n    namespace: web\n", "{{ .team }}/{{ .name }}", "reads path"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ix := loadRepo(t, "", appsChart(c.values, c.pathTpl))
+			e := &estate{bodies: map[string]map[string]any{}}
+			handApplied(t, e, "coupons")
+			p := placePlan(t, ix, e, argoapp.Applications{Specs: []argoapp.Spec{rootSpec("root-chart")}})
+			a := theApp(t, p, "coupons")
+			var msgs []string
+			for _, f := range p.Findings {
+				if f.Code == CodePlacement {
+					msgs = append(msgs, f.Message)
+				}
+			}
+			got := p.ArgoCD.Root
+			if c.why != "" {
+				if got != nil {
+					t.Errorf("root %+v, want none", got)
+				}
+				if !strings.Contains(strings.Join(msgs, "\n"), c.why) {
+					t.Errorf("findings %q, want one saying %q", msgs, c.why)
+				}
+				return
+			}
+			if got == nil || got.Application != "argocd/root" || got.HelmValues == nil {
+				t.Fatalf("root %+v, want argocd/root's helm values (findings %q)", got, msgs)
+			}
+			h := got.HelmValues
+			want := map[string]any{"name": a.Name, "path": a.SourcePath, "namespace": "coupons"}
+			if h.Chart != "root-chart" || h.ValuesFile != "root-chart/values.yaml" || h.Key != "applications" || len(h.Items) != 1 || h.Items[0].Application != a.Name || fmt.Sprint(h.Items[0].Values) != fmt.Sprint(want) || len(h.Digest) != 64 {
+				t.Errorf("helm values %+v, want item %v in root-chart/values.yaml applications", h, want)
+			}
+		})
+	}
+}
