@@ -99,6 +99,7 @@ func Plan(ctx context.Context, clusters []Cluster, parallel int, progress func(c
 			continue
 		}
 		g.Go(func() error {
+			c.Scan.Fleet = true
 			p, err := planner.Plan(ctx, c.Scan)
 			if err = wentDown(p, err, c.Scan); err != nil {
 				p = nil

@@ -143,7 +143,7 @@ func TestNamesFollowTheRepo(t *testing.T) {
 		{Namespace: "argocd", Name: "fleet-appsets", Destination: "argocd"},
 	}
 	var s Settings
-	cfg, fs := naming(config.Default(), specs, &s)
+	cfg, fs := naming(config.Default(), specs, false, &s)
 	if cfg.Naming != "{namespace}" || s.Naming != "{namespace}" || !strings.Contains(s.NamingFrom, "2 of 2 follow it (ledger-prod-eu, ledger-qa)") || len(fs) != 1 {
 		t.Errorf("naming %q from %q, findings %+v", cfg.Naming, s.NamingFrom, fs)
 	}
@@ -155,11 +155,11 @@ func TestNamesFollowTheRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = Settings{}
-	if cfg, _ := naming(own, specs, &s); cfg.Naming != "team-{namespace}" || s.NamingFrom != "adopt.yaml nameTemplate" {
+	if cfg, _ := naming(own, specs, false, &s); cfg.Naming != "team-{namespace}" || s.NamingFrom != "adopt.yaml nameTemplate" {
 		t.Errorf("adopt.yaml's nameTemplate: %q from %q", cfg.Naming, s.NamingFrom)
 	}
 	s = Settings{}
-	if cfg, fs := naming(config.Default(), specs[:1], &s); cfg.Naming != config.Default().Naming || len(fs) != 0 {
+	if cfg, fs := naming(config.Default(), specs[:1], false, &s); cfg.Naming != config.Default().Naming || len(fs) != 0 {
 		t.Errorf("one Application is no pattern: %q, %+v", cfg.Naming, fs)
 	}
 }

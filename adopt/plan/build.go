@@ -45,6 +45,11 @@ type Inputs struct {
 	HelmUnread string
 	// Management is Argo CD's cluster when it is not the one planned.
 	Management *Management
+	// Fleet says the plan is one cluster's of a fleet plan: its new
+	// Applications' names must not depend on the cluster (no {cluster}
+	// learned from the repo), so that one ApplicationSet generates them
+	// on every cluster.
+	Fleet bool
 	// Charts renders the Helm charts in Git that existing Applications
 	// sync (its KubeVersion is the cluster's).
 	Charts helmrelease.Renderer
@@ -284,8 +289,16 @@ func Build(in Inputs) *Plan {
 		c.obj.Risk = maxSeverity(c.obj.Findings)
 	}
 
-	named, fs := naming(cfg, in.Apps.Specs, &p.Settings)
-	p.Applications = group(cands, groupBy, named, in.Index, p.Settings.RepoURL)
+	named, fs := naming(cfg, in.Apps.Specs, in.Fleet, &p.Settings)
+	var clash bool
+	p.Applications, clash = group(cands, groupBy, named, in.Index, p.Settings.RepoURL)
+	if clash && named != cfg {
+		// The repo's pattern has no place for the group's key: keep
+		// adopt's default rather than number two new Applications.
+		fs = []Finding{{Code: CodeNaming, Severity: Info, Message: fmt.Sprintf("new Application names keep adopt's default %s: the repo's pattern %s (from %s) would name two new Applications alike; set nameTemplate in adopt.yaml to choose another", cfg.Naming, p.Settings.Naming, p.Settings.NamingFrom)}}
+		p.Settings.Naming, p.Settings.NamingFrom = cfg.Naming, "adopt's default: the repo's pattern would name two new Applications alike"
+		p.Applications, _ = group(cands, groupBy, cfg, in.Index, p.Settings.RepoURL)
+	}
 	if !slices.ContainsFunc(p.Applications, func(a Application) bool { return a.Existing == nil }) {
 		// Nothing new is named.
 		fs, p.Settings.Naming, p.Settings.NamingFrom = nil, "", ""

@@ -38,7 +38,7 @@ type bucket struct {
 }
 
 // group proposes Applications for the candidates and sets Object.App.
-func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Index, repoURL string) []Application {
+func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Index, repoURL string) (apps []Application, clash bool) {
 	buckets := map[string]*bucket{}
 	get := func(key string, mk func() Application) *bucket {
 		b := buckets[key]
@@ -87,8 +87,7 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	used := map[string]bool{}
-	var apps []Application
+	used, named := map[string]bool{}, map[string]bool{}
 	for _, k := range keys {
 		b := buckets[k]
 		a := b.app
@@ -131,13 +130,15 @@ func group(cands []*candidate, by GroupBy, cfg *config.Config, ix *gitindex.Inde
 		if a.Source == "existing" {
 			used[a.Name] = true // sorted first: a new one never takes its name
 		} else {
+			clash = clash || named[a.Name]
+			named[a.Name] = true
 			a.Name = unique(a.Name, used)
 		}
 		a.Objects = refs(b.refs, a.Name)
 		sort.Strings(a.Objects)
 		apps = append(apps, a)
 	}
-	return apps
+	return apps, clash
 }
 
 // gitDestinations returns, for a candidate matched in Git, the destination

@@ -148,12 +148,13 @@ func literal(t string) int {
 // naming is the config the new Applications are named with, and the
 // finding that names the pattern: adopt.yaml's nameTemplate when set,
 // else the repo's pattern (repoNaming; not one with {cluster} when the
-// new Applications' cluster has no known name), else cfg as it is (no
-// finding).
-func naming(cfg *config.Config, specs []argoapp.Spec, s *Settings) (*config.Config, []Finding) {
+// new Applications' cluster has no known name, or in a fleet plan, whose
+// clusters' Applications one ApplicationSet names alike), else cfg as it
+// is (no finding).
+func naming(cfg *config.Config, specs []argoapp.Spec, fleet bool, s *Settings) (*config.Config, []Finding) {
 	if cfg.NameTemplate != "" {
 		s.Naming, s.NamingFrom = cfg.NameTemplate, "adopt.yaml nameTemplate"
-	} else if t, from := repoNaming(specs); t != "" && (cfg.Cluster() != "" || !strings.Contains(t, "{cluster}")) {
+	} else if t, from := repoNaming(specs); t != "" && (!strings.Contains(t, "{cluster}") || (cfg.Cluster() != "" && !fleet)) {
 		c := *cfg
 		c.Naming = t
 		cfg = &c

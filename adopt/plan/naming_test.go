@@ -74,7 +74,7 @@ func TestNamesFollowTheRepoPatterns(t *testing.T) {
 				cfg.Naming = config.Default().Naming
 			}
 			var s Settings
-			got, fs := naming(cfg, c.specs, &s)
+			got, fs := naming(cfg, c.specs, false, &s)
 			if c.want == "" {
 				if got.Naming != cfg.Naming || len(fs) != 0 {
 					t.Fatalf("want no template, got %q, %+v", got.Naming, fs)

@@ -56,6 +56,10 @@ type Options struct {
 	// Hub, when set, is the management cluster Argo CD runs on (hub and
 	// spoke); nil means Argo CD runs in the cluster planned.
 	Hub *Hub
+	// Fleet says this plan is one cluster's of a fleet plan (fleet.Plan
+	// sets it): new names then never follow a repo pattern that holds the
+	// cluster's name.
+	Fleet bool
 	// Explain words a Kubernetes API error for the user (where, what next).
 	Explain func(error) error
 	// Progress callbacks; nil for none.
@@ -167,7 +171,7 @@ func Plan(ctx context.Context, o Options) (*plan.Plan, error) {
 	charts := chartRenderer(o, ix != nil && (len(apps.Specs) > 0 || chartInGit(helm)))
 	in := plan.Inputs{
 		Result: res, Tracking: tracking, Apps: apps, Config: cfg, Index: ix, GroupBy: o.GroupBy, Bodies: bodies,
-		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Charts: charts,
+		Cluster: o.Cluster, Helm: helm, HelmUnread: unread, Management: mgmt, Fleet: o.Fleet, Charts: charts,
 		Findings: uncheckedNamespaces(unchecked), Judge: j,
 	}
 	if ix != nil {

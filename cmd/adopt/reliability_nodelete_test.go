@@ -254,15 +254,19 @@ spec:
 
 // TestNoDeleteInProductCode fails on any call of a method named Delete or
 // DeleteCollection, and any DELETE HTTP verb, in the non-test Go code
-// outside internal/testenv (which tears down what tests set up), but one:
-// the guarded delete of a Helm release record in adopt/finalize/retire.go,
-// reached only with finalize --retire-helm-records.
+// outside internal/testenv (which tears down what tests set up), but two
+// files: the guarded delete of a Helm release record in
+// adopt/finalize/retire.go, reached only with finalize
+// --retire-helm-records, and adopt/esoform/push.go, which deletes only the
+// objects its own push created (the probe ExternalSecret and its Secret,
+// the PushSecret with deletionPolicy None, the labelled copy), each found
+// by its owner or label and deleted with a uid precondition.
 func TestNoDeleteInProductCode(t *testing.T) {
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	files := 0
-	const retire = "adopt/finalize/retire.go"
-	retireDeletes := 0
+	const retire, push = "adopt/finalize/retire.go", "adopt/esoform/push.go"
+	retireDeletes, pushDeletes := 0, 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -291,6 +295,10 @@ func TestNoDeleteInProductCode(t *testing.T) {
 						retireDeletes++
 						break
 					}
+					if rel == push && sel.Sel.Name == "Delete" {
+						pushDeletes++
+						break
+					}
 					t.Errorf("%s: a %s call; adopt never deletes (but a Helm record, in %s)", fset.Position(x.Pos()), sel.Sel.Name, retire)
 				}
 			case *ast.SelectorExpr:
@@ -314,5 +322,8 @@ func TestNoDeleteInProductCode(t *testing.T) {
 	}
 	if retireDeletes != 1 {
 		t.Errorf("%s makes %d Delete calls, want exactly 1 (the guarded delete of one Helm record)", retire, retireDeletes)
+	}
+	if pushDeletes != 3 {
+		t.Errorf("%s makes %d Delete calls, want exactly 3 (its own probe's Secret, its own copy, and deleteObject for its probe ExternalSecret and PushSecret)", push, pushDeletes)
 	}
 }
