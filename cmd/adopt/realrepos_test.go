@@ -70,7 +70,14 @@ func TestPlanOnRealRepoLayouts(t *testing.T) {
 		t.Run(rr.name, func(t *testing.T) {
 			r := setUpRealRepo(t, cp, cp.Namespace(t), rr)
 			rr.byHand(t, r)
-			args := []string{"--argocd-namespace", r.argoNS, "--repo", r.checkout, "-n", strings.Join(sortedValues(r.ns), ",")}
+			// The names are pinned: the Applications other tests leave on
+			// the shared plane (and the ApplicationSets generating them)
+			// would otherwise teach the plan their pattern.
+			names := filepath.Join(t.TempDir(), "adopt.yaml")
+			if err := os.WriteFile(names, []byte("apiVersion: adopt.dev/v1alpha1\nkind: AdoptConfig\nnameTemplate: adopt-{namespace}-{key}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"--argocd-namespace", r.argoNS, "--repo", r.checkout, "-n", strings.Join(sortedValues(r.ns), ","), "--config", names}
 			compareGolden(t, r, rr.name+".golden", planJSON(t, args...))
 
 			created := r.ownApplications(rr)
