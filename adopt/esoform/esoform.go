@@ -31,7 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/redact"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // The External Secrets resources adopt reads and writes.
@@ -106,11 +107,10 @@ func probeName(name string) string { return name + ".adopt-probe" }
 // annotations the operator writes itself.
 func dropped(key string) bool {
 	switch key {
-	case budget.LastAppliedKey, "kubecfg.ksonnet.io/last-applied-configuration",
-		"argocd.argoproj.io/tracking-id", "reconcile.external-secrets.io/data-hash":
+	case argoapp.AnnotationTrackingID, "reconcile.external-secrets.io/data-hash":
 		return true
 	}
-	return false
+	return redact.CopiesData(key)
 }
 
 // droppedLabel reports the labels the template must not carry: Argo CD's

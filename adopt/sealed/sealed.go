@@ -32,8 +32,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/objref"
+	"github.com/adopt-dev/adopt/adopt/redact"
+	"github.com/adopt-dev/adopt/argoapp"
 )
 
 // The SealedSecret resource (bitnami.com/v1alpha1) and the annotations of
@@ -114,12 +115,10 @@ func (s *SealedSecret) YAML() ([]byte, error) { return yaml.Marshal(s) }
 //     object of the Application itself, to be pruned as absent from Git.
 func dropped(key string) bool {
 	switch key {
-	case budget.LastAppliedKey, "kubecfg.ksonnet.io/last-applied-configuration",
-		ManagedAnnotation, namespaceWideAnnotation, clusterWideAnnotation,
-		"argocd.argoproj.io/tracking-id":
+	case ManagedAnnotation, namespaceWideAnnotation, clusterWideAnnotation, argoapp.AnnotationTrackingID:
 		return true
 	}
-	return false
+	return redact.CopiesData(key)
 }
 
 // TemplateMeta is the template's metadata for Secret s: its name,

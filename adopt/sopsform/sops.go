@@ -15,8 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/adopt-dev/adopt/adopt/budget"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/redact"
 	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/atomicfile"
 )
@@ -27,11 +27,10 @@ import (
 // marks, which record state rather than intent.
 func droppedAnnotation(k string) bool {
 	switch k {
-	case budget.LastAppliedKey, "kubecfg.ksonnet.io/last-applied-configuration",
-		argoapp.AnnotationTrackingID, argoapp.AnnotationInstallationID:
+	case argoapp.AnnotationTrackingID, argoapp.AnnotationInstallationID:
 		return true
 	}
-	return false
+	return redact.CopiesData(k)
 }
 
 // Manifest is the plaintext manifest of the live Secret s: apiVersion,
