@@ -219,19 +219,9 @@ func (a *Applier) listInRoot(t *listedTree, pls []*placed, files map[string][]by
 // file, those not listed yet, keeping its comments and the list's style;
 // changed is false when every name was listed.
 func appendResources(data []byte, names []string) (out []byte, changed bool, err error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, false, fmt.Errorf("does not parse: %v", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, false, fmt.Errorf("is not one YAML mapping")
-	}
-	m := doc.Content[0]
-	var seq *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "resources" {
-			seq = m.Content[i+1]
-		}
+	doc, m, seq, err := topLevel(data, "resources")
+	if err != nil {
+		return nil, false, err
 	}
 	if seq == nil {
 		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
@@ -254,16 +244,8 @@ func appendResources(data []byte, names []string) (out []byte, changed bool, err
 	if !changed {
 		return data, false, nil
 	}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, false, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, false, err
-	}
-	return b.Bytes(), true, nil
+	out, err = encode(doc)
+	return out, err == nil, err
 }
 
 // itemsInRoot appends the plan's items (plan.HelmValuesRoot) of the
@@ -306,19 +288,9 @@ func (a *Applier) itemsInRoot(t *listedTree, pls []*placed, files map[string][]b
 // keys. With every item there already nothing changes; else the file
 // must be the planned one (planned).
 func appendItems(data []byte, key string, items []plan.HelmValuesItem, planned bool) (out []byte, changed bool, err error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, false, fmt.Errorf("does not parse: %v", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, false, fmt.Errorf("is not one YAML mapping")
-	}
-	m := doc.Content[0]
-	var seq *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			seq = m.Content[i+1]
-		}
+	doc, _, seq, err := topLevel(data, key)
+	if err != nil {
+		return nil, false, err
 	}
 	if seq == nil || seq.Kind != yaml.SequenceNode || len(seq.Content) == 0 || seq.Content[0].Kind != yaml.MappingNode {
 		return nil, false, fmt.Errorf("%s is no longer a list of mappings: plan again", key)
@@ -344,16 +316,8 @@ func appendItems(data []byte, key string, items []plan.HelmValuesItem, planned b
 		}
 		seq.Content = append(seq.Content, n)
 	}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, false, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, false, err
-	}
-	return b.Bytes(), true, nil
+	out, err = encode(doc)
+	return out, err == nil, err
 }
 
 // itemNode is v as a mapping node in the key order of shape (nested
@@ -407,4 +371,37 @@ func sameValue(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// topLevel parses data as one YAML mapping and returns the document, the
+// mapping and the value under its top-level key (nil when absent).
+func topLevel(data []byte, key string) (doc, m, val *yaml.Node, err error) {
+	doc = &yaml.Node{}
+	if err := yaml.Unmarshal(data, doc); err != nil {
+		return nil, nil, nil, fmt.Errorf("does not parse: %v", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil, nil, fmt.Errorf("is not one YAML mapping")
+	}
+	m = doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			val = m.Content[i+1]
+		}
+	}
+	return doc, m, val, nil
+}
+
+// encode writes doc back with two-space indents, as the files were read.
+func encode(doc *yaml.Node) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
