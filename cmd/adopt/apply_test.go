@@ -98,7 +98,6 @@ func everything(t *testing.T, repoPath string) string {
 
 func dryRunCreate(t *testing.T, appYAML string) {
 	t.Helper()
-	installApplicationCRD(t)
 	var u unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(appYAML), &u.Object); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,6 @@ var appSetCRDOnce sync.Once
 // until applicationsets are served.
 func installApplicationSetCRD(t *testing.T) {
 	t.Helper()
-	installApplicationCRD(t)
 	appSetCRDOnce.Do(func() {
 		crd := argoCDModuleFile(t, "manifests/crds/applicationset-crd.yaml")
 		if out, err := cp.Kubectl(context.Background(), crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-"); err != nil {

@@ -51,7 +51,6 @@ type adoptedRelease struct {
 // through kubeconfig (cp's, or a proxy's in front of it).
 func adoptRelease(ctx context.Context, t *testing.T, driver string, kubeconfig func(*adoptedRelease) string) *adoptedRelease {
 	t.Helper()
-	installApplicationCRD(t)
 	r := &adoptedRelease{ns: cp.Namespace(t), scan: &leakScan{texts: map[string]string{}, secrets: map[string]string{"the release's password": retireCanary}}}
 	h, repo := servedChart(ctx, t, cp, "web")
 	r.h = h

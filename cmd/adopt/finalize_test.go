@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,56 +30,64 @@ import (
 
 const argoNS = "argocd"
 
-var crdOnce sync.Once
-
-// installApplicationCRD installs the Application CRD on the package's
-// control plane, once.
-func installApplicationCRD(t *testing.T) {
-	t.Helper()
-	crdOnce.Do(func() { installApplicationCRDOn(t, cp) })
-}
-
 // installApplicationCRDOn applies Argo CD v2.14.21's Application CRD from
 // the module cache to c and creates the argocd namespace.
 func installApplicationCRDOn(t *testing.T, c *testenv.ControlPlane) {
 	t.Helper()
-	crd := argoCDModuleFile(t, "manifests/crds/application-crd.yaml")
+	if err := applicationCRDOn(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applicationCRDOn is installApplicationCRDOn for TestMain, which has no
+// t: the package's shared plane gets the CRD before any test runs.
+func applicationCRDOn(c *testenv.ControlPlane) error {
+	crd, err := argoCDModuleRead("manifests/crds/application-crd.yaml")
+	if err != nil {
+		return err
+	}
 	// --force-conflicts: an Argo CD test may have installed another
 	// version's CRD before (field manager testenv).
 	if out, err := c.Kubectl(context.Background(), crd, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-"); err != nil {
-		t.Fatalf("install the Application CRD: %v: %s", err, out)
+		return fmt.Errorf("install the Application CRD: %v: %s", err, out)
 	}
 	// Served once discovery lists it; wait for that, bounded.
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the Application CRD was not served: %v", err)
+		return fmt.Errorf("the Application CRD was not served: %v", err)
 	}
 	_, err = c.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argoNS}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+		return err
 	}
+	return nil
 }
 
 // argoCDModuleFile reads a file (path rel) of Argo CD v2.14.21's module
 // from the module cache.
 func argoCDModuleFile(t *testing.T, rel string) []byte {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
-	if err != nil {
-		t.Fatalf("go mod download argo-cd: %v", err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download argo-cd: no Dir in %s", out)
-	}
-	b, err := os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel)))
+	b, err := argoCDModuleRead(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// argoCDModuleRead is argoCDModuleFile without a t.
+func argoCDModuleRead(rel string) ([]byte, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/argoproj/argo-cd/v2@v2.14.21").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download argo-cd: %v", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download argo-cd: no Dir in %s", out)
+	}
+	return os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel)))
 }
 
 func kc(t *testing.T, stdin []byte, args ...string) {
@@ -211,7 +219,6 @@ func cmObject(ns string) plan.Object {
 }
 
 func TestFinalizeCommand(t *testing.T) {
-	installApplicationCRD(t)
 	ns := cp.Namespace(t)
 	app := "adopt-" + ns
 	data := map[string]string{"a": "1", "b": "2"}
@@ -303,7 +310,6 @@ func TestFinalizeCommand(t *testing.T) {
 }
 
 func TestFinalizeUnhealthyDeploymentIsExplainedAndUntouched(t *testing.T) {
-	installApplicationCRD(t)
 	ctx := context.Background()
 	sched, err := testenv.StartScheduling(ctx, cp)
 	if err != nil {
@@ -379,7 +385,6 @@ func TestFinalizeUnhealthyDeploymentIsExplainedAndUntouched(t *testing.T) {
 // plan adopting it.
 func syncedConfigMap(t *testing.T) (ns, planFile string) {
 	t.Helper()
-	installApplicationCRD(t)
 	ns = cp.Namespace(t)
 	app := "adopt-" + ns
 	handThenArgo(t, configMap(ns, map[string]string{"a": "1"}), app+":/ConfigMap:"+ns+"/usage-hook")
@@ -409,7 +414,6 @@ func TestFinalizeChecksPermissionsBeforeWriting(t *testing.T) {
 }
 
 func TestFinalizeSyncSetsOperationOnce(t *testing.T) {
-	installApplicationCRD(t)
 	ns := cp.Namespace(t)
 	app := "adopt-" + ns
 	handThenArgo(t, configMap(ns, map[string]string{"a": "1"}), app+":/ConfigMap:"+ns+"/usage-hook")

@@ -23,9 +23,21 @@ var cp *testenv.ControlPlane
 // its cluster-scoped names from the test's name, and is the only parallel
 // test on its version's shared Argo CD plane (argoCDPlane's cleanup deletes
 // the Applications its test did not find).
+//
+// The shared plane serves Argo CD's Application CRD from the start: a plan
+// records whether Argo CD is installed, so a CRD one test installed half
+// way through another's runs would change that test's plans (and have
+// reconcile rewrite a pull request's record between two runs).
 func TestMain(m *testing.M) {
 	installAPIWarnings(os.Stderr) // as main does
-	testenv.Main(m, func(c *testenv.ControlPlane) { cp = c }, stopArgoPlanes, stopSharedGitea, failOnStrayJournals)
+	testenv.Main(m, func(c *testenv.ControlPlane) {
+		cp = c
+		if err := applicationCRDOn(c); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			c.Stop()
+			os.Exit(1)
+		}
+	}, stopArgoPlanes, stopSharedGitea, failOnStrayJournals)
 }
 
 // failOnStrayJournals fails the run when a test left a finalize journal

@@ -21,7 +21,6 @@ import (
 // every object is under its existing Application with no drift.
 func TestPlanExistingHelmChartInGit(t *testing.T) {
 	ctx := context.Background()
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	const repoURL = "https://git.example.invalid/org/charts.git"
 	repo := t.TempDir()

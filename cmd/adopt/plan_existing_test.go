@@ -17,7 +17,6 @@ import (
 // new one, as before.
 func TestPlanExistingApplications(t *testing.T) {
 	ctx := context.Background()
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	const repoURL = "https://git.example.invalid/org/gitops.git"
 	cm := func(name string) string {

@@ -17,7 +17,6 @@ import (
 // pending. A root built with Helm (a chart whose templates are
 // Applications) is read from its render.
 func TestPlanPendingApplications(t *testing.T) {
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	cm := func(name string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  v: one\n", name)

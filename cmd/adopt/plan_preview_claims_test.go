@@ -18,7 +18,6 @@ import (
 // which main has changed since. Each is previewed with what that
 // Application syncs: the chart's render, the tag's file.
 func TestPlanPreviewOfClaimedObjects(t *testing.T) {
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	cm := func(name, v string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  v: %s\n", name, v)

@@ -48,7 +48,6 @@ func TestPlanCheckoutRepoURL(t *testing.T) {
 	const token = "t0ken-in-the-remote-url"
 	git(clone, "remote", "set-url", "origin", "http://bot:"+token+"@localhost:"+port+"/gitops.git")
 
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	app := func(name, repoURL, path string) string {
 		return fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: %q, path: %s}\n",

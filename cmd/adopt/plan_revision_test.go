@@ -55,7 +55,6 @@ func TestPlanExistingApplicationsAsArgoCDRunsThem(t *testing.T) {
 	clone := filepath.Join(dir, "clone")
 	git(dir, "clone", "-q", url, clone)
 
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	app := func(name, path, rev, dest string) string {
 		return fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  project: default\n  destination: {%s, namespace: %s}\n  source: {repoURL: %q, path: %s, targetRevision: %q}\n",

@@ -100,7 +100,6 @@ func TestPlanHandAppliedConfigMap(t *testing.T) {
 	}
 	// An Application "app" in this test's own Argo CD namespace tracks one
 	// ConfigMap; the namespace has no argocd-cm.
-	installApplicationCRD(t)
 	argoNS := cp.Namespace(t)
 	app := fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: app\n  namespace: %s\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: %s}\n  source: {repoURL: https://git.example.invalid/gitops.git, path: apps}\n", argoNS, ns)
 	tracked := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tracked\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/tracking-id: app:/ConfigMap:%s/tracked\ndata:\n  a: b\n", ns, ns)

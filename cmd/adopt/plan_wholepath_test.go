@@ -21,7 +21,6 @@ func TestPlanRendersProposedPathsWhole(t *testing.T) {
 	cm := func(name string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  v: one\n", name)
 	}
-	installApplicationCRD(t)
 	ns, argoNS := cp.Namespace(t), cp.Namespace(t)
 	_, url := gitRepo(t, "gitops", map[string]string{
 		"apps/shop/kustomization.yaml":   "resources: [a.yaml, b.yaml, c.yaml]\n",

@@ -65,7 +65,6 @@ func (r *repoRun) kc(t *testing.T, stdin []byte, args ...string) {
 // Application is proposed over a path they sync.
 func TestPlanOnRealRepoLayouts(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
-	installApplicationCRD(t)
 	for _, rr := range realRepos() {
 		t.Run(rr.name, func(t *testing.T) {
 			r := setUpRealRepo(t, cp, cp.Namespace(t), rr)

@@ -50,7 +50,6 @@ func otherCA(t *testing.T) []byte {
 }
 
 func TestBadInputIsOneLine(t *testing.T) {
-	installApplicationCRD(t)
 	dir := t.TempDir()
 	ns := cp.Namespace(t)
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hook}\ndata: {a: b}\n"), "-n", ns, "apply", "-f", "-")

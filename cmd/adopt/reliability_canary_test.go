@@ -34,7 +34,6 @@ func closedPort(t *testing.T) string {
 }
 
 func TestNoCredentialInAnyOutput(t *testing.T) {
-	installApplicationCRD(t)
 	const (
 		gitPass      = "gitpass-CANARY-a1b2c3d4"
 		wrongFlag    = "wrongflag-CANARY-e5f6"

@@ -78,7 +78,6 @@ func lastApplied(t *testing.T, ns string) map[string]string {
 // object is patched once and --undo restores all 60.
 func TestTwoFinalizeRunsOnOnePlan(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
-	installApplicationCRD(t)
 	const n = 60
 	bin := adoptBinary(t)
 	type setup struct {

@@ -319,7 +319,6 @@ func endState(t *testing.T, ns string, names ...string) string {
 // run, each was patched once, the journal accounts for every removal and
 // --undo restores every annotation.
 func TestFinalizeKilledAndResumed(t *testing.T) {
-	installApplicationCRD(t)
 	names := []string{"hook-a", "hook-b", "hook-c"}
 
 	// The reference: an uninterrupted run on an identical namespace.

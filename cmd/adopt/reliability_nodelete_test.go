@@ -121,7 +121,7 @@ func watchUntil(t *testing.T, ctx context.Context, gvr schema.GroupVersionResour
 
 func TestNothingIsDeletedThroughAFullRun(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
-	installApplicationCRD(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound on hanging, not an assertion
 	defer cancel()
 	ns := cp.Namespace(t)

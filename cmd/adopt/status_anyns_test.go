@@ -16,7 +16,6 @@ import (
 // and said it was not in the cluster yet.
 func TestStatusFollowsAppsInAnyNamespace(t *testing.T) {
 	ctx := context.Background()
-	installApplicationCRD(t)
 	ns, argoNS, teamNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	const repoURL = "https://git.example.invalid/org/gitops.git"
 	repo := t.TempDir()

@@ -114,7 +114,6 @@ func TestStatusSevenStages(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	installApplicationCRD(t)
 	g := giteaInBackground(ctx, t)()
 	repo := giteaName(t, "status")
 	repoURL, err := g.CreateRepo(ctx, repo)
