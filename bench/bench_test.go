@@ -41,7 +41,7 @@ func TestSmoke(t *testing.T) {
 	}
 	out := filepath.Join(dir, "results.json")
 	c := Config{Adopt: adopt, Namespaces: 2, LargeNamespaces: 4, PerType: 100, BigEvery: 100, Finalize: 30, Apps: 10, ApplyObjects: 40,
-		FleetClusters: 4, FleetNamespaces: 1, RenderApps: 10, RenderFiles: 400, MonoApps: 5, MonoFiles: 400, MonoCommits: 300, SpreadNamespaces: 20, SpreadObjects: 4, FleetStatusClusters: 2, FleetStatusNamespaces: 1, ReconcileNamespaces: 3, ReconcileObjects: 10, Out: out, Log: t.Logf}
+		FleetClusters: 2, FleetNamespaces: 1, RenderApps: 10, RenderFiles: 400, MonoApps: 5, MonoFiles: 400, MonoCommits: 300, SpreadNamespaces: 20, SpreadObjects: 4, FleetStatusClusters: 2, FleetStatusNamespaces: 1, ReconcileNamespaces: 2, ReconcileObjects: 4, Out: out, Log: t.Logf}
 	r, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)

@@ -360,8 +360,18 @@ func endToEnd(t *testing.T, version string) {
 		t.Errorf("API mode report: argocd %+v, want mode api and version %s from argocd-server", clusterRep.ArgoCD, version)
 	}
 	// The Deployment cannot fit: finalize waits --timeout, explains, leaves
-	// the Application's objects alone and exits 4.
-	r = runAdopt(t, cp.Kubeconfig, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", appLiteLLM, "--timeout", "45s"}, api...)...)
+	// the Application's objects alone and exits 4. Its explanation comes
+	// from what Argo CD lists of the Application's objects and from the
+	// Deployment's pods, both there before finalize starts (the scheduler
+	// said why above; the controller's first comparison lists them), so
+	// a short --timeout gives the same report however long the sync
+	// finalize starts takes.
+	listed, listedCancel := context.WithTimeout(ctx, 3*time.Minute)
+	if _, err := argo.WaitApplication(listed, appLiteLLM, func(s testenv.AppStatus) bool { return s.Sync != "" }); err != nil {
+		t.Fatalf("Argo CD never compared %s: %v", appLiteLLM, err)
+	}
+	listedCancel()
+	r = runAdopt(t, cp.Kubeconfig, tokenEnv, append([]string{"finalize", "--plan", planFile, "--sync", "--app", appLiteLLM, "--timeout", "8s"}, api...)...)
 	noSecret(t, "adopt finalize (API mode)", r, token)
 	if r.code != 4 {
 		t.Fatalf("finalize (API mode) %s: want exit 4 (the Deployment cannot be finalized): %s", appLiteLLM, r)
