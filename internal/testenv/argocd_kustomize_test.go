@@ -10,10 +10,12 @@ import (
 )
 
 func TestArgoCDv2RendersKustomizeOverlay(t *testing.T) {
+	t.Parallel() // on its version's shared plane, in turn with that plane's other tests (sharedArgoCD)
 	testArgoCDRendersKustomizeOverlay(t, ArgoCDOldest)
 }
 
 func TestArgoCDv3RendersKustomizeOverlay(t *testing.T) {
+	t.Parallel() // on its version's shared plane, in turn with that plane's other tests (sharedArgoCD)
 	testArgoCDRendersKustomizeOverlay(t, ArgoCDCurrent)
 }
 

@@ -22,6 +22,7 @@ import (
 // the second operator's log never names the first's namespace; both
 // serve their metrics on loopback only.
 func TestExternalSecretsReadsThroughItsStore(t *testing.T) {
+	t.Parallel() // on a control plane of its own
 	cp := startTestControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -19,9 +19,15 @@ import (
 // Issue 28: adopt's render of an Application's source (gitindex.Render)
 // equals what Argo CD's repo-server renders for it, object for object.
 
-func TestRenderOracleV2(t *testing.T) { testRenderOracle(t, ArgoCDOldest) }
+func TestRenderOracleV2(t *testing.T) {
+	t.Parallel() // on its version's shared plane, in turn with that plane's other tests (sharedArgoCD)
+	testRenderOracle(t, ArgoCDOldest)
+}
 
-func TestRenderOracleV3(t *testing.T) { testRenderOracle(t, ArgoCDCurrent) }
+func TestRenderOracleV3(t *testing.T) {
+	t.Parallel() // on its version's shared plane, in turn with that plane's other tests (sharedArgoCD)
+	testRenderOracle(t, ArgoCDCurrent)
+}
 
 // oracleDirFiles is a directory source's tree: nested directories with
 // .yaml, .yml and .json files, some left out by include, some by exclude,

@@ -55,6 +55,7 @@ func keepLogs(t *testing.T, from, to string) {
 // to create its pods and the real scheduler to leave them Pending with
 // "Insufficient memory". A Deployment that fits is placed on the same node.
 func TestSchedulingInsufficientMemory(t *testing.T) {
+	t.Parallel() // on a control plane of its own
 	cp := startTestControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 // whose key differs, refuses it, and never touches the first one's
 // namespace.
 func TestSealedSecretsUnsealsThroughTheServiceProxy(t *testing.T) {
+	t.Parallel() // on a control plane of its own
 	cp := startTestControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -38,16 +38,21 @@ var shared = struct {
 
 // sharedPlane is one version's plane. Its own lock covers its start, so
 // that tests of different versions (TestFirstSyncByVersion's, which run in
-// parallel) start their planes at once.
+// parallel) start their planes at once. busy is held by the test using the
+// plane, from sharedArgoCD to its end: parallel tests on one version take
+// turns (a test's cleanup deletes the Applications it did not find, and
+// some change Argo CD's settings), while different versions' overlap.
 type sharedPlane struct {
 	sync.Mutex
-	cp *ControlPlane
-	a  *ArgoCD
+	busy sync.Mutex
+	cp   *ControlPlane
+	a    *ArgoCD
 }
 
 // sharedArgoCD is the shared control plane and Argo CD of version, started
-// on first use. The Applications a test creates are deleted when it ends,
-// so that Argo CD stops reconciling them for the next test.
+// on first use, and the test's alone until it ends (sharedPlane.busy). The
+// Applications a test creates are deleted when it ends, so that Argo CD
+// stops reconciling them for the next test. A test calls it once.
 func sharedArgoCD(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
 	t.Helper()
 	shared.Lock()
@@ -64,6 +69,8 @@ func sharedArgoCD(t *testing.T, version string) (*ControlPlane, *ArgoCD) {
 			p.cp, p.a = startShared(t, version)
 		}
 	}()
+	p.busy.Lock()
+	t.Cleanup(p.busy.Unlock) // cleanups run last first: after the deletes below
 	apps := dynamic.NewForConfigOrDie(p.cp.RESTConfig()).Resource(applicationsGVR).Namespace(p.a.Namespace)
 	before := map[string]bool{}
 	if l, err := apps.List(context.Background(), metav1.ListOptions{}); err == nil {
