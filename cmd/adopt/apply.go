@@ -43,6 +43,7 @@ type ApplyOptions struct {
 	pr        prOptions
 
 	genericiooptions.IOStreams
+	getenv func(string) string // adopt's environment (invocation.getenv)
 	cluster   *cluster
 	hub       *cluster
 	scopeNS   string
@@ -57,14 +58,14 @@ type ApplyOptions struct {
 	members  map[string]apply.Cluster
 }
 
-func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	cmd, _ := applyCommand(flags, streams)
+func newApplyCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
+	cmd, _ := applyCommand(flags, streams, getenv)
 	return cmd
 }
 
 // applyCommand is the apply command and the options its flags fill.
-func applyCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) (*cobra.Command, *ApplyOptions) {
-	o := &ApplyOptions{ConfigFlags: flags, IOStreams: streams, Secrets: string(export.SecretsSkip), CSAMigration: string(apply.CSAAuto)}
+func applyCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) (*cobra.Command, *ApplyOptions) {
+	o := &ApplyOptions{ConfigFlags: flags, IOStreams: streams, getenv: getenv, pr: prOptions{getenv: getenv}, Secrets: string(export.SecretsSkip), CSAMigration: string(apply.CSAAuto)}
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Write the proposed Applications and clean manifests into the GitOps repo, on a branch",
@@ -178,7 +179,7 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command) error {
 // completeCommit resolves the Git credentials, the author and the
 // templates.
 func (o *ApplyOptions) completeCommit() error {
-	o.auth, o.tokenFrom = o.Git.Complete(nil)
+	o.auth, o.tokenFrom = o.Git.Complete(o.getenv)
 	o.Git.Warn(o.ErrOut, o.Repo, o.Quiet)
 	return o.commitFlags.Complete()
 }

@@ -21,6 +21,7 @@ import (
 // plan says why and gives the fix, for the Application and for the
 // object.
 func TestAppOutsideWatchedNamespacesOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)

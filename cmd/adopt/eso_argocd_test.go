@@ -40,6 +40,7 @@ import (
 // nothing forced (the namespace's one store chosen), the Secret is
 // written after plan: apply refuses and says to plan again.
 func TestExternalSecretAdoptedOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)

@@ -47,6 +47,7 @@ type FinalizeOptions struct {
 	Hub hubFlags
 
 	genericiooptions.IOStreams
+	getenv func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	// hub is the management cluster Argo CD runs on (nil: the cluster itself).
 	hub  *cluster
@@ -58,8 +59,8 @@ type FinalizeOptions struct {
 	connector *fleetConnector
 }
 
-func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second, Settle: finalize.DefaultSettle, Parallel: finalize.DefaultParallel}
+func newFinalizeCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
+	o := &FinalizeOptions{ConfigFlags: flags, IOStreams: streams, getenv: getenv, Output: "table", Timeout: 10 * time.Minute, PollInterval: 5 * time.Second, Settle: finalize.DefaultSettle, Parallel: finalize.DefaultParallel}
 	cmd := &cobra.Command{
 		Use:   "finalize",
 		Short: "After the first sync, remove the stale last-applied annotation and hand-apply field ownership",
@@ -146,7 +147,7 @@ func (o *FinalizeOptions) Complete(cmd *cobra.Command) error {
 	if err := noNamespace(cmd, "finalize"); err != nil {
 		return err
 	}
-	o.API.Complete()
+	o.API.Complete(o.getenv)
 	if o.PlanFile == "" {
 		return usageErrorf("--plan is required: the plan file written by 'adopt plan --out'")
 	}

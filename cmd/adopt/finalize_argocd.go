@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -35,13 +34,14 @@ func (a *argoAPIFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&a.Insecure, "insecure", false, "Argo CD API mode: skip TLS verification")
 }
 
-// Complete takes the token, and the fallback server, from the environment.
-func (a *argoAPIFlags) Complete() {
+// Complete takes the token, and the fallback server, from the environment
+// (getenv).
+func (a *argoAPIFlags) Complete(getenv func(string) string) {
 	if a.Token == "" {
-		a.Token = os.Getenv("ARGOCD_AUTH_TOKEN")
+		a.Token = getenv("ARGOCD_AUTH_TOKEN")
 	}
 	if a.Server == "" {
-		a.envServer = os.Getenv("ARGOCD_SERVER")
+		a.envServer = getenv("ARGOCD_SERVER")
 	}
 }
 

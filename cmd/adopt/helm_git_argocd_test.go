@@ -22,11 +22,17 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-func TestHelmChartInGitOnRealArgoCDv3(t *testing.T) { helmGitE2E(t, testenv.ArgoCDCurrent) }
+func TestHelmChartInGitOnRealArgoCDv3(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
+	helmGitE2E(t, testenv.ArgoCDCurrent)
+}
 
 // TestHelmChartInGitOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label, so the Applications are named after their releases.
-func TestHelmChartInGitOnRealArgoCDv2(t *testing.T) { helmGitE2E(t, testenv.ArgoCDOldest) }
+func TestHelmChartInGitOnRealArgoCDv2(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
+	helmGitE2E(t, testenv.ArgoCDOldest)
+}
 
 // helmGitE2E: three releases installed by the real helm CLI from a
 // checkout of the GitOps repo (`helm upgrade --install NAME
@@ -218,22 +224,9 @@ func untrackedCopy(t *testing.T, u *unstructured.Unstructured, tr argoapp.Tracki
 // does not keep reconciling them for the next test.
 func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.ControlPlane, *testenv.ArgoCD) {
 	t.Helper()
-	argoPlanes.Lock()
-	defer argoPlanes.Unlock()
-	p := argoPlanes.m[version]
-	if p == nil {
-		c, err := testenv.Start(context.Background(), testenv.Options{})
-		if err != nil {
-			t.Fatalf("a control plane did not start: %v", err)
-		}
-		a, err := testenv.StartArgoCD(context.Background(), c, version)
-		if err != nil {
-			c.Stop()
-			t.Fatal(err)
-		}
-		p = &argoPlane{c: c, a: a}
-		argoPlanes.m[version] = p
-	}
+	p := startedArgoPlane(t, version)
+	p.busy.Lock()
+	t.Cleanup(p.busy.Unlock) // cleanups run last first: after the deletes below
 	apps := dynamic.NewForConfigOrDie(p.c.RESTConfig()).Resource(argoapp.ApplicationGVR).Namespace(p.a.Namespace)
 	before := map[string]bool{}
 	if l, err := apps.List(ctx, metav1.ListOptions{}); err == nil {
@@ -255,6 +248,28 @@ func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.Co
 	return p.c, p.a
 }
 
+// startedArgoPlane is version's shared plane, started on first use.
+func startedArgoPlane(t *testing.T, version string) *argoPlane {
+	t.Helper()
+	argoPlanes.Lock()
+	defer argoPlanes.Unlock()
+	p := argoPlanes.m[version]
+	if p == nil {
+		c, err := testenv.Start(context.Background(), testenv.Options{})
+		if err != nil {
+			t.Fatalf("a control plane did not start: %v", err)
+		}
+		a, err := testenv.StartArgoCD(context.Background(), c, version)
+		if err != nil {
+			c.Stop()
+			t.Fatal(err)
+		}
+		p = &argoPlane{c: c, a: a}
+		argoPlanes.m[version] = p
+	}
+	return p
+}
+
 // argoPlanes are the shared Argo CD planes, by version.
 var argoPlanes = struct {
 	sync.Mutex
@@ -262,8 +277,13 @@ var argoPlanes = struct {
 }{m: map[string]*argoPlane{}}
 
 type argoPlane struct {
-	c *testenv.ControlPlane
-	a *testenv.ArgoCD
+	// busy is held by the test using the plane, from argoCDPlane to its
+	// end: parallel tests on one version take turns (a test's cleanup
+	// deletes the Applications it did not find, and some change Argo CD's
+	// settings), while different versions' overlap.
+	busy sync.Mutex
+	c    *testenv.ControlPlane
+	a    *testenv.ArgoCD
 	// appSets is set once its ApplicationSet controller runs
 	// (appSetController).
 	appSets bool

@@ -45,6 +45,7 @@ import (
 // carries a canary, finalize quotes it, and the scan of that run must
 // report the canary in finalize's stdout.
 func TestLeakSuiteSealed(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	giteaUp := giteaInBackground(ctx, t)

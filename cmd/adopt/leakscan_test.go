@@ -608,11 +608,16 @@ func (r *leakRunner) run(t *testing.T, name, kubeconfig string, env map[string]s
 	t.Helper()
 	var res leakRun
 	t.Run(name, func(t *testing.T) {
+		own := map[string]string{}
 		for k, v := range env {
-			t.Setenv(k, v)
+			if strings.HasPrefix(k, "HELM_") {
+				t.Setenv(k, v) // the helm SDK reads the process's environment itself
+				continue
+			}
+			own[k] = v
 		}
 		var out, errb bytes.Buffer
-		res.code = runAdopt(t, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		res.code = runAdoptEnv(t, own, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		res.out, res.errOut = out.String(), errb.String()
 	})
 	r.col.add(streamChannel(args), name, res.out)

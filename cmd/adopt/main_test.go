@@ -3,32 +3,45 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
+// parallelTests is how many parallel tests run at once by default: most of
+// a long test's time is waiting on a real part (Argo CD's sync, a control
+// plane's start), so more than the 2 cores' worth overlap.
+const parallelTests = 4
+
 // cp is the package's real control plane, started once in TestMain.
 var cp *testenv.ControlPlane
 
 // Long tests may call t.Parallel, so that one's waits on Argo CD, Gitea or
-// a control plane's start overlap another's work (go test runs GOMAXPROCS of
-// them at once, after every sequential test). One may when it sets no
-// process environment (t.Setenv panics in a parallel test, and adopt runs
-// in this process), takes its namespaces from ControlPlane.Namespace and
-// its cluster-scoped names from the test's name, and is the only parallel
-// test on its version's shared Argo CD plane (argoCDPlane's cleanup deletes
-// the Applications its test did not find).
+// a control plane's start overlap another's work (go test runs them after
+// every sequential test, parallelTests at once unless -parallel says
+// otherwise). One may when it sets no process environment (t.Setenv panics
+// in a parallel test, and adopt runs in this process) and no process-wide
+// state, and takes its namespaces from ControlPlane.Namespace and its
+// cluster-scoped names from the test's name. Tests on one version's shared
+// Argo CD plane take turns (argoCDPlane holds it for the test).
 //
 // The shared plane serves Argo CD's Application CRD from the start: a plan
 // records whether Argo CD is installed, so a CRD one test installed half
 // way through another's runs would change that test's plans (and have
 // reconcile rewrite a pull request's record between two runs).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	installAPIWarnings(os.Stderr) // as main does
 	testenv.Main(m, func(c *testenv.ControlPlane) {
 		cp = c

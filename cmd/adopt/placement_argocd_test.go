@@ -36,6 +36,7 @@ import (
 // the tracking id the preview was made with; none is recreated, and no
 // Application adopt wrote exists. finalize then cleans them up.
 func TestNewAppGeneratedByTheReposApplicationSetOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)

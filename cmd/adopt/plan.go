@@ -49,6 +49,7 @@ type PlanOptions struct {
 	NoIgnoreDifferences []string
 
 	genericiooptions.IOStreams
+	getenv func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	hub     *cluster
 	fleet   []fleet.Cluster
@@ -60,8 +61,8 @@ type PlanOptions struct {
 	gitSrc     gitindex.Source
 }
 
-func newPlanCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PlanOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", ArgoCDNamespace: argoapp.DefaultNamespace}
+func newPlanCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
+	o := &PlanOptions{ConfigFlags: flags, IOStreams: streams, getenv: getenv, Output: "table", ArgoCDNamespace: argoapp.DefaultNamespace}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Find untracked objects, judge their risk, match them with Git and propose Applications",
@@ -144,7 +145,7 @@ func (o *PlanOptions) Complete(cmd *cobra.Command) error {
 		o.GroupBy = cfg.GroupBy
 	}
 	if o.Repo != "" {
-		auth, _ := o.Git.Complete(nil)
+		auth, _ := o.Git.Complete(o.getenv)
 		o.Git.Warn(o.ErrOut, o.Repo, o.Quiet)
 		o.gitSrc = gitindex.Source{Location: o.Repo, Revision: o.Revision, Auth: auth}
 	}

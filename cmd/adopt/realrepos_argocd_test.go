@@ -20,7 +20,10 @@ import (
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
-func TestRealRepoOnRealArgoCDv3(t *testing.T) { realRepoOracle(t, testenv.ArgoCDCurrent) }
+func TestRealRepoOnRealArgoCDv3(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
+	realRepoOracle(t, testenv.ArgoCDCurrent)
+}
 
 // TestRealRepoOnRealArgoCDv2: the same on Argo CD 2, which tracks by
 // label.

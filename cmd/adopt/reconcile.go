@@ -58,10 +58,10 @@ var reconcileApplyFlags = []string{"config", "all-namespaces", "repo", "base", "
 	"apps-dir", "secrets", "auto-sync", "prune", "argocd-version", "csa-migration", "provider", "api-url", "pr-label", "pr-reviewer", "draft",
 	"git-token", "git-user", "ssh-key", "known-hosts", "insecure-skip-host-key-check", "git-timeout", "quiet"}
 
-func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newReconcileCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
 	o := &ReconcileOptions{Output: "table", LockDuration: 30 * time.Minute, MaxOpenPRs: 10, JournalDir: ".", FinalizeWait: 30 * time.Second,
 		PollInterval: 5 * time.Second, Settle: finalize.DefaultSettle}
-	applyCmd, ao := applyCommand(flags, streams)
+	applyCmd, ao := applyCommand(flags, streams, getenv)
 	o.apply = ao
 	cmd := &cobra.Command{
 		Use:   "reconcile",
@@ -131,7 +131,7 @@ func (o *ReconcileOptions) Complete(cmd *cobra.Command) error {
 	if err := o.apply.Complete(cmd); err != nil {
 		return err
 	}
-	o.API.Complete()
+	o.API.Complete(o.apply.getenv)
 	if o.ClusterName == "" {
 		o.ClusterName = o.apply.cluster.Context
 	}

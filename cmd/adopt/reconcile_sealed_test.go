@@ -38,6 +38,7 @@ import (
 // Git object, pull request body, output, metrics file, journal or state
 // ConfigMap.
 func TestReconcileAdoptsSealedSecretOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	giteaUp := giteaInBackground(ctx, t)

@@ -61,6 +61,7 @@ func TestReconcileOnRealArgoCDv3(t *testing.T) { reconcileLoop(t, testenv.ArgoCD
 func TestReconcileOnRealArgoCDv2(t *testing.T) { reconcileLoop(t, testenv.ArgoCDOldest, false) }
 
 func reconcileLoop(t *testing.T, version string, full bool) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	giteaUp := giteaInBackground(ctx, t)
@@ -71,7 +72,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("ADOPT_GIT_TOKEN", g.Token)
+	env := map[string]string{"ADOPT_GIT_TOKEN": g.Token}
 	gc, err := gitea.NewClient(g.URL, gitea.SetToken(g.Token), gitea.SetGiteaVersion(""))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		// The chart's sync: through argocd-server, as an account that may
 		// only get and sync Applications (docs/reconcile.md).
 		account = newArgoCDSyncAccount(ctx, t, cp, a, "adopt-"+ns1[len(ns1)-6:])
-		t.Setenv("ARGOCD_AUTH_TOKEN", account.token)
+		env["ARGOCD_AUTH_TOKEN"] = account.token
 		syncArgs = []string{"--sync", "--argocd-server", a.Address, "--plaintext"}
 	}
 	metrics := filepath.Join(t.TempDir(), "adopt.prom")
@@ -97,7 +98,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 		args := append([]string{"--kubeconfig", cp.Kubeconfig, "reconcile", "-n", ns1 + "," + ns2, "--repo", repoURL, "--provider", "gitea",
 			"--git-user", g.User, "--argocd-version", version, "--journal-dir", journals, "--poll-interval", "500ms", "--author", "adopt <adopt@example.invalid>", "-o", "json", "-q", "--metrics-file", metrics, "--lock-namespace", lockNS}, append(as, extra...)...)
 		var out, errb bytes.Buffer
-		code := runAdopt(t, "adopt", args, strings.NewReader(""), &out, &errb)
+		code := runAdoptEnv(t, env, "adopt", args, strings.NewReader(""), &out, &errb)
 		rep := &reconcile.Report{}
 		if out.Len() > 0 {
 			if err := json.Unmarshal(out.Bytes(), rep); err != nil {
@@ -348,7 +349,7 @@ func reconcileLoop(t *testing.T, version string, full bool) {
 	// status --reconcile follows every group reconcile keeps, and shows the
 	// decline.
 	var sout, serr bytes.Buffer
-	if code := runAdopt(t, "adopt", []string{"--kubeconfig", cp.Kubeconfig, "status", "--reconcile", lockNS, "--journal-dir", journals, "--repo", repoURL,
+	if code := runAdoptEnv(t, env, "adopt", []string{"--kubeconfig", cp.Kubeconfig, "status", "--reconcile", lockNS, "--journal-dir", journals, "--repo", repoURL,
 		"--provider", "gitea", "--git-user", g.User, "-o", "json", "--no-coverage"}, strings.NewReader(""), &sout, &serr); code != 0 {
 		t.Fatalf("status --reconcile: exit %d: %s", code, serr.String())
 	}

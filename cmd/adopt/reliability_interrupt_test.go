@@ -319,6 +319,7 @@ func endState(t *testing.T, ns string, names ...string) string {
 // run, each was patched once, the journal accounts for every removal and
 // --undo restores every annotation.
 func TestFinalizeKilledAndResumed(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	names := []string{"hook-a", "hook-b", "hook-c"}
 
 	// The reference: an uninterrupted run on an identical namespace.

@@ -24,8 +24,12 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 // kubectl_complete-adopt it answers the completion requests kubectl's
 // own shell completion sends for `kubectl adopt <TAB>`.
 func runAs(argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
+	return runIn(invocationOf(argv0, os.Getenv), args, in, out, errOut)
+}
+
+// runIn is runAs started as inv.
+func runIn(inv invocation, args []string, in io.Reader, out, errOut io.Writer) int {
 	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
-	inv := invocationOf(argv0)
 	root := newRootCmdAs(streams, inv)
 	if inv.complete {
 		args = append([]string{cobra.ShellCompRequestCmd}, args...)
@@ -54,6 +58,9 @@ type invocation struct {
 	plugin bool
 	// complete: as kubectl_complete-adopt.
 	complete bool
+	// getenv reads adopt's environment variables (tokens, ARGOCD_SERVER):
+	// os.Getenv, or a test's own environment.
+	getenv func(string) string
 }
 
 // pluginName is the executable name kubectl looks for on PATH.
@@ -61,19 +68,19 @@ const pluginName = "kubectl-adopt"
 
 // invocationOf reads argv[0] the way kubectl plugins do: its base name,
 // without .exe.
-func invocationOf(argv0 string) invocation {
-	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
-	switch base {
+func invocationOf(argv0 string, getenv func(string) string) invocation {
+	inv := invocation{getenv: getenv}
+	switch strings.TrimSuffix(filepath.Base(argv0), ".exe") {
 	case pluginName:
-		return invocation{plugin: true}
+		inv.plugin = true
 	case "kubectl_complete-adopt":
-		return invocation{plugin: true, complete: true}
+		inv.plugin, inv.complete = true, true
 	}
-	return invocation{}
+	return inv
 }
 
 func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCmdAs(streams, invocation{})
+	return newRootCmdAs(streams, invocation{getenv: os.Getenv})
 }
 
 func newRootCmdAs(streams genericiooptions.IOStreams, inv invocation) *cobra.Command {
@@ -97,11 +104,11 @@ field ownership.
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(
-		newPlanCmd(flags, streams),
-		newApplyCmd(flags, streams),
-		newFinalizeCmd(flags, streams),
-		newStatusCmd(flags, streams),
-		newReconcileCmd(flags, streams),
+		newPlanCmd(flags, streams, inv.getenv),
+		newApplyCmd(flags, streams, inv.getenv),
+		newFinalizeCmd(flags, streams, inv.getenv),
+		newStatusCmd(flags, streams, inv.getenv),
+		newReconcileCmd(flags, streams, inv.getenv),
 		newVersionCmd(streams),
 	)
 	registerCompletions(root, flags)

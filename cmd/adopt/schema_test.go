@@ -25,6 +25,14 @@ import (
 // json|yaml), so no test writes a plan that is not checked.
 func runAdopt(t testing.TB, argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	t.Helper()
+	return runAdoptEnv(t, nil, argv0, args, in, out, errOut)
+}
+
+// runAdoptEnv is runAdopt with adopt's environment variables env over the
+// process's: a parallel test cannot t.Setenv, and adopt reads its own
+// variables through invocation.getenv.
+func runAdoptEnv(t testing.TB, env map[string]string, argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
+	t.Helper()
 	completing := strings.HasPrefix(filepath.Base(argv0), "kubectl_complete-") // completes its last argument
 	if verbOf(args) == "finalize" && !completing && !slices.ContainsFunc(args, func(a string) bool {
 		return strings.HasPrefix(a, "--settle") || strings.HasPrefix(a, "__complete") || a == "help" || a == "--help" || a == "-h" || a == "--"
@@ -33,7 +41,13 @@ func runAdopt(t testing.TB, argv0 string, args []string, in io.Reader, out, errO
 		args = append(slices.Clip(args), "--settle=100ms")
 	}
 	var stdout bytes.Buffer
-	code := runAs(argv0, args, in, io.MultiWriter(out, &stdout), errOut)
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	code := runIn(invocationOf(argv0, getenv), args, in, io.MultiWriter(out, &stdout), errOut)
 	checkWritten(t, args, stdout.Bytes(), code)
 	return code
 }

@@ -34,6 +34,7 @@ import (
 // nothing untracked. In "changed after plan", the Secret is written after
 // plan: apply refuses and says to plan again.
 func TestSealedSecretAdoptedOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)

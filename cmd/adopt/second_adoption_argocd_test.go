@@ -31,6 +31,7 @@ import (
 // source path and namespace, and the second adoption extends the renamed
 // file under its new name, writing no second Application.
 func TestSecondAdoptionKeepsTheFirstOnRealArgoCD(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, testenv.ArgoCDCurrent)

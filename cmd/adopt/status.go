@@ -46,6 +46,7 @@ type StatusOptions struct {
 	Hub        hubFlags
 
 	genericiooptions.IOStreams
+	getenv func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	// hub is the management cluster Argo CD runs on (nil: the cluster
 	// itself); fleet is --plan DIR's fleet plan, clusters its clusters by
@@ -63,8 +64,8 @@ type StatusOptions struct {
 // statusFailOn are the --fail-on values.
 var statusFailOn = []string{"stuck", "regressed"}
 
-func newStatusCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, Output: "table", now: time.Now}
+func newStatusCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
+	o := &StatusOptions{ConfigFlags: flags, IOStreams: streams, getenv: getenv, Output: "table", now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Where each planned object stands: planned, in review, merged, Application present, synced, finalized, regressed",
@@ -159,7 +160,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command) error {
 		return usageErrorf("%v", err)
 	}
 	o.cfg = cfg
-	o.auth, _ = o.Git.Complete(nil)
+	o.auth, _ = o.Git.Complete(o.getenv)
 	o.Git.Warn(o.ErrOut, o.Repo, false)
 	if o.tpl, err = templates.New(o.Templates); err != nil {
 		return usageErrorf("%v", err)
