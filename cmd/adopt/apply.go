@@ -43,7 +43,7 @@ type ApplyOptions struct {
 	pr        prOptions
 
 	genericiooptions.IOStreams
-	getenv func(string) string // adopt's environment (invocation.getenv)
+	getenv    func(string) string // adopt's environment (invocation.getenv)
 	cluster   *cluster
 	hub       *cluster
 	scopeNS   string

@@ -47,7 +47,7 @@ type FinalizeOptions struct {
 	Hub hubFlags
 
 	genericiooptions.IOStreams
-	getenv func(string) string // adopt's environment (invocation.getenv)
+	getenv  func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	// hub is the management cluster Argo CD runs on (nil: the cluster itself).
 	hub  *cluster

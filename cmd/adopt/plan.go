@@ -49,7 +49,7 @@ type PlanOptions struct {
 	NoIgnoreDifferences []string
 
 	genericiooptions.IOStreams
-	getenv func(string) string // adopt's environment (invocation.getenv)
+	getenv  func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	hub     *cluster
 	fleet   []fleet.Cluster

@@ -46,7 +46,7 @@ type StatusOptions struct {
 	Hub        hubFlags
 
 	genericiooptions.IOStreams
-	getenv func(string) string // adopt's environment (invocation.getenv)
+	getenv  func(string) string // adopt's environment (invocation.getenv)
 	cluster *cluster
 	// hub is the management cluster Argo CD runs on (nil: the cluster
 	// itself); fleet is --plan DIR's fleet plan, clusters its clusters by
