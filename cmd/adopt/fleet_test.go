@@ -68,22 +68,28 @@ func TestFleetPlan(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	mgmt, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t)
+	// w1 is a plane of its own: the plan covers every namespace, and the
+	// package's shared plane changes under its parallel tests.
+	mgmt, w1, w2 := startControlPlane(ctx, t), startControlPlane(ctx, t), startControlPlane(ctx, t)
 	installApplicationCRDOn(t, mgmt)
 	tokens := map[string]string{"workload-1": "fleet-CANARY-token-w1", "workload-2": "fleet-CANARY-token-w2"}
-	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": cp.Server, "workload-2": w2.Server}, tokens)
-	shared, only := cp.Namespace(t), cp.Namespace(t)
+	registerWorkloads(ctx, t, mgmt, map[string]string{"workload-1": w1.Server, "workload-2": w2.Server}, tokens)
+	shared, only := w1.Namespace(t), w1.Namespace(t)
 	if _, err := w2.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	hook := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: usage-hook}\ndata: {hook.py: \"print(1)\"}\n")
-	kc(t, hook, "apply", "-n", shared, "-f", "-")
+	if out, err := w1.Kubectl(ctx, hook, "apply", "-n", shared, "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	if out, err := w2.Kubectl(ctx, hook, "apply", "-n", shared, "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: solo}\ndata: {a: b}\n"), "apply", "-n", only, "-f", "-")
+	if out, err := w1.Kubectl(ctx, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: solo}\ndata: {a: b}\n"), "apply", "-n", only, "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 
-	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": cp, "w2": w2})
+	kubeconfig := fleetKubeconfig(t, map[string]*testenv.ControlPlane{"w1": w1, "w2": w2})
 	runFleet := func(dir string, which ...string) (string, string, int) {
 		if len(which) == 0 {
 			which = []string{"--contexts", "w1,w2,down"}
@@ -119,8 +125,8 @@ func TestFleetPlan(t *testing.T) {
 	if set.Namespace != shared || strings.Join(set.Clusters, ",") != "workload-1,workload-2" || strings.Join(set.Objects, ",") != "ConfigMap "+shared+"/usage-hook" {
 		t.Errorf("ApplicationSet %+v", set)
 	}
-	w1 := readPlan(t, filepath.Join(dir, byCtx["w1"].Plan))
-	if solo := w1.Object("ConfigMap " + only + "/solo"); solo == nil || solo.App == set.Name {
+	w1Plan := readPlan(t, filepath.Join(dir, byCtx["w1"].Plan))
+	if solo := w1Plan.Object("ConfigMap " + only + "/solo"); solo == nil || solo.App == set.Name {
 		t.Errorf("the Application on one cluster only: %+v", solo)
 	}
 	if d := readPlan(t, filepath.Join(dir, byCtx["w2"].Plan)).Settings.Destination; d != "name:workload-2" {
