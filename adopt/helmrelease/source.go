@@ -36,11 +36,21 @@ type Sources struct {
 }
 
 // DefaultSources are the configured repositories plus the user's Helm
-// repository config and cache, located as the helm CLI locates them
-// (HELM_REPOSITORY_CONFIG, HELM_REPOSITORY_CACHE, else helmpath's defaults).
-func DefaultSources(configured map[string]string) Sources {
+// repository config and cache, located as the helm CLI locates them:
+// HELM_REPOSITORY_CONFIG and HELM_REPOSITORY_CACHE as getenv reads them
+// (nil: the process's environment), else helm's own defaults.
+func DefaultSources(configured map[string]string, getenv func(string) string) Sources {
 	s := cli.New()
-	return Sources{Configured: configured, RepositoryConfig: s.RepositoryConfig, RepositoryCache: s.RepositoryCache}
+	src := Sources{Configured: configured, RepositoryConfig: s.RepositoryConfig, RepositoryCache: s.RepositoryCache}
+	if getenv != nil {
+		if v := getenv("HELM_REPOSITORY_CONFIG"); v != "" {
+			src.RepositoryConfig = v
+		}
+		if v := getenv("HELM_REPOSITORY_CACHE"); v != "" {
+			src.RepositoryCache = v
+		}
+	}
+	return src
 }
 
 // Errors Find returns: no source has the chart, or the one that has it

@@ -45,7 +45,7 @@ func helmReleases(ctx context.Context, o Options, j *redact.Judge, res *discover
 	if err != nil {
 		return nil, nil, err.Error() + "; grant get/list on secrets (and configmaps) where Helm releases live"
 	}
-	srcs := helmrelease.DefaultSources(o.Config.HelmRepositories)
+	srcs := helmrelease.DefaultSources(o.Config.HelmRepositories, o.Getenv)
 	if o.HelmSources != nil {
 		srcs = *o.HelmSources
 	}

@@ -51,8 +51,10 @@ type Options struct {
 	// ignoreDifferences for them (adopt.yaml's noIgnoreDifferences too).
 	NoIgnoreDifferences []string
 	// HelmSources finds Helm charts' repositories; nil means adopt.yaml's
-	// helmRepositories, then the user's Helm repository config and cache.
+	// helmRepositories, then the user's Helm repository config and cache
+	// (helmrelease.DefaultSources, with Getenv: nil is the process's).
 	HelmSources *helmrelease.Sources
+	Getenv      func(string) string
 	// Hub, when set, is the management cluster Argo CD runs on (hub and
 	// spoke); nil means Argo CD runs in the cluster planned.
 	Hub *Hub

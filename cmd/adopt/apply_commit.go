@@ -96,7 +96,7 @@ func (o *ApplyOptions) runOptions() apply.RunOptions {
 		if argoNS == "" {
 			argoNS = argoapp.DefaultNamespace
 		}
-		ro.Scan = scanOptions(o.cluster, o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth})
+		ro.Scan = scanOptions(o.cluster, o.scopeNS, o.cfg, argoNS, o.ArgoCDVersion, gitindex.Source{Location: o.Repo, Auth: o.auth}, o.getenv)
 		ro.Scan.Hub = scanHub(o.hub)
 	}
 	return ro

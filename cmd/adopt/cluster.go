@@ -89,12 +89,13 @@ func contextFlags(main *genericclioptions.ConfigFlags, context string) *genericc
 }
 
 // scanOptions are the plan pipeline's inputs for this cluster, with
-// adopt.yaml's grouping and kubectl's default chunk size.
-func scanOptions(c *cluster, namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source) planner.Options {
+// adopt.yaml's grouping, kubectl's default chunk size and adopt's
+// environment (getenv).
+func scanOptions(c *cluster, namespace string, cfg *config.Config, argoNS, argoVersion string, repo gitindex.Source, getenv func(string) string) planner.Options {
 	return planner.Options{
 		Clients: c.Clients, Kube: c.Kube, Dynamic: c.Clients.Dynamic,
 		Cluster: plan.Cluster{Server: c.Config.Host, Context: c.Context, Namespace: namespace},
 		Config:  cfg, GroupBy: plan.GroupBy(cfg.GroupBy), ArgoCDNamespace: argoNS, ArgoCDVersion: argoVersion,
-		Repo: repo, ChunkSize: 500, Explain: c.Explain,
+		Repo: repo, ChunkSize: 500, Explain: c.Explain, Getenv: getenv,
 	}
 }

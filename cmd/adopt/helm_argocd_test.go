@@ -44,6 +44,7 @@ func TestHelmReleaseOnRealArgoCDv3(t *testing.T) { helmE2E(t, testenv.ArgoCDCurr
 // it, Argo CD keeps it Synced and Healthy) and --undo brings them back; the
 // password is in nothing adopt wrote or printed.
 func helmE2E(t *testing.T, version string) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c, a := argoCDPlane(ctx, t, version)
@@ -105,12 +106,13 @@ stringData: {type: helm, name: stable, url: "` + repo.URL + `"}
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := map[string]string{}
 	for _, kv := range h.Env() {
 		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
+		env[k] = v
 	}
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web1's password": helmPassword}}
-	run := scannedRun(t, c, scan)
+	run := scannedRun(t, c, env, scan)
 
 	dir := t.TempDir()
 	planFile := filepath.Join(dir, "plan.yaml")

@@ -85,7 +85,7 @@ func helmGitE2E(t *testing.T, version string) {
 	}
 
 	scan := &leakScan{texts: map[string]string{}, secrets: map[string]string{"web-inline's password": helmGitPassword}}
-	run := scannedRun(t, c, scan)
+	run := scannedRun(t, c, nil, scan)
 	planFile := filepath.Join(t.TempDir(), "plan.yaml")
 	// Its own namespaces: the shared Argo CD plane may hold other tests'
 	// Helm releases, whatever order they run in.
@@ -300,10 +300,10 @@ func stopArgoPlanes() {
 }
 
 // scannedRun runs adopt against c and adds all it prints to scan.
-func scannedRun(t *testing.T, c *testenv.ControlPlane, scan *leakScan) func(args ...string) (string, string, int) {
+func scannedRun(t *testing.T, c *testenv.ControlPlane, env map[string]string, scan *leakScan) func(args ...string) (string, string, int) {
 	return func(args ...string) (string, string, int) {
 		var out, errb bytes.Buffer
-		code := runAdopt(t, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
+		code := runAdoptEnv(t, env, "adopt", append([]string{"--kubeconfig", c.Kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		scan.add(args[0]+" stdout", out.String())
 		scan.add(args[0]+" stderr", errb.String())
 		return out.String(), errb.String(), code

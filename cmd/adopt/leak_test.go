@@ -136,6 +136,7 @@ func appInNamespace(p *plan.Plan, ns string) *plan.Application {
 // issue 44) stays as it is; the repository with credentials in
 // repositories.yaml must be refused, by name.
 func TestLeakSuite(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	began := time.Now()
 	phase := func(what string) { t.Logf("leak suite: %s at %s", what, time.Since(began).Round(time.Second)) }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -312,14 +313,15 @@ func TestLeakSuite(t *testing.T) {
 	withToken := func(tok string) string {
 		return strings.Replace(cloneURL, "http://", "http://"+g.User+":"+tok+"@", 1)
 	}
+	helmEnv := map[string]string{}
 	for _, kv := range h.Env() {
 		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
+		helmEnv[k] = v
 	}
 	phase("canaries planted")
 
 	col := newLeakCollector()
-	r := &leakRunner{col: col}
+	r := &leakRunner{col: col, env: helmEnv}
 	kubeconfig := c.Kubeconfig
 	dir := t.TempDir()
 

@@ -22,6 +22,7 @@ import (
 	"html"
 	htmltemplate "html/template"
 	"io"
+	"maps"
 	"math/big"
 	"net/url"
 	"os"
@@ -591,6 +592,8 @@ func (c *leakCollector) channels() map[leakChannel]int {
 // wrote with its collector.
 type leakRunner struct {
 	col *leakCollector
+	// env is adopt's environment in every run, under each run's own.
+	env map[string]string
 }
 
 // leakRun is one finished run.
@@ -608,14 +611,11 @@ func (r *leakRunner) run(t *testing.T, name, kubeconfig string, env map[string]s
 	t.Helper()
 	var res leakRun
 	t.Run(name, func(t *testing.T) {
-		own := map[string]string{}
-		for k, v := range env {
-			if strings.HasPrefix(k, "HELM_") {
-				t.Setenv(k, v) // the helm SDK reads the process's environment itself
-				continue
-			}
-			own[k] = v
+		own := maps.Clone(r.env)
+		if own == nil {
+			own = map[string]string{}
 		}
+		maps.Copy(own, env)
 		var out, errb bytes.Buffer
 		res.code = runAdoptEnv(t, own, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		res.out, res.errOut = out.String(), errb.String()

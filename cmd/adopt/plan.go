@@ -228,7 +228,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 
 // scanOptions are the pipeline's inputs from the flags.
 func (o *PlanOptions) scanOptions() planner.Options {
-	so := scanOptions(o.cluster, o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so := scanOptions(o.cluster, o.scopeNS, o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc, o.getenv)
 	so.GroupBy, so.ChunkSize, so.Preview, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, o.Preview, scanHub(o.hub)
 	so.NoIgnoreDifferences = o.NoIgnoreDifferences
 	so.Unsealed = o.OutFile != "" // WriteFile seals it as it writes

@@ -145,7 +145,7 @@ func (o *PlanOptions) registeredCluster(r argoapp.Registration) fleet.Cluster {
 }
 
 func (o *PlanOptions) fleetScan(c *cluster) planner.Options {
-	so := scanOptions(c, "", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc)
+	so := scanOptions(c, "", o.cfg, o.ArgoCDNamespace, o.ArgoCDVersion, o.gitSrc, o.getenv)
 	so.Cluster.Namespace = o.scopeNS
 	so.GroupBy, so.ChunkSize, so.Hub = plan.GroupBy(o.GroupBy), o.ChunkSize, scanHub(o.hub)
 	so.Unsealed = true // fleet.WriteDir seals each plan as it writes it
