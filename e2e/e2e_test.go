@@ -54,12 +54,16 @@ const (
 )
 
 // TestEndToEnd runs plan -> apply -> merge -> Applications -> finalize
-// --sync -> a key deleted in Git, on each Argo CD version, one after the
-// other (each starts its own control plane, scheduler and Argo CD; two at
-// once do not fit on 2 cores).
+// --sync -> a key deleted in Git, on each Argo CD version. Each version
+// starts its own control plane, scheduler, git server and Argo CD, so they
+// run in parallel (go test's -parallel, GOMAXPROCS by default, with
+// TestAdoptedStaysSynced): most of a run is waiting on Argo CD.
 func TestEndToEnd(t *testing.T) {
 	for _, v := range endToEndVersions {
-		t.Run(v, func(t *testing.T) { endToEnd(t, v) })
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			endToEnd(t, v)
+		})
 	}
 }
 

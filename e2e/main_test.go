@@ -2,7 +2,7 @@
 // Argo CD version: the incident's estate seeded with the real kubectl, the
 // adopt binary (plan, apply, finalize), a real git smart-HTTP server, a real
 // Argo CD, and a real kube-scheduler that cannot place a Deployment. Each
-// version gets its own control plane and Argo CD, one after the other. See
+// version gets its own control plane and Argo CD; they run in parallel. See
 // docs/e2e.md.
 package e2e
 

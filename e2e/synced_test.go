@@ -53,6 +53,7 @@ const replicaManager = "replica-manager"
 // Application stays Synced while it scales. And a replica count a person
 // changes with kubectl after the plan is not ignored: Argo CD sets it back.
 func TestAdoptedStaysSynced(t *testing.T) {
+	t.Parallel() // its own control plane, git server and Argo CD
 	// The current GA only, to keep e2e's time: v2.14.21, the oldest,
 	// runs the end-to-end story (TestEndToEnd).
 	for _, v := range []string{testenv.ArgoCDCurrent} {
