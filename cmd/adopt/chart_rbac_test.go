@@ -313,7 +313,7 @@ func TestChartLeastPrivilege(t *testing.T) {
 					{true, "list", "sealedsecrets.bitnami.com", "", "", "plan lists SealedSecrets in every namespace"},
 				}...)
 			}},
-		{"scoped, secrets.externalSecrets", esoSet("--set-json", "namespaces=" + scope), true,
+		{"scoped, secrets.externalSecrets", esoSet("--set-json", "namespaces="+scope), true,
 			func(rel string) []canI {
 				return append(esoForm(sealedForm()), []canI{
 					{false, "list", "secrets", rel, "", "never the Git token beside it in a scoped install"},
@@ -321,7 +321,7 @@ func TestChartLeastPrivilege(t *testing.T) {
 					{false, "list", "clustersecretstores.external-secrets.io", "", "", "a scoped install sees each namespace's SecretStores only (documented)"},
 				}...)
 			}},
-		{"cluster-wide, secrets.externalSecrets", esoSet("--set-json", "finalize.namespaces=" + scope), true,
+		{"cluster-wide, secrets.externalSecrets", esoSet("--set-json", "finalize.namespaces="+scope), true,
 			func(rel string) []canI {
 				return append(esoForm(sealedForm()), []canI{
 					{true, "list", "clustersecretstores.external-secrets.io", "", "", "plan lists the ClusterSecretStores"},
