@@ -85,6 +85,12 @@ func (o *Object) Sops() bool {
 // ESO reports whether the object is a Secret adopted as an ExternalSecret.
 func (o *Object) ESO() bool { return o.SecretForm != nil && o.SecretForm.Form == SecretFormESO }
 
+// InForm reports whether the object is a Secret adopted in one of the
+// forms (sealed, sops or eso): apply writes it to Git encrypted or
+// referenced, like any other object of its Application. A Secret in no
+// form is left out of Git.
+func (o *Object) InForm() bool { return o.Sealed() || o.Sops() || o.ESO() }
+
 // SecretCandidates are the Secrets a form could adopt: in an Application,
 // not in Git and not of a Helm release (whose chart keeps its data).
 func (p *Plan) SecretCandidates() []*Object {

@@ -100,12 +100,13 @@ type Report struct {
 	// finalized: it asked the provider nothing and wrote nothing.
 	NothingToDo bool `json:"nothingToDo,omitempty" yaml:"nothingToDo,omitempty"`
 	// SecretsLeft are untracked Secrets no group adopts: no form adopts
-	// them (a group adopts a Secret only as a SealedSecret; adopt never
-	// writes a Secret's values to Git).
+	// them (a group adopts a Secret only in a form, plan.Object.InForm: a
+	// SealedSecret, a SOPS-encrypted file or an ExternalSecret; adopt
+	// never writes a Secret's values to Git).
 	SecretsLeft int `json:"secretsLeft,omitempty" yaml:"secretsLeft,omitempty"`
 	// SecretsNote says, in one sentence, why Secrets are not adopted:
 	// adopt.yaml excludes them (the chart's secrets.read off), or why
-	// the first Secret left is (no Sealed Secrets controller, ...).
+	// the first Secret left is (no form fits, get forbidden, ...).
 	SecretsNote string `json:"secretsNote,omitempty" yaml:"secretsNote,omitempty"`
 }
 
@@ -377,14 +378,15 @@ func Sub(p *plan.Plan, apps ...plan.Application) (*plan.Plan, error) {
 // proposed are the Applications p proposes that are groups, by name: not
 // the existing ones, nor those that hold only Secrets no form adopts
 // (apply never writes a Secret's values to Git, so such a pull request
-// would change nothing). A Secret the plan adopts as a SealedSecret
-// (plan.Object.Sealed: the controller answered, adopt.yaml allows it) is
-// written like any other object, as its SealedSecret: a group of it
-// alone is proposed like any other.
+// would change nothing). A Secret the plan adopts in a form
+// (plan.Object.InForm: a SealedSecret, a SOPS-encrypted file, an
+// ExternalSecret; the planner chose it from what exists) is written like
+// any other object, in its form: a group of it alone is proposed like any
+// other.
 func proposed(p *plan.Plan) []plan.Application {
 	leftOut := map[string]bool{}
 	for _, ob := range p.Objects {
-		leftOut[ob.Ref.String()] = ob.IsSecret() && !ob.Sealed()
+		leftOut[ob.Ref.String()] = ob.IsSecret() && !ob.InForm()
 	}
 	var apps []plan.Application
 	for _, app := range p.Applications {
@@ -448,15 +450,15 @@ func grouped(apps []plan.Application, teams map[string]string) []teamGroup {
 }
 
 // secretsLeft counts the untracked Secrets of p that none of the groups
-// apps adopts (in no group, or in one that does not adopt them as a
-// SealedSecret: apply leaves them out of Git), and says why of the first:
+// apps adopts (in no group, or in one that does not adopt them in a form:
+// apply leaves them out of Git), and says why of the first:
 // they stay untracked until a secrets operator or a person manages them.
 // excluded is the adopt.yaml rule that keeps Secrets out of the plan
 // altogether (Options.SecretsExcluded).
 func secretsLeft(p *plan.Plan, apps []plan.Application, excluded string) (int, string) {
 	if excluded != "" {
 		return 0, "Secrets are not read, counted or proposed: adopt.yaml " + excluded + " excludes them (the chart's default, secrets.read off); " +
-			"to adopt hand-applied Secrets as SealedSecrets, install the Sealed Secrets controller and turn secrets.read on (docs/secrets.md says what the token may then read)"
+			"to adopt hand-applied Secrets (as SealedSecrets, SOPS-encrypted files or ExternalSecrets), turn secrets.read on, and secrets.externalSecrets for a store's push (docs/secrets.md says what the token may then read and write)"
 	}
 	in := map[string]bool{}
 	for _, app := range apps {
@@ -466,7 +468,7 @@ func secretsLeft(p *plan.Plan, apps []plan.Application, excluded string) (int, s
 	}
 	n, why := 0, ""
 	for _, ob := range p.Objects {
-		if !ob.IsSecret() || ob.App == "" || in[ob.Ref.String()] && ob.Sealed() {
+		if !ob.IsSecret() || ob.App == "" || in[ob.Ref.String()] && ob.InForm() {
 			continue
 		}
 		if n++; why == "" {
@@ -489,7 +491,7 @@ func secretWhy(ob plan.Object) string {
 			}
 		}
 	}
-	return "no Sealed Secrets controller was found, so no form adopts it"
+	return "no form fits it (no .sops.yaml rule for its path, no Sealed Secrets controller, no External Secrets store), so no form adopts it"
 }
 
 // Run is one reconcile pass over o.Plan. It first decides every group

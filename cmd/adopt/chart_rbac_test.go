@@ -69,6 +69,9 @@ func TestChartLeastPrivilege(t *testing.T) {
 	if err := testenv.InstallSealedSecretsCRD(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
+	if err := testenv.InstallExternalSecretsCRDs(ctx, cp); err != nil { // and external-secrets.io's
+		t.Fatal(err)
+	}
 	h, err := testenv.NewHelm(cp, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +141,9 @@ func TestChartLeastPrivilege(t *testing.T) {
 			{false, "list", "sealedsecrets.bitnami.com", a, "", "SealedSecrets only with secrets.read"},
 			{false, "get", proxy, ctrlNS, "proxy", "the controller's certificate only with secrets.read"},
 			{false, "create", proxy, ctrlNS, "proxy", "/v1/verify only with secrets.read"},
+			{false, "create", "pushsecrets.external-secrets.io", a, "", "the push only with secrets.externalSecrets"},
+			{false, "create", "externalsecrets.external-secrets.io", a, "", "the probe only with secrets.externalSecrets"},
+			{false, "create", "secretstores.external-secrets.io", a, "", "adopt never writes a store"},
 
 			// The Argo CD namespace and its Applications.
 			{false, "update", "configmaps/argocd-cm", argoNS, "", "accounts and settings: Argo CD admin"},
@@ -228,6 +234,54 @@ func TestChartLeastPrivilege(t *testing.T) {
 			{false, "get", "pods", ctrlNS, "proxy", "never the controller's pod"},
 		}
 	}
+	// What form eso needs with secrets.externalSecrets, on top of the
+	// sealed form's (whose create, update and delete of Secrets it turns
+	// to allowed where finalize patches, and only there): plan lists the
+	// stores, finalize pushes through a copy and a PushSecret and reads
+	// back through a probe ExternalSecret; never a write of a store.
+	esoForm := func(sealed []canI) []canI {
+		var out []canI
+		for _, c := range sealed {
+			if c.what == "secrets" && c.ns == a && (c.verb == "create" || c.verb == "update" || c.verb == "delete") {
+				continue
+			}
+			out = append(out, c)
+		}
+		out = append(out, []canI{
+			{true, "list", "secretstores.external-secrets.io", a, "", "plan finds the namespace's store"},
+			{true, "list", "externalsecrets.external-secrets.io", b, "", "plan lists every type of the group"},
+			{true, "list", "pushsecrets.external-secrets.io", b, "", "plan lists every type of the group"},
+			{true, "create", "secrets", a, "", "the copy without labels or annotations that is pushed"},
+			{true, "update", "secrets", b, "", "the copy's owner, the PushSecret"},
+			{true, "delete", "secrets", a, "", "the copy and the probe's Secret, guarded by uid"},
+			{true, "create", "pushsecrets.external-secrets.io", a, "", "the push, once"},
+			{true, "get", "pushsecrets.external-secrets.io", b, "", "the push's status"},
+			{true, "watch", "pushsecrets.external-secrets.io", a, "", "the wait for the push"},
+			{true, "delete", "pushsecrets.external-secrets.io", a, "", "the push is deleted once proven (the store keeps the value)"},
+			{true, "create", "externalsecrets.external-secrets.io", b, "", "the probe that reads the key back"},
+			{true, "watch", "externalsecrets.external-secrets.io", a, "", "the wait for the probe and the takeover"},
+			{true, "delete", "externalsecrets.external-secrets.io", a, "", "the probe, guarded by uid"},
+			{false, "create", "secrets", outside, "", "the push only where finalize patches"},
+			{false, "create", "secrets", argoNS, "", "never in the Argo CD namespace"},
+			{false, "delete", "secrets", argoNS, "", "never in the Argo CD namespace"},
+			{false, "create", "secrets", "kube-system", "", "never kube-system"},
+			{false, "delete", "secrets", "", "", "only where finalize patches"},
+			{false, "create", "pushsecrets.external-secrets.io", outside, "", "the push only where finalize patches"},
+			{false, "create", "pushsecrets.external-secrets.io", argoNS, "", "never in the Argo CD namespace"},
+			{false, "create", "externalsecrets.external-secrets.io", "kube-system", "", "never kube-system"},
+			{false, "patch", "pushsecrets.external-secrets.io", a, "", "created and deleted, never changed"},
+			{false, "update", "externalsecrets.external-secrets.io", a, "", "Argo CD applies the one in Git"},
+			{false, "create", "secretstores.external-secrets.io", a, "", "adopt never writes a store"},
+			{false, "patch", "secretstores.external-secrets.io", a, "", "adopt never writes a store"},
+			{false, "delete", "secretstores.external-secrets.io", a, "", "adopt never writes a store"},
+			{false, "create", "clustersecretstores.external-secrets.io", "", "", "adopt never writes a store"},
+			{false, "create", "clusterpushsecrets.external-secrets.io", "", "", "no push to every namespace's stores"},
+		}...)
+		return out
+	}
+	esoSet := func(set ...string) []string {
+		return append(set, "--set", "secrets.read=true", "--set", "secrets.sealedSecretsController="+ctrlNS+"/"+ctrl, "--set", "secrets.externalSecrets=true")
+	}
 	installs := []struct {
 		name    string
 		set     []string
@@ -257,6 +311,22 @@ func TestChartLeastPrivilege(t *testing.T) {
 					{true, "get", "secrets", rel, "", "cluster-wide covers the Git token beside it too (documented)"},
 					{true, "get", "secrets", argoNS, "", "secrets.read cluster-wide covers Argo CD's credentials: RBAC cannot leave a namespace out (documented)"},
 					{true, "list", "sealedsecrets.bitnami.com", "", "", "plan lists SealedSecrets in every namespace"},
+				}...)
+			}},
+		{"scoped, secrets.externalSecrets", esoSet("--set-json", "namespaces="+scope), true,
+			func(rel string) []canI {
+				return append(esoForm(sealedForm()), []canI{
+					{false, "list", "secrets", rel, "", "never the Git token beside it in a scoped install"},
+					{false, "list", "secretstores.external-secrets.io", outside, "", "not outside the scope"},
+					{false, "list", "clustersecretstores.external-secrets.io", "", "", "a scoped install sees each namespace's SecretStores only (documented)"},
+				}...)
+			}},
+		{"cluster-wide, secrets.externalSecrets", esoSet("--set-json", "finalize.namespaces="+scope), true,
+			func(rel string) []canI {
+				return append(esoForm(sealedForm()), []canI{
+					{true, "list", "clustersecretstores.external-secrets.io", "", "", "plan lists the ClusterSecretStores"},
+					{true, "list", "secretstores.external-secrets.io", "", "", "plan lists every namespace"},
+					{false, "create", "secrets", rel, "", "the push only where finalize patches, not beside the Git token"},
 				}...)
 			}},
 	}

@@ -71,6 +71,7 @@ func TestDeployChart(t *testing.T) {
 		{[]string{"--set-json", `finalize.types=[{"apiGroup":"","resources":["*"]}]`}, "name each adopted type"},
 		{[]string{"--set", "secrets.read=true", "--set", "secrets.sealedSecretsController=sealed-secrets-controller"}, "secrets.read needs secrets.sealedSecretsController as namespace/name"},
 		{[]string{"--set", "secrets.read=true", "--set-json", `config={"secrets":{"sealedSecretsController":"ops/other"}}`}, "differs from secrets.sealedSecretsController"},
+		{[]string{"--set", "secrets.externalSecrets=true"}, "secrets.externalSecrets needs secrets.read"},
 	} {
 		args := append(append(append([]string{"template", "adopt", deployChart, "--namespace", "adopt"}, deploySampleValues...), deployManifestValues...), r.set...)
 		if out, err := h.Run(ctx, args...); err == nil || !strings.Contains(out, r.want) {

@@ -77,7 +77,7 @@ func StartExternalSecrets(ctx context.Context, cp *ControlPlane, namespace strin
 }
 
 func (e *ExternalSecrets) start(ctx context.Context) error {
-	if err := e.installCRDs(ctx); err != nil {
+	if err := InstallExternalSecretsCRDs(ctx, e.cp); err != nil {
 		return err
 	}
 	ports, err := freePorts(1)
@@ -120,9 +120,11 @@ func (e *ExternalSecrets) start(ctx context.Context) error {
 	return nil
 }
 
-// installCRDs applies the module's CRD bundle and waits until the ones
-// adopt uses are served.
-func (e *ExternalSecrets) installCRDs(ctx context.Context) error {
+// InstallExternalSecretsCRDs applies the External Secrets Operator
+// module's CRD bundle to cp (server-side: the same objects every caller
+// applies) and waits until the ones adopt uses are served; no controller
+// is started (for tests that only need the API, such as RBAC checks).
+func InstallExternalSecretsCRDs(ctx context.Context, cp *ControlPlane) error {
 	mod := "github.com/external-secrets/external-secrets@" + ExternalSecretsVersion
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mod)
 	cmd.Dir = os.TempDir() // outside adopt's module: its go.mod is not read
@@ -135,7 +137,7 @@ func (e *ExternalSecrets) installCRDs(ctx context.Context) error {
 		return fmt.Errorf("go mod download %s: no Dir in %s", mod, out)
 	}
 	bundle := filepath.Join(m.Dir, "deploy", "crds", "bundle.yaml")
-	if out, err := e.cp.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", bundle); err != nil {
+	if out, err := cp.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", bundle); err != nil {
 		return fmt.Errorf("apply the CRDs from %s: %w: %s", bundle, err, lastLines(out, 5))
 	}
 	args := []string{"wait", "--for=condition=Established", "--timeout=60s"}
@@ -143,7 +145,7 @@ func (e *ExternalSecrets) installCRDs(ctx context.Context) error {
 		args = append(args, "crd/"+r+".external-secrets.io")
 	}
 	args = append(args, "crd/generatorstates.generators.external-secrets.io")
-	if out, err := e.cp.Kubectl(ctx, nil, args...); err != nil {
+	if out, err := cp.Kubectl(ctx, nil, args...); err != nil {
 		return fmt.Errorf("the External Secrets CRDs are not served: %w: %s", err, out)
 	}
 	return nil

@@ -16,7 +16,10 @@ Groups whose every type plan skips (events.k8s.io, discovery.k8s.io,
 coordination.k8s.io, certificates.k8s.io) are not read.
 */}}
 {{- define "adopt.readGroups" -}}
-{{- toJson (concat (list "admissionregistration.k8s.io" "apiextensions.k8s.io" "apiregistration.k8s.io" "apps" "autoscaling" "batch" "flowcontrol.apiserver.k8s.io" "networking.k8s.io" "node.k8s.io" "policy" "rbac.authorization.k8s.io" "resource.k8s.io" "scheduling.k8s.io" "storage.k8s.io" "argoproj.io") .Values.read.extraGroups | uniq) -}}
+{{- $groups := concat (list "admissionregistration.k8s.io" "apiextensions.k8s.io" "apiregistration.k8s.io" "apps" "autoscaling" "batch" "flowcontrol.apiserver.k8s.io" "networking.k8s.io" "node.k8s.io" "policy" "rbac.authorization.k8s.io" "resource.k8s.io" "scheduling.k8s.io" "storage.k8s.io" "argoproj.io") .Values.read.extraGroups -}}
+{{- /* secrets.externalSecrets: plan lists the stores (and every type of the group); finalize reads the PushSecret and the ExternalSecret */ -}}
+{{- if and .Values.secrets.read .Values.secrets.externalSecrets }}{{ $groups = append $groups "external-secrets.io" }}{{ end -}}
+{{- toJson ($groups | uniq) -}}
 {{- end -}}
 
 {{/*
@@ -65,6 +68,9 @@ never adopts there).
 {{- if or (ne (len $ctrl) 2) (not (index $ctrl 0)) (not (index $ctrl 1)) -}}
 {{- fail (printf "secrets.read needs secrets.sealedSecretsController as namespace/name (the Sealed Secrets controller's Service; kubeseal's default is kube-system/sealed-secrets-controller), not %q: the token may reach that one Service's proxy only" (.Values.secrets.sealedSecretsController | default "")) -}}
 {{- end -}}
+{{- end -}}
+{{- if and .Values.secrets.externalSecrets (not .Values.secrets.read) -}}
+{{- fail "secrets.externalSecrets needs secrets.read: the push reads the live Secret (docs/secrets.md, What secrets.read means)" -}}
 {{- end -}}
 {{- if and (not .Values.namespaces) .Values.finalize.types (not .Values.finalize.namespaces) (not .Values.finalize.clusterWide) -}}
 {{- fail "a cluster-wide install (namespaces empty) grants finalize's patches only where finalize.namespaces lists: list the namespaces whose adopted objects reconcile may finalize; or set finalize.clusterWide=true, which grants them in every namespace (with configmaps among finalize.types, the token may then patch argocd-cm and argocd-rbac-cm: Argo CD admin); or set finalize.types=[] and finalize by hand" -}}
