@@ -63,15 +63,10 @@ func TestChartLeastPrivilege(t *testing.T) {
 	t.Parallel() // a long test that may run beside others: see TestMain
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	installApplicationSetCRD(t) // so that kubectl knows argoproj.io's resources
-	// and bitnami.com's: kubectl auth can-i resolves a resource by
-	// discovery, and answers no for one it does not know.
-	if err := testenv.InstallSealedSecretsCRD(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
-	if err := testenv.InstallExternalSecretsCRDs(ctx, cp); err != nil { // and external-secrets.io's
-		t.Fatal(err)
-	}
+	// kubectl auth can-i resolves a resource by discovery, and answers no
+	// for one it does not know: the shared plane serves argoproj.io's,
+	// bitnami.com's and external-secrets.io's from TestMain on
+	// (sharedCRDsOn).
 	h, err := testenv.NewHelm(cp, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

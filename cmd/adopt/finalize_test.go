@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +40,34 @@ func installApplicationCRDOn(t *testing.T, c *testenv.ControlPlane) {
 	}
 }
 
-// applicationCRDOn is installApplicationCRDOn for TestMain, which has no
-// t: the package's shared plane gets the CRD before any test runs.
+// sharedCRDsOn installs on the package's shared plane, before any test
+// runs, the CRDs its tests need: Argo CD v2.14.21's Application and
+// ApplicationSet (with the argocd namespace), Sealed Secrets' and External
+// Secrets'.
+func sharedCRDsOn(c *testenv.ControlPlane) error {
+	set, err := argoCDModuleRead("manifests/crds/applicationset-crd.yaml")
+	if err != nil {
+		return err
+	}
+	if out, err := c.Kubectl(context.Background(), set, "apply", "--server-side", "--force-conflicts", "--field-manager=finalize-test", "-f", "-"); err != nil {
+		return fmt.Errorf("install the ApplicationSet CRD: %v: %s", err, out)
+	}
+	if err := testenv.InstallSealedSecretsCRD(context.Background(), c); err != nil {
+		return err
+	}
+	if err := testenv.InstallExternalSecretsCRDs(context.Background(), c); err != nil {
+		return err
+	}
+	if err := applicationCRDOn(c); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
+		return err == nil && slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == "applicationsets" }), nil
+	})
+}
+
+// applicationCRDOn is installApplicationCRDOn without a t.
 func applicationCRDOn(c *testenv.ControlPlane) error {
 	crd, err := argoCDModuleRead("manifests/crds/application-crd.yaml")
 	if err != nil {
@@ -53,8 +80,8 @@ func applicationCRDOn(c *testenv.ControlPlane) error {
 	}
 	// Served once discovery lists it; wait for that, bounded.
 	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
-		return err == nil, nil
+		l, err := c.Clientset().Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
+		return err == nil && slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == "applications" }), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the Application CRD was not served: %v", err)

@@ -31,10 +31,11 @@ var cp *testenv.ControlPlane
 // cluster-scoped names from the test's name. Tests on one version's shared
 // Argo CD plane take turns (argoCDPlane holds it for the test).
 //
-// The shared plane serves Argo CD's Application CRD from the start: a plan
-// records whether Argo CD is installed, so a CRD one test installed half
-// way through another's runs would change that test's plans (and have
-// reconcile rewrite a pull request's record between two runs).
+// The shared plane serves every CRD its tests need from the start
+// (sharedCRDsOn): a plan records whether Argo CD is installed and lists
+// every served type, so a CRD one test installed half way through
+// another's runs would change that test's plans (and have reconcile
+// rewrite a pull request's record between two runs).
 func TestMain(m *testing.M) {
 	flag.Parse()
 	set := false
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 	installAPIWarnings(os.Stderr) // as main does
 	testenv.Main(m, func(c *testenv.ControlPlane) {
 		cp = c
-		if err := applicationCRDOn(c); err != nil {
+		if err := sharedCRDsOn(c); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 			c.Stop()
 			os.Exit(1)

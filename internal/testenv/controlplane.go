@@ -25,6 +25,11 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -383,4 +388,36 @@ func writeRSAKey(path string) error {
 	}
 	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 	return atomicfile.WriteFile(path, b, 0o600)
+}
+
+// WaitEstablished waits, a minute at most, until each CRD named (plural.group)
+// is Established: served by the API server. kubectl wait cannot do it
+// right after the apply: it fails at once on a CRD whose status has no
+// conditions yet.
+func (cp *ControlPlane) WaitEstablished(ctx context.Context, names ...string) error {
+	crds := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for _, name := range names {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			u, err := crds.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Established" {
+					last = fmt.Sprintf("Established %v: %v", m["status"], m["message"])
+					return m["status"] == "True", nil
+				}
+			}
+			last = "no Established condition yet"
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s is not served: %v (%s)", name, err, last)
+		}
+	}
+	return nil
 }

@@ -140,15 +140,11 @@ func InstallExternalSecretsCRDs(ctx context.Context, cp *ControlPlane) error {
 	if out, err := cp.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", bundle); err != nil {
 		return fmt.Errorf("apply the CRDs from %s: %w: %s", bundle, err, lastLines(out, 5))
 	}
-	args := []string{"wait", "--for=condition=Established", "--timeout=60s"}
+	var crds []string
 	for _, r := range []string{"secretstores", "clustersecretstores", "externalsecrets", "pushsecrets", "clusterexternalsecrets", "clusterpushsecrets"} {
-		args = append(args, "crd/"+r+".external-secrets.io")
+		crds = append(crds, r+".external-secrets.io")
 	}
-	args = append(args, "crd/generatorstates.generators.external-secrets.io")
-	if out, err := cp.Kubectl(ctx, nil, args...); err != nil {
-		return fmt.Errorf("the External Secrets CRDs are not served: %w: %s", err, out)
-	}
-	return nil
+	return cp.WaitEstablished(ctx, append(crds, "generatorstates.generators.external-secrets.io")...)
 }
 
 // KubernetesStore creates a SecretStore name in the watched namespace

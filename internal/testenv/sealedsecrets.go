@@ -180,10 +180,7 @@ func InstallSealedSecretsCRD(ctx context.Context, cp *ControlPlane) error {
 	if out, err := cp.Kubectl(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
 		return fmt.Errorf("apply the CRD from %s: %w: %s", crds, err, out)
 	}
-	if out, err := cp.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/sealedsecrets.bitnami.com"); err != nil {
-		return fmt.Errorf("the SealedSecret CRD is not served: %w: %s", err, out)
-	}
-	return nil
+	return cp.WaitEstablished(ctx, "sealedsecrets.bitnami.com")
 }
 
 // serviceAccount creates the controller's service account, binds it to
