@@ -281,3 +281,68 @@ func annotationKeys(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestESOHandChangeAfterPushIsOverwritten: the window the eso form's
+// order leaves (docs/secrets.md): a value changed by hand after the push
+// and before the first sync is overwritten by the operator with the
+// store's older value, the one pushed. Prove, in the run that pushed,
+// cannot prevent it but reports it (esoform.ErrOverwritten, from the
+// Secret's changes since the push, naming the key, never a value) and
+// leaves last-applied-configuration; the data then equals what was
+// pushed, so comparing it alone would not see the change.
+func TestESOHandChangeAfterPushIsOverwritten(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns, storeNS := cp.Namespace(t), cp.Namespace(t)
+	k := cp.Clientset()
+	d, err := dynamic.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eso, err := testenv.StartExternalSecrets(ctx, cp, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eso.Stop()
+	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
+		t.Fatal(err)
+	}
+	live := handApplyDB(t, ctx, ns, "eso-pushed-pw-Lr5e")
+	store := esoform.Store{Kind: esoform.KindSecretStore, Namespace: ns, Name: "vault"}
+	target := finalize.SealedTarget{Target: finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "db"}, App: "shop"},
+		UID: string(live.UID), SealedAt: live.ResourceVersion, Form: plan.SecretFormESO, Store: store.String(), RemoteKey: esoform.RemoteKey(ns, "db")}
+	sl := &finalize.Sealer{Kube: k, Dynamic: d, Journal: func() *finalize.Journal { return nil }}
+	if _, err := sl.Mark(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	const rotated = "rotated-by-hand-Ue2p"
+	if _, err := k.CoreV1().Secrets(ns).Patch(ctx, "db", types.MergePatchType, []byte(`{"stringData":{"password":"`+rotated+`"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := esoform.Manifest(store, target.RemoteKey, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := es.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstSync(t, ctx, d, esoform.ExternalSecretGVR, "shop", m)
+	res := sl.Prove(ctx, target)
+	if res.Status != finalize.StatusFailed || !strings.Contains(res.Reason, esoform.ErrOverwritten.Error()) || !strings.Contains(res.Reason, "keys with other bytes [password]") {
+		t.Fatalf("Prove = %s: %s; want the changed key reported", res.Status, res.Reason)
+	}
+	if strings.Contains(res.Reason, rotated) || strings.Contains(res.Reason, "eso-pushed-pw-Lr5e") {
+		t.Error("Prove's reason holds a value")
+	}
+	after, err := k.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after.Data["password"]) == rotated || string(after.Data["password"]) != string(live.Data["password"]) {
+		t.Fatal("the operator did not write the pushed value back: the gap docs/secrets.md names is not there")
+	}
+	if _, ok := after.Annotations[budget.LastAppliedKey]; !ok {
+		t.Error("Prove removed last-applied-configuration from a Secret whose data changed")
+	}
+}
