@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -25,6 +30,13 @@ var (
 	// ErrDataChanged: the Secret's data is not what it was before the
 	// takeover.
 	ErrDataChanged = errors.New("the Secret's data changed in the takeover")
+	// ErrOverwritten: the Secret was changed after the push and before
+	// the takeover, and the operator wrote the store's value (the one
+	// pushed) over that change.
+	ErrOverwritten = errors.New("the Secret was changed after the push, and its ExternalSecret wrote the pushed value over the change")
+	// ErrHistoryGone: the API server no longer serves the Secret's
+	// changes since the push, so Overwritten could not look at them.
+	ErrHistoryGone = errors.New("the API server no longer serves the Secret's changes since the push")
 )
 
 // Takeover is the proof WaitTakeover made: the Secret's uid and
@@ -75,4 +87,59 @@ func WaitTakeover(ctx context.Context, kube kubernetes.Interface, dyn dynamic.In
 	}
 	_, has := s.Annotations[budget.LastAppliedKey]
 	return &Takeover{UID: string(s.UID), ResourceVersion: s.ResourceVersion, HasLastApplied: has}, nil
+}
+
+// Overwritten reads the Secret namespace/name's changes from
+// resourceVersion pushedAt (its version when its data, pushed, was read)
+// up to its write at takenAt (after the takeover), and returns
+// ErrOverwritten, naming the keys, when one of them held other data than
+// pushed, or the Secret was deleted: a change made by hand between the
+// push and the takeover, which the operator then wrote the store's value
+// over, under any workload mounting the Secret. The data are compared in
+// memory; no value is returned. ErrHistoryGone: the API server no longer
+// serves those changes (its watch window is minutes), so they are not
+// known.
+func Overwritten(ctx context.Context, kube kubernetes.Interface, namespace, name, pushedAt, takenAt string, pushed map[string][]byte) error {
+	if pushedAt == takenAt {
+		return nil
+	}
+	ref := "Secret " + namespace + "/" + name
+	w, err := kube.CoreV1().Secrets(namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: pushedAt})
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return fmt.Errorf("%s: %w (resourceVersion %s)", ref, ErrHistoryGone, pushedAt)
+	}
+	if err != nil {
+		return fmt.Errorf("read the changes of %s since the push: %w", ref, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("read the changes of %s since the push: %w", ref, ctx.Err())
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("read the changes of %s since the push: the watch ended before resourceVersion %s", ref, takenAt)
+			}
+			if ev.Type == watch.Error {
+				if st, isStatus := ev.Object.(*metav1.Status); isStatus && (st.Code == http.StatusGone || st.Reason == metav1.StatusReasonExpired || st.Reason == metav1.StatusReasonGone) {
+					return fmt.Errorf("%s: %w (resourceVersion %s)", ref, ErrHistoryGone, pushedAt)
+				}
+				return fmt.Errorf("read the changes of %s since the push: the watch failed", ref)
+			}
+			s, isSecret := ev.Object.(*corev1.Secret)
+			if !isSecret {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return fmt.Errorf("%s: %w: it was deleted after the push (resourceVersion %s)", ref, ErrOverwritten, s.ResourceVersion)
+			}
+			if d := Diff(pushed, liveData(s)); d != "" {
+				return fmt.Errorf("%s: %w (at resourceVersion %s: %s). The change is lost: if it was a rotation, write the new value to the store's key (the Secret now follows its ExternalSecret), then re-run adopt finalize", ref, ErrOverwritten, s.ResourceVersion, d)
+			}
+			if s.ResourceVersion == takenAt {
+				return nil
+			}
+		}
+	}
 }

@@ -72,9 +72,9 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 	// the push: this read holds what was pushed.
 	if again, err := s.Kube.CoreV1().Secrets(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{}); err == nil && again.ResourceVersion == t.SealedAt {
 		if s.pushed == nil {
-			s.pushed = map[string]map[string][]byte{}
+			s.pushed = map[string]pushedData{}
 		}
-		s.pushed[ref] = maps.Clone(again.Data)
+		s.pushed[ref] = pushedData{data: maps.Clone(again.Data), at: again.ResourceVersion}
 	}
 	how := "pushed"
 	if pushed.Already {
@@ -85,20 +85,32 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 
 // proveESO is Prove for a Secret of form eso: the ExternalSecret of the
 // same name took the same Secret over (esoform.WaitTakeover) with the
-// data this run pushed (when it pushed in this process); then
+// data this run pushed (when it pushed in this process), and no change
+// made to the Secret between the push and the takeover was written over
+// (esoform.Overwritten, read from the API server's history of it); then
 // last-applied-configuration, which the operator keeps, is removed
 // (dropLastApplied), guarded and journaled like every object's.
 func (s *Sealer) proveESO(ctx context.Context, t SealedTarget) Result {
 	res := Result{Object: t.Ref.String(), App: t.App, Attempts: 1}
-	before := s.pushed[t.Ref.String()]
-	took, err := esoform.WaitTakeover(ctx, s.Kube, s.Dynamic, t.Namespace, t.Name, t.UID, before)
+	before, pushedHere := s.pushed[t.Ref.String()]
+	took, err := esoform.WaitTakeover(ctx, s.Kube, s.Dynamic, t.Namespace, t.Name, t.UID, before.data)
 	if err != nil {
 		res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: %s", t.Ref.String(), gitops.OneLine(err.Error()))
 		return res
 	}
+	data := "its data byte-identical to what was pushed (compared in memory), and not changed between the push and the takeover"
+	if pushedHere {
+		err := esoform.Overwritten(ctx, s.Kube, t.Namespace, t.Name, before.at, took.ResourceVersion, before.data)
+		switch {
+		case errors.Is(err, esoform.ErrHistoryGone):
+			data = "its data byte-identical to what was pushed (compared in memory); whether it was changed between the push and the takeover is not known (the API server no longer serves that history)"
+		case err != nil:
+			res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: %s; last-applied-configuration left as it is", t.Ref.String(), gitops.OneLine(err.Error()))
+			return res
+		}
+	}
 	_ = s.journal(Entry{Time: time.Now().UTC(), Target: t.Target, ResourceVersion: took.ResourceVersion, Result: resultTakenOver}, false)
-	data := "its data byte-identical to what was pushed (compared in memory)"
-	if before == nil {
+	if !pushedHere {
 		data = "its data not compared in this run (the push ran in an earlier one, whose read-back proof is journaled)"
 	}
 	why := fmt.Sprintf("taken over in place by ExternalSecret %s/%s: the same uid %s, its controller now, %s", t.Namespace, t.Name, took.UID, data)
@@ -170,7 +182,9 @@ func (s *Sealer) dropLastApplied(ctx context.Context, t SealedTarget) Result {
 
 // ESONeeds is what the push and the proof of targets' Secrets of form
 // eso need beyond get and patch of the Secrets: in each namespace,
-// creating, updating and deleting Secrets (the copy, the probe's), and
+// creating, updating and deleting Secrets (the copy, the probe's),
+// watching them (the proof reads the Secret's changes since the push:
+// esoform.Overwritten), and
 // getting, watching, creating and deleting PushSecrets and
 // ExternalSecrets (the push, the probe, the wait for the takeover). A dry
 // run only reads the Secrets, which Needs covers.
@@ -190,7 +204,7 @@ func ESONeeds(targets []SealedTarget, dryRun bool) []Access {
 		if t.Form != plan.SecretFormESO {
 			continue
 		}
-		for _, v := range []string{"create", "update", "delete"} {
+		for _, v := range []string{"create", "update", "delete", "watch"} {
 			add(Access{Verb: v, Resource: "secrets", Namespace: t.Namespace})
 		}
 		for _, r := range []string{esoform.PushSecretGVR.Resource, esoform.ExternalSecretGVR.Resource} {

@@ -120,8 +120,8 @@ func TestESOPushProveAndDropLastApplied(t *testing.T) {
 	}
 }
 
-// TestESONeeds: the push and the proof need Secrets created, updated and
-// deleted, and PushSecrets and ExternalSecrets read, watched, created and
+// TestESONeeds: the push and the proof need Secrets created, updated,
+// deleted and watched, and PushSecrets and ExternalSecrets read, watched, created and
 // deleted, in each namespace of a Secret of form eso; a sealed Secret or
 // a dry run needs none of it.
 func TestESONeeds(t *testing.T) {
@@ -130,8 +130,8 @@ func TestESONeeds(t *testing.T) {
 	}
 	ts := []finalize.SealedTarget{{Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("b"), Form: plan.SecretFormSealed}}
 	needs := finalize.ESONeeds(ts, false)
-	if len(needs) != 11 {
-		t.Fatalf("%d needs, want 11 (3 on secrets, 4 on each resource, namespace a only): %v", len(needs), needs)
+	if len(needs) != 12 {
+		t.Fatalf("%d needs, want 12 (4 on secrets, 4 on each resource, namespace a only): %v", len(needs), needs)
 	}
 	for _, n := range needs {
 		if n.Namespace != "a" {

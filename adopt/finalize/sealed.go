@@ -50,8 +50,16 @@ type Sealer struct {
 	// Journal is the run's (Session sets the Finalizer's).
 	Journal func() *Journal
 	// pushed holds, in this process's memory only, the data of each
-	// Secret of form eso as pushed, by Ref, for Prove to compare.
-	pushed map[string]map[string][]byte
+	// Secret of form eso as pushed and the resourceVersion it was read
+	// at, by Ref, for Prove to compare.
+	pushed map[string]pushedData
+}
+
+// pushedData is a Secret's data as pushed, and the resourceVersion of
+// the read that held it.
+type pushedData struct {
+	data map[string][]byte
+	at   string
 }
 
 func (s *Sealer) journal(e Entry, durable bool) error {
