@@ -97,6 +97,7 @@ func TestLeakSuiteESO(t *testing.T) {
 	col := newLeakCollector()
 	r := &leakRunner{col: col}
 	kc := c.Kubeconfig
+	dir := t.TempDir()
 	must := func(name string, res leakRun, codes ...int) leakRun {
 		t.Helper()
 		for _, code := range codes {
@@ -110,6 +111,7 @@ func TestLeakSuiteESO(t *testing.T) {
 
 	t.Run("changed after plan", func(t *testing.T) {
 		changed, otherStore := c.Namespace(t), c.Namespace(t)
+		sub := filepath.Join(dir, "changed") // the parent's: the collector reads it after the subtest
 		other, err := testenv.StartExternalSecrets(ctx, c, changed)
 		if err != nil {
 			t.Fatal(err)
@@ -119,12 +121,15 @@ func TestLeakSuiteESO(t *testing.T) {
 			t.Fatal(err)
 		}
 		handApplySecret(ctx, t, c, changed, s)
-		ccfg := filepath.Join(t.TempDir(), "adopt.yaml")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ccfg := filepath.Join(sub, "adopt.yaml")
 		if err := os.WriteFile(ccfg, []byte(exclusions), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, curl := gitRepo(t, "gitops", map[string]string{"README.md": "gitops\n"})
-		cplan := filepath.Join(t.TempDir(), "plan.yaml")
+		cplan := filepath.Join(sub, "plan.yaml")
 		must("plan", r.run(t, "plan (changed after plan)", kc, nil, "plan", "-n", changed, "--repo", curl, "--config", ccfg, "--out", cplan, "-q"), 0)
 		if ob := readPlan(t, cplan).Object("Secret " + changed + "/db"); ob == nil || !ob.ESO() {
 			t.Fatalf("plan does not propose Secret %s/db in form eso (the one store that fits, nothing forced): %+v", changed, ob)
@@ -191,7 +196,6 @@ func TestLeakSuiteESO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	planFile := filepath.Join(dir, "plan.yaml")
 	res := must("plan", r.run(t, "plan --preview", kc, tokenEnv, "plan", "-n", ns, "--repo", cloneURL, "--git-user", g.User, "--config", cfg,
 		"--preview", "--out", planFile, "-o", "yaml"), 0, ExitFindings)
