@@ -47,6 +47,10 @@ type handSecret struct {
 	// Password is stringData password; Multi, a multi-line stringData
 	// tls.key; Binary, a binary data token.
 	Password, Multi, Binary string
+	// ServerSide applies both objects again with kubectl apply
+	// --server-side after the client-side apply (the runbook's way):
+	// kubectl then holds fields for finalize to take back, and journal.
+	ServerSide bool
 }
 
 // plantSecret registers fresh canaries for a Secret, named after whose.
@@ -83,6 +87,11 @@ func handApplySecret(ctx context.Context, t *testing.T, c *testenv.ControlPlane,
 		b, _ := json.Marshal(obj)
 		if _, err := c.Kubectl(ctx, b, "apply", "-f", "-"); err != nil {
 			t.Fatalf("kubectl apply in %s failed", ns) // its output would echo the manifest
+		}
+		if s.ServerSide {
+			if _, err := c.Kubectl(ctx, b, "apply", "--server-side", "-f", "-"); err != nil {
+				t.Fatalf("kubectl apply --server-side in %s failed", ns)
+			}
 		}
 	}
 }
