@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,25 +72,9 @@ func TestLeakSuiteSealed(t *testing.T) {
 	pass1 := plants.add("ns1's password", randomWord(t, "Sa", 26))
 	pass2 := plants.add("ns2's password (changed after plan)", randomWord(t, "Sb", 26))
 	pass3 := plants.add("ns3's password (applied before the mark)", randomWord(t, "Sc", 26))
-	handApply := func(ns string, stringData map[string]any, data map[string]any) {
-		t.Helper()
-		secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-			"metadata":   map[string]any{"name": "db", "namespace": ns, "labels": map[string]any{"app": "shop"}, "annotations": map[string]any{"team": "shop"}},
-			"stringData": stringData}
-		if data != nil {
-			secret["data"] = data
-		}
-		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": ns}, "data": map[string]any{"mode": "sealed"}}
-		for _, obj := range []map[string]any{secret, cm} {
-			b, _ := json.Marshal(obj)
-			if _, err := c.Kubectl(ctx, b, "apply", "-f", "-"); err != nil {
-				t.Fatalf("kubectl apply in %s: %v", ns, err) // its output would echo the manifest
-			}
-		}
-	}
-	handApply(ns1, map[string]any{"password": pass1, "tls.key": multi}, map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(binary))})
-	handApply(ns2, map[string]any{"password": pass2}, nil)
-	handApply(ns3, map[string]any{"password": pass3}, nil)
+	handApplySecret(ctx, t, c, ns1, handSecret{Password: pass1, Multi: multi, Binary: binary})
+	handApplySecret(ctx, t, c, ns2, handSecret{Password: pass2})
+	handApplySecret(ctx, t, c, ns3, handSecret{Password: pass3})
 
 	repo := giteaName(t, "sealed")
 	cloneURL, err := g.CreateRepo(ctx, repo)

@@ -615,7 +615,16 @@ func (r *leakRunner) run(t *testing.T, name, kubeconfig string, env map[string]s
 		if own == nil {
 			own = map[string]string{}
 		}
-		maps.Copy(own, env)
+		for k, v := range env {
+			if k == "PATH" || strings.HasPrefix(k, "SOPS_") {
+				// What adopt's child processes (sops) get is the
+				// process's environment: a test that sets it is not
+				// parallel.
+				t.Setenv(k, v)
+				continue
+			}
+			own[k] = v
+		}
 		var out, errb bytes.Buffer
 		res.code = runAdoptEnv(t, own, "adopt", append([]string{"--kubeconfig", kubeconfig}, args...), strings.NewReader(""), &out, &errb)
 		res.out, res.errOut = out.String(), errb.String()
