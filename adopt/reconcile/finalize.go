@@ -37,7 +37,11 @@ func FinalizeMerged(ctx context.Context, store Store, branch, journalDir string,
 	for _, a := range rep.Apps {
 		switch {
 		case !a.Ready:
-			waiting = append(waiting, a.Name+": "+a.Waiting)
+			why := a.Waiting
+			if why == "" { // not synced: the problems say why (a Secret's mark or push)
+				why = strings.Join(a.Problems, "; ")
+			}
+			waiting = append(waiting, a.Name+": "+why)
 		case a.Settle != nil && !a.Settle.Synced:
 			waiting = append(waiting, fmt.Sprintf("%s went %s within the settle window: put the field in Git or ignore its manager", a.Name, a.Settle.Sync))
 		}

@@ -64,6 +64,7 @@ import (
 // finalize over it, and the scan must report the password in finalize's
 // stdout.
 func TestLeakSuiteESO(t *testing.T) {
+	t.Parallel() // a long test that may run beside others: see TestMain
 	began := time.Now()
 	defer func() { t.Logf("TestLeakSuiteESO: %s", time.Since(began).Round(time.Second)) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
