@@ -216,17 +216,18 @@ func untrackedCopy(t *testing.T, u *unstructured.Unstructured, tr argoapp.Tracki
 	return c.Object
 }
 
-// argoCDPlane is the control plane with a real Argo CD version on it that
-// the package's tests share: started on first use (a control plane and an
-// Argo CD take 15 s to start) and stopped when the package's tests end.
-// Each test works in namespaces, repositories and Applications of its own;
-// the Applications it created are deleted when it ends, so that Argo CD
-// does not keep reconciling them for the next test.
+// argoCDPlane is a control plane with a real Argo CD version on it that
+// the package's tests share, the test's alone until it ends: a free one of
+// that version, else a new one while fewer than planesPerVersion run, else
+// the first another test gives back (a control plane and an Argo CD take
+// 15 s to start; planes are stopped when the package's tests end). Each
+// test works in namespaces, repositories and Applications of its own; the
+// Applications it created are deleted when it ends, so that Argo CD does
+// not keep reconciling them for the next test.
 func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.ControlPlane, *testenv.ArgoCD) {
 	t.Helper()
-	p := startedArgoPlane(t, version)
-	p.busy.Lock()
-	t.Cleanup(p.busy.Unlock) // cleanups run last first: after the deletes below
+	p := takeArgoPlane(t, version)
+	t.Cleanup(func() { argoPlanes.free[version] <- p }) // cleanups run last first: after the deletes below
 	apps := dynamic.NewForConfigOrDie(p.c.RESTConfig()).Resource(argoapp.ApplicationGVR).Namespace(p.a.Namespace)
 	before := map[string]bool{}
 	if l, err := apps.List(ctx, metav1.ListOptions{}); err == nil {
@@ -248,42 +249,63 @@ func argoCDPlane(ctx context.Context, t *testing.T, version string) (*testenv.Co
 	return p.c, p.a
 }
 
-// startedArgoPlane is version's shared plane, started on first use.
-func startedArgoPlane(t *testing.T, version string) *argoPlane {
+// planesPerVersion is how many planes of one Argo CD version may run at
+// once: most of the package's Argo CD tests are on the current GA.
+const planesPerVersion = 2
+
+// takeArgoPlane takes a plane of version for t, starting one if none is
+// free and fewer than planesPerVersion run, else waiting for one.
+func takeArgoPlane(t *testing.T, version string) *argoPlane {
 	t.Helper()
 	argoPlanes.Lock()
-	defer argoPlanes.Unlock()
-	p := argoPlanes.m[version]
-	if p == nil {
-		c, err := testenv.Start(context.Background(), testenv.Options{})
-		if err != nil {
-			t.Fatalf("a control plane did not start: %v", err)
-		}
-		a, err := testenv.StartArgoCD(context.Background(), c, version)
-		if err != nil {
-			c.Stop()
-			t.Fatal(err)
-		}
-		p = &argoPlane{c: c, a: a}
-		argoPlanes.m[version] = p
+	free := argoPlanes.free[version]
+	if free == nil {
+		free = make(chan *argoPlane, planesPerVersion)
+		argoPlanes.free[version] = free
 	}
-	return p
+	select {
+	case p := <-free:
+		argoPlanes.Unlock()
+		return p
+	default:
+	}
+	if argoPlanes.started[version] == planesPerVersion {
+		argoPlanes.Unlock()
+		return <-free
+	}
+	argoPlanes.started[version]++
+	argoPlanes.Unlock()
+	c, err := testenv.Start(context.Background(), testenv.Options{})
+	if err == nil {
+		var a *testenv.ArgoCD
+		if a, err = testenv.StartArgoCD(context.Background(), c, version); err == nil {
+			p := &argoPlane{c: c, a: a}
+			argoPlanes.Lock()
+			argoPlanes.all = append(argoPlanes.all, p)
+			argoPlanes.Unlock()
+			return p
+		}
+		c.Stop()
+	}
+	argoPlanes.Lock()
+	argoPlanes.started[version]--
+	argoPlanes.Unlock()
+	t.Fatalf("a control plane with Argo CD %s did not start: %v", version, err)
+	return nil
 }
 
-// argoPlanes are the shared Argo CD planes, by version.
+// argoPlanes are the shared Argo CD planes: every one started, the free
+// ones and how many were started, by version.
 var argoPlanes = struct {
 	sync.Mutex
-	m map[string]*argoPlane
-}{m: map[string]*argoPlane{}}
+	all     []*argoPlane
+	free    map[string]chan *argoPlane
+	started map[string]int
+}{free: map[string]chan *argoPlane{}, started: map[string]int{}}
 
 type argoPlane struct {
-	// busy is held by the test using the plane, from argoCDPlane to its
-	// end: parallel tests on one version take turns (a test's cleanup
-	// deletes the Applications it did not find, and some change Argo CD's
-	// settings), while different versions' overlap.
-	busy sync.Mutex
-	c    *testenv.ControlPlane
-	a    *testenv.ArgoCD
+	c *testenv.ControlPlane
+	a *testenv.ArgoCD
 	// appSets is set once its ApplicationSet controller runs
 	// (appSetController).
 	appSets bool
@@ -293,7 +315,7 @@ type argoPlane struct {
 func stopArgoPlanes() {
 	argoPlanes.Lock()
 	defer argoPlanes.Unlock()
-	for _, p := range argoPlanes.m {
+	for _, p := range argoPlanes.all {
 		p.a.Stop()
 		p.c.Stop()
 	}

@@ -28,8 +28,8 @@ var cp *testenv.ControlPlane
 // otherwise). One may when it sets no process environment (t.Setenv panics
 // in a parallel test, and adopt runs in this process) and no process-wide
 // state, and takes its namespaces from ControlPlane.Namespace and its
-// cluster-scoped names from the test's name. Tests on one version's shared
-// Argo CD plane take turns (argoCDPlane holds it for the test).
+// cluster-scoped names from the test's name. A shared Argo CD plane is one
+// test's at a time (argoCDPlane, planesPerVersion of a version at most).
 //
 // The shared plane serves every CRD its tests need from the start
 // (sharedCRDsOn): a plan records whether Argo CD is installed and lists

@@ -259,7 +259,7 @@ func appSetController(ctx context.Context, t *testing.T, a *testenv.ArgoCD) {
 	t.Helper()
 	argoPlanes.Lock()
 	defer argoPlanes.Unlock()
-	for _, p := range argoPlanes.m {
+	for _, p := range argoPlanes.all {
 		if p.a == a && !p.appSets {
 			if err := a.StartApplicationSetController(ctx); err != nil {
 				t.Fatal(err)
