@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Main starts one control plane for a test package, hands it to setup, runs
@@ -60,7 +63,26 @@ func (cp *ControlPlane) Namespace(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
+	t.Cleanup(func() { cp.deleteApplicationsInto(name) })
 	return name
+}
+
+// deleteApplicationsInto deletes the Argo CD Applications on cp whose
+// destination is namespace: a test's Applications left on a shared plane
+// would teach later tests' plans their names (adopt learns the repo's and
+// the cluster's naming), whatever order the tests run in. Nothing when
+// Argo CD's CRD is not served.
+func (cp *ControlPlane) deleteApplicationsInto(namespace string) {
+	apps := dynamic.NewForConfigOrDie(cp.RESTConfig()).Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"})
+	l, err := apps.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, u := range l.Items {
+		if ns, _, _ := unstructured.NestedString(u.Object, "spec", "destination", "namespace"); ns == namespace {
+			_ = apps.Namespace(u.GetNamespace()).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+		}
+	}
 }
 
 // StaticClusterIP returns a ClusterIP from the static band of the service
