@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,12 +12,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/reconcile"
-	"github.com/adopt-dev/adopt/argoapp"
 	"github.com/adopt-dev/adopt/internal/testenv"
 )
 
@@ -203,67 +199,9 @@ func TestReconcileAdoptsExternalSecretOnRealArgoCD(t *testing.T) {
 		t.Fatalf("the push wrote the live Secret %s/db (%v)", ns, err)
 	}
 	// A person syncs it (as argocd app sync would).
-	v, err := argoapp.ParseVersion(testenv.ArgoCDCurrent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (argoapp.KubeStatus{Client: dynamic.NewForConfigOrDie(c.RESTConfig()), Namespace: a.Namespace}).Sync(ctx, gr.App, "", v); err != nil {
-		t.Fatal(err)
-	}
-	done := run(reconcile.Finalized, "--finalize-wait", "3m", "--settle", "2s").Groups[0]
-	t.Logf("finalized: %s", done.Why)
-	after, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("Secret %s/db after finalize: %v", ns, err)
-	}
-	if after.UID != before.UID || !reflect.DeepEqual(after.Data, before.Data) {
-		t.Errorf("Secret %s/db: uid %s (was %s), data the same: %v (values not printed): want taken over in place", ns, after.UID, before.UID, reflect.DeepEqual(after.Data, before.Data))
-	}
-	if owner := metav1.GetControllerOf(after); owner == nil || owner.Kind != esoform.KindExternalSecret || owner.Name != "db" {
-		t.Errorf("Secret %s/db: controller %+v, want ExternalSecret db", ns, owner)
-	}
-	if _, has := after.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
-		t.Errorf("Secret %s/db still carries last-applied-configuration", ns)
-	}
-	// Thursday: 0 untracked, no Secret left.
-	if rep := run(""); rep.Untracked != 0 || !rep.NothingToDo && (len(rep.Groups) != 1 || rep.Groups[0].Outcome != reconcile.Done) {
-		t.Errorf("after the takeover: %d untracked, groups %+v; want 0 and nothing to do or done", rep.Untracked, rep.Groups)
-	}
-
-	// Where the value must never be.
-	if out, err := exec.Command("git", "-C", bare, "log", "--all", "-p", "--format=%H%n%B").CombinedOutput(); err != nil {
-		t.Fatalf("git log: %v", err)
-	} else {
-		leaks("the repository (every commit, message and diff)", out)
-	}
-	prs, err := g.PullRequests(ctx, repoName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range prs {
-		leaks("pull request #"+pr.Title, []byte(pr.Title+"\n"+pr.Body))
-	}
-	if b, err := os.ReadFile(metrics); err != nil {
-		t.Fatal(err)
-	} else {
-		leaks("the metrics file", b)
-	}
-	entries, _ := os.ReadDir(journals)
-	if len(entries) == 0 {
-		t.Error("reconcile wrote no journal")
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(journals, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaks("journal "+e.Name(), b)
-		for _, r := range []string{`"result":"pushed"`, `"result":"taken-over"`, `"result":"finalized"`} {
-			if !bytes.Contains(b, []byte(r)) {
-				t.Errorf("journal %s has no %s entry", e.Name(), r)
-			}
-		}
-	}
+	syncTakeOverAndScan(ctx, t, secretRun{c: c, a: a, app: gr.App, ns: ns, before: before, owner: esoform.KindExternalSecret,
+		run: run, leaks: leaks, bare: bare, g: g, repoName: repoName, metrics: metrics, journals: journals,
+		results: []string{`"result":"pushed"`, `"result":"taken-over"`, `"result":"finalized"`}})
 	leaks("the External Secrets Operator's log", []byte(eso.Log()))
 	state(false)
 }

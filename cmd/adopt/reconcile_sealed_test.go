@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,66 +183,96 @@ func TestReconcileAdoptsSealedSecretOnRealArgoCD(t *testing.T) {
 		t.Fatalf("reconcile without --sync started a sync of %s (%v): %s", gr.App, err, st)
 	}
 	// A person syncs it (as argocd app sync would).
+	syncTakeOverAndScan(ctx, t, secretRun{c: c, a: a, app: gr.App, ns: ns, before: before, owner: sealed.Kind,
+		run: run, leaks: leaks, bare: bare, g: g, repoName: repoName, metrics: metrics, journals: journals,
+		results: []string{`"result":"marked"`, `"result":"taken-over"`}})
+	state(false)
+}
+
+// secretRun is what the reconcile tests of a Secret form share at their
+// end: the group's Application app, its Secret ns/db as it was before
+// (before), the controller kind that takes it over (owner), the test's run
+// and leak check, and where the value must never be.
+type secretRun struct {
+	c                                 *testenv.ControlPlane
+	a                                 *testenv.ArgoCD
+	app, ns, owner                    string
+	before                            *corev1.Secret
+	run                               func(want string, extra ...string) *reconcile.Report
+	leaks                             func(where string, b []byte)
+	g                                 *testenv.Gitea
+	bare, repoName, metrics, journals string
+	results                           []string // each journal must hold these
+}
+
+// syncTakeOverAndScan: a person syncs the Application (as argocd app sync
+// would) and the next run finalizes the group; the Secret is then taken
+// over in place (same uid and data, owner its controller, last-applied
+// gone) and the run after that finds 0 untracked. No canary is in the
+// repository (every commit, message and diff), a pull request, the
+// metrics file or a journal.
+func syncTakeOverAndScan(ctx context.Context, t *testing.T, r secretRun) {
+	t.Helper()
 	v, err := argoapp.ParseVersion(testenv.ArgoCDCurrent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (argoapp.KubeStatus{Client: dynamic.NewForConfigOrDie(c.RESTConfig()), Namespace: a.Namespace}).Sync(ctx, gr.App, "", v); err != nil {
+	if err := (argoapp.KubeStatus{Client: dynamic.NewForConfigOrDie(r.c.RESTConfig()), Namespace: r.a.Namespace}).Sync(ctx, r.app, "", v); err != nil {
 		t.Fatal(err)
 	}
-	done := run(reconcile.Finalized, "--finalize-wait", "3m", "--settle", "2s").Groups[0]
+	done := r.run(reconcile.Finalized, "--finalize-wait", "3m", "--settle", "2s").Groups[0]
 	t.Logf("finalized: %s", done.Why)
-	after, err := c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
+	ns, before := r.ns, r.before
+	after, err := r.c.Clientset().CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Secret %s/db after finalize: %v", ns, err)
 	}
 	if after.UID != before.UID || !reflect.DeepEqual(after.Data, before.Data) {
 		t.Errorf("Secret %s/db: uid %s (was %s), data the same: %v (values not printed): want taken over in place", ns, after.UID, before.UID, reflect.DeepEqual(after.Data, before.Data))
 	}
-	if owner := metav1.GetControllerOf(after); owner == nil || owner.Kind != sealed.Kind || owner.Name != "db" {
-		t.Errorf("Secret %s/db: controller %+v, want SealedSecret db", ns, owner)
+	if owner := metav1.GetControllerOf(after); owner == nil || owner.Kind != r.owner || owner.Name != "db" {
+		t.Errorf("Secret %s/db: controller %+v, want %s db", ns, owner, r.owner)
 	}
 	if _, has := after.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; has {
 		t.Errorf("Secret %s/db still carries last-applied-configuration", ns)
 	}
 	// Thursday: 0 untracked, no Secret left.
-	if rep := run(""); rep.Untracked != 0 || !rep.NothingToDo && (len(rep.Groups) != 1 || rep.Groups[0].Outcome != reconcile.Done) {
+	if rep := r.run(""); rep.Untracked != 0 || !rep.NothingToDo && (len(rep.Groups) != 1 || rep.Groups[0].Outcome != reconcile.Done) {
 		t.Errorf("after the takeover: %d untracked, groups %+v; want 0 and nothing to do or done", rep.Untracked, rep.Groups)
 	}
 
 	// Where the value must never be.
-	if out, err := exec.Command("git", "-C", bare, "log", "--all", "-p", "--format=%H%n%B").CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "-C", r.bare, "log", "--all", "-p", "--format=%H%n%B").CombinedOutput(); err != nil {
 		t.Fatalf("git log: %v", err)
 	} else {
-		leaks("the repository (every commit, message and diff)", out)
+		r.leaks("the repository (every commit, message and diff)", out)
 	}
-	prs, err := g.PullRequests(ctx, repoName)
+	prs, err := r.g.PullRequests(ctx, r.repoName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pr := range prs {
-		leaks("pull request #"+pr.Title, []byte(pr.Title+"\n"+pr.Body))
+		r.leaks("pull request #"+pr.Title, []byte(pr.Title+"\n"+pr.Body))
 	}
-	if b, err := os.ReadFile(metrics); err != nil {
+	if b, err := os.ReadFile(r.metrics); err != nil {
 		t.Fatal(err)
 	} else {
-		leaks("the metrics file", b)
+		r.leaks("the metrics file", b)
 	}
-	entries, _ := os.ReadDir(journals)
+	entries, _ := os.ReadDir(r.journals)
 	if len(entries) == 0 {
 		t.Error("reconcile wrote no journal")
 	}
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(journals, e.Name()))
+		b, err := os.ReadFile(filepath.Join(r.journals, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		leaks("journal "+e.Name(), b)
-		for _, r := range []string{`"result":"marked"`, `"result":"taken-over"`} {
-			if !bytes.Contains(b, []byte(r)) {
-				t.Errorf("journal %s has no %s entry", e.Name(), r)
+		r.leaks("journal "+e.Name(), b)
+		for _, want := range r.results {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("journal %s has no %s entry", e.Name(), want)
 			}
 		}
 	}
-	state(false)
 }
