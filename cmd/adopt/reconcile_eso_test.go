@@ -137,23 +137,7 @@ func TestReconcileAdoptsExternalSecretOnRealArgoCD(t *testing.T) {
 	}
 	bare := giteaRepoDir(g, repoName)
 	tip := tipOf(t, bare, gr.Branch)
-	var esFile, appFile string
-	files, err := tip.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for f, err := files.Next(); err == nil; f, err = files.Next() {
-		text, _ := f.Contents()
-		switch {
-		case strings.Contains(text, "kind: "+esoform.KindExternalSecret):
-			esFile = f.Name
-		case strings.HasPrefix(f.Name, "argocd/apps/"):
-			appFile = f.Name
-		}
-	}
-	if esFile == "" || appFile == "" {
-		t.Fatalf("the branch holds ExternalSecret %q and Application %q; want both", esFile, appFile)
-	}
+	esFile, appFile := formAndAppFiles(t, tip, esoform.KindExternalSecret)
 	if es := fileText(t, tip, esFile); !strings.Contains(es, "name: vault") || !strings.Contains(es, esoform.RemoteKey(ns, "db")) {
 		t.Errorf("the ExternalSecret does not read key %s of SecretStore vault:\n%s", esoform.RemoteKey(ns, "db"), es)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	gitobject "github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
 	"os"
 	"os/exec"
@@ -129,23 +130,7 @@ func TestReconcileAdoptsSealedSecretOnRealArgoCD(t *testing.T) {
 	}
 	bare := giteaRepoDir(g, repoName)
 	tip := tipOf(t, bare, gr.Branch)
-	var sealedFile, appFile string
-	files, err := tip.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for f, err := files.Next(); err == nil; f, err = files.Next() {
-		text, _ := f.Contents()
-		switch {
-		case strings.Contains(text, "kind: "+sealed.Kind):
-			sealedFile = f.Name
-		case strings.HasPrefix(f.Name, "argocd/apps/"):
-			appFile = f.Name
-		}
-	}
-	if sealedFile == "" || appFile == "" {
-		t.Fatalf("the branch holds SealedSecret %q and Application %q; want both", sealedFile, appFile)
-	}
+	_, appFile := formAndAppFiles(t, tip, sealed.Kind)
 	if app := fileText(t, tip, appFile); strings.Contains(app, "automated") {
 		t.Errorf("the Application holding a SealedSecret syncs by itself (the mark must come first):\n%s", app)
 	}
@@ -275,4 +260,28 @@ func syncTakeOverAndScan(ctx context.Context, t *testing.T, r secretRun) {
 			}
 		}
 	}
+}
+
+// formAndAppFiles are the files of a reconcile branch's tip (a group of a
+// Secret alone) holding its form's object, of kind, and its Application;
+// the test fails without both.
+func formAndAppFiles(t *testing.T, tip *gitobject.Commit, kind string) (formFile, appFile string) {
+	t.Helper()
+	files, err := tip.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, err := files.Next(); err == nil; f, err = files.Next() {
+		text, _ := f.Contents()
+		switch {
+		case strings.Contains(text, "kind: "+kind):
+			formFile = f.Name
+		case strings.HasPrefix(f.Name, "argocd/apps/"):
+			appFile = f.Name
+		}
+	}
+	if formFile == "" || appFile == "" {
+		t.Fatalf("the branch holds %s %q and Application %q; want both", kind, formFile, appFile)
+	}
+	return formFile, appFile
 }
