@@ -33,20 +33,8 @@ func TestESOPushProveAndDropLastApplied(t *testing.T) {
 	const canary = "finalize-eso-canary-Zr4m"
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns, storeNS := cp.Namespace(t), cp.Namespace(t)
+	ns, _, d, _ := esoWithStore(ctx, t)
 	k := cp.Clientset()
-	d, err := dynamic.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eso, err := testenv.StartExternalSecrets(ctx, cp, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eso.Stop()
-	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
-		t.Fatal(err)
-	}
 	y := "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: " + ns + ", labels: {app: db}}\nstringData: {password: " + canary + "}\n"
 	if _, err := cp.Kubectl(ctx, []byte(y), "apply", "-f", "-"); err != nil {
 		t.Fatal("kubectl apply of the Secret failed") // its output would echo the manifest
@@ -141,4 +129,24 @@ func TestESONeeds(t *testing.T) {
 	if n := finalize.ESONeeds(ts, true); len(n) != 0 {
 		t.Errorf("a dry run needs %v", n)
 	}
+}
+
+// esoWithStore starts the External Secrets Operator on a namespace of its
+// own (ns, stopped when t ends) with SecretStore vault, whose kubernetes
+// provider keeps its values in storeNS.
+func esoWithStore(ctx context.Context, t *testing.T) (ns, storeNS string, d dynamic.Interface, eso *testenv.ExternalSecrets) {
+	t.Helper()
+	ns, storeNS = cp.Namespace(t), cp.Namespace(t)
+	d, err := dynamic.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eso, err = testenv.StartExternalSecrets(ctx, cp, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eso.Stop)
+	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
+		t.Fatal(err)
+	}
+	return ns, storeNS, d, eso
 }

@@ -91,20 +91,8 @@ func TestESOTakeoverUnderAMountingWorkload(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns, storeNS := cp.Namespace(t), cp.Namespace(t)
+	ns, _, d, _ := esoWithStore(ctx, t)
 	k := cp.Clientset()
-	d, err := dynamic.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eso, err := testenv.StartExternalSecrets(ctx, cp, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eso.Stop()
-	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
-		t.Fatal(err)
-	}
 	ready := time.Since(start)
 	live := handApplyDB(t, ctx, ns, "eso-mounted-pw-Qf3k")
 	mounted := cp.MountSecret(ctx, t, live, "password")
@@ -293,20 +281,8 @@ func annotationKeys(m map[string]string) []string {
 func TestESOHandChangeAfterPushIsOverwritten(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns, storeNS := cp.Namespace(t), cp.Namespace(t)
+	ns, _, d, _ := esoWithStore(ctx, t)
 	k := cp.Clientset()
-	d, err := dynamic.NewForConfig(cp.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eso, err := testenv.StartExternalSecrets(ctx, cp, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eso.Stop()
-	if err := eso.KubernetesStore(ctx, "vault", storeNS); err != nil {
-		t.Fatal(err)
-	}
 	live := handApplyDB(t, ctx, ns, "eso-pushed-pw-Lr5e")
 	store := esoform.Store{Kind: esoform.KindSecretStore, Namespace: ns, Name: "vault"}
 	target := finalize.SealedTarget{Target: finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "db"}, App: "shop"},
