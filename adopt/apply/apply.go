@@ -12,8 +12,10 @@
 // It reads live objects only to export them (and a Secret the plan adopts
 // as a SealedSecret only to seal it, in memory, asking the controller to
 // verify the result; one adopted in the SOPS form only to have the sops
-// CLI encrypt it, the plaintext on its stdin), never writes to the cluster, never puts a Secret's
-// values in its output, and never prints.
+// CLI encrypt it, the plaintext on its stdin), never puts a Secret's
+// values in its output, and never prints. It writes to the cluster only
+// when asked (Options.PushSecrets, --push-secrets): esoform.Push's own
+// objects, removed once proven, and the store's key.
 package apply
 
 import (
@@ -31,6 +33,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/adopt-dev/adopt/adopt/config"
+	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/export"
 	"github.com/adopt-dev/adopt/adopt/plan"
 	"github.com/adopt-dev/adopt/adopt/reads"
@@ -102,6 +105,11 @@ type Options struct {
 	// Sops is the sops CLI that encrypts the Secrets the plan adopts in
 	// the SOPS form (its zero value: sops on PATH).
 	Sops sopsform.CLI
+	// PushSecrets (--push-secrets) pushes each Secret the plan adopts in
+	// form eso to its store and proves it reads back, through Kube and
+	// Dynamic, once every other object was read (esoform.Push).
+	PushSecrets bool
+	Dynamic     dynamic.Interface
 }
 
 // Applier renders one plan into commit content.
@@ -145,8 +153,10 @@ type exported struct {
 	values     map[string][]byte
 	sopsConfig string
 	// eso is set for a Secret written as an ExternalSecret (data is its
-	// manifest: a store and a key, never a value).
-	eso bool
+	// manifest: a store and a key, never a value); pushed when apply
+	// pushed it (PushSecrets): key names only.
+	eso    bool
+	pushed *esoform.Pushed
 }
 
 // Tree is the checked-out repository content apply reads: a gitops.Repo.
@@ -348,7 +358,7 @@ func (a *Applier) Export(ctx context.Context) error {
 	if len(refused.Objects) > 0 {
 		return refused
 	}
-	return nil
+	return a.pushAll(ctx, esos)
 }
 
 // SecretValuesError is apply's refusal to export objects that hold values
@@ -534,7 +544,7 @@ func (a *Applier) build(t *listedTree, files map[string][]byte, skip map[string]
 			s.Sealed = append(s.Sealed, SealedSummary{Ref: e.obj.Ref.String(), File: e.file, Controller: f.Controller, Fingerprint: f.Fingerprint})
 		case e.eso:
 			f := e.obj.SecretForm
-			s.ESO = append(s.ESO, ESOSummary{Ref: e.obj.Ref.String(), File: e.file, Store: f.Store, RemoteKey: f.RemoteKey})
+			s.ESO = append(s.ESO, ESOSummary{Ref: e.obj.Ref.String(), File: e.file, Store: f.Store, RemoteKey: f.RemoteKey, Pushed: e.pushed})
 		case e.secret != "":
 			s.Secrets = append(s.Secrets, SecretSummary{Ref: e.obj.Ref.String(), Mode: e.secret, Keys: e.keys})
 		case e.data != nil:

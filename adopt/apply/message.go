@@ -56,9 +56,15 @@ func (a *Applier) commitMessage(s Summary) (string, error) {
 	for _, f := range s.Runbooks {
 		rb = append(rb, f.String())
 	}
+	var pushed []string
+	for _, e := range s.ESO {
+		for _, line := range e.Proof() {
+			pushed = append(pushed, e.Ref+", "+line)
+		}
+	}
 	data := map[string]any{
 		"PlanID": a.id, "Cluster": a.o.Plan.Cluster.Server, "Applications": s.Applications, "Objects": s.Objects,
-		"Secrets": secrets, "Runbooks": rb, "AutoSync": a.o.AutoSync,
+		"Secrets": secrets, "Runbooks": rb, "AutoSync": a.o.AutoSync, "Pushed": pushed,
 	}
 	var b bytes.Buffer
 	if err := a.msgTpl.Execute(&b, data); err != nil {

@@ -50,8 +50,11 @@ type PRInput struct {
 	// for it; EncryptedBy to the rule and what was proven.
 	Encrypted, EncryptedBy map[string]string
 	// ESO maps a Secret's Ref to the ExternalSecret file apply wrote for
-	// it; ESOFrom to the store and key it reads back.
+	// it; ESOFrom to the store and key it reads back; ESOProof to one
+	// line per key apply --push-secrets proved the store gives back
+	// (names only; none when apply did not push).
 	ESO, ESOFrom map[string]string
+	ESOProof     map[string][]string
 	// CSAMigration maps an Application's name to why it sets
 	// ClientSideApplyMigration=false.
 	CSAMigration map[string]string
@@ -72,7 +75,10 @@ type prData struct {
 	Sealed       []prSealed
 	Encrypted    []prSealed
 	ESO          []prSealed
-	NextStep     string
+	// ESOPushed: apply --push-secrets pushed every Secret of ESO and
+	// proved it reads back.
+	ESOPushed bool
+	NextStep  string
 	// Root is the existing Application that syncs AppsDir and creates the
 	// new Applications ("" when none does); New counts them.
 	Root          string
@@ -148,8 +154,12 @@ type prObject struct {
 type prSecret struct{ Ref, Reason string }
 
 // prSealed is a Secret written as a SealedSecret: no value, only where
-// and by which controller's key.
-type prSealed struct{ Ref, File, By string }
+// and by which controller's key (for an ExternalSecret, which store and
+// key, and Proof: what apply --push-secrets proved, per key name).
+type prSealed struct {
+	Ref, File, By string
+	Proof         []string
+}
 
 // newPRData turns the plan and what apply did into the template data.
 func newPRData(in PRInput) prData {
@@ -284,8 +294,10 @@ func newPRData(in PRInput) prData {
 		d.Sealed = append(d.Sealed, prSealed{Ref: ref, File: file, By: in.SealedBy[ref]})
 	}
 	sort.SliceStable(d.Sealed, func(i, j int) bool { return d.Sealed[i].Ref < d.Sealed[j].Ref })
+	d.ESOPushed = len(in.ESO) > 0
 	for ref, file := range in.ESO {
-		d.ESO = append(d.ESO, prSealed{Ref: ref, File: file, By: in.ESOFrom[ref]})
+		d.ESO = append(d.ESO, prSealed{Ref: ref, File: file, By: in.ESOFrom[ref], Proof: in.ESOProof[ref]})
+		d.ESOPushed = d.ESOPushed && in.ESOProof[ref] != nil
 	}
 	sort.SliceStable(d.ESO, func(i, j int) bool { return d.ESO[i].Ref < d.ESO[j].Ref })
 	if len(d.Sealed) > 0 || len(d.ESO) > 0 {
@@ -399,10 +411,13 @@ func (s Summary) PRInput(in PRInput) PRInput {
 		in.Encrypted[sec.Ref] = sec.File
 		in.EncryptedBy[sec.Ref] = fmt.Sprintf("`%s` creation_rules[%d] to %d age recipient(s) (%s); %s", sec.Config, sec.Rule, len(sec.Age), strings.Join(sec.Age, ", "), sec.Proof())
 	}
-	in.ESO, in.ESOFrom = map[string]string{}, map[string]string{}
+	in.ESO, in.ESOFrom, in.ESOProof = map[string]string{}, map[string]string{}, map[string][]string{}
 	for _, sec := range s.ESO {
 		in.ESO[sec.Ref] = sec.File
 		in.ESOFrom[sec.Ref] = "key `" + sec.RemoteKey + "` of " + sec.Store
+		if sec.Pushed != nil {
+			in.ESOProof[sec.Ref] = append([]string{}, sec.Proof()...)
+		}
 	}
 	for ref, f := range s.Exported {
 		in.Exported[ref] = f

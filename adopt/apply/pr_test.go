@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/adopt-dev/adopt/adopt/budget"
+	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/gitindex"
 	"github.com/adopt-dev/adopt/adopt/objref"
 	"github.com/adopt-dev/adopt/adopt/plan"
@@ -227,10 +228,35 @@ func TestPRBodyExternalSecret(t *testing.T) {
 		"- `Secret litellm-test/db`: `" + file + "`, reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault",
 		"so its last-applied-configuration does not travel",
 		"adopt finalize --plan plans/prod-eu.yaml --sync",
-		"before.\n\n### Secrets left out",
+		"to have that proof here, before the merge, run `adopt apply --push-secrets`",
+		"before the pull request is opened).\n\n### Secrets left out",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the body lacks %q:\n%s", want, body)
 		}
+	}
+
+	// Pushed by apply --push-secrets: each key proven, names only.
+	in = Summary{ESO: []ESOSummary{{Ref: db.Ref.String(), File: file, Store: db.SecretForm.Store, RemoteKey: db.SecretForm.RemoteKey,
+		Pushed: &esoform.Pushed{Keys: []string{"cert.bin", "password"}}}}}.PRInput(in)
+	if _, body, err = RenderPR(in, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault\n" +
+			"  - key cert.bin: the store gives back the live value (read back through SecretStore litellm-test/vault, key adopt-litellm-test-db)\n" +
+			"  - key password: the store gives back the live value (read back through SecretStore litellm-test/vault, key adopt-litellm-test-db)\n",
+		"Proven before this pull request was opened: `adopt apply --push-secrets` pushed",
+		"if this pull request is rejected, delete the key from the store",
+		"reads each key back again before it syncs",
+		"adopt finalize --plan plans/prod-eu.yaml --sync",
+		"Do not sync them before.\n\n### Secrets left out",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the pushed body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "to have that proof here") {
+		t.Errorf("the pushed body still offers --push-secrets:\n%s", body)
 	}
 }

@@ -148,7 +148,11 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 			e.file = path.Join(srcPath, name)
 			pl.writes = append(pl.writes, write{e.file, e.data})
 			adoptedFiles = append(adoptedFiles, name)
-			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "as an ExternalSecret in " + e.file + " (reads key " + e.obj.SecretForm.RemoteKey + " of " + e.obj.SecretForm.Store + " back into the Secret; finalize --sync pushes the live value there and proves it reads back equal before the first sync; no value in Git)"})
+			how := "finalize --sync pushes the live value there and proves it reads back equal before the first sync"
+			if e.pushed != nil {
+				how = "apply --push-secrets proved, key by key, that the store gives back the live value; finalize --sync reads it back again before the first sync"
+			}
+			s.Objects = append(s.Objects, ObjectSummary{e.obj.Ref.String(), "as an ExternalSecret in " + e.file + " (reads key " + e.obj.SecretForm.RemoteKey + " of " + e.obj.SecretForm.Store + " back into the Secret; " + how + "; no value in Git)"})
 			esoHere = true
 			continue
 		}
@@ -250,7 +254,7 @@ func (a *Applier) place(t *listedTree, app plan.Application, out *output) (*plac
 		// The store must hold the value before the ExternalSecret reads
 		// it: the first sync must wait for finalize's push.
 		pl.d.AutoSync, pl.d.Prune = false, false
-		s.Notes = append(s.Notes, "written without automated sync, though --auto-sync was given: it holds an ExternalSecret, and the store must hold the Secret's value before the first sync applies it. Run adopt finalize --sync after the merge: it pushes the value, proves it reads back equal, syncs, and proves the takeover; turn automated sync on afterwards")
+		s.Notes = append(s.Notes, "written without automated sync, though --auto-sync was given: it holds an ExternalSecret, and before the first sync applies it the store must hold the Secret's value, proven equal to the live one as it is then (the sync writes the store's value over the Secret). Run adopt finalize --sync after the merge: it pushes the value (or finds it there, pushed by apply --push-secrets, and refuses a Secret changed since the plan), proves it reads back equal, syncs, and proves the takeover; turn automated sync on afterwards")
 	}
 	if prev != nil {
 		pl.d.Objects = union(prev.objects, app.Objects)

@@ -40,6 +40,10 @@ type RenderOptions struct {
 	// Sops encrypts the Secrets a plan adopts in the SOPS form (zero:
 	// sops on PATH).
 	Sops sopsform.CLI
+	// PushSecrets (--push-secrets) pushes the value of each Secret a
+	// plan adopts in form eso to its store, and proves it reads back,
+	// before the commit (Options.PushSecrets).
+	PushSecrets bool
 }
 
 // RunOptions are one apply of a plan, flags already resolved.
@@ -143,6 +147,7 @@ func exportPlan(ctx context.Context, p *plan.Plan, c Cluster, version argoapp.De
 	a, err := New(Options{
 		Plan: p, Secrets: r.Secrets, FixRunbooks: r.FixRunbooks, AutoSync: r.AutoSync, Prune: r.Prune,
 		CSAMigration: r.CSAMigration, Version: version, Templates: r.Templates, Fetch: fetch, List: list, Count: count, Kube: c.Kube, Sops: r.Sops,
+		PushSecrets: r.PushSecrets, Dynamic: c.Dynamic,
 	})
 	if err != nil {
 		return nil, err

@@ -95,7 +95,7 @@ func Push(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface,
 	}
 	if found {
 		if d := Diff(want, got); d != "" {
-			return nil, fmt.Errorf("%s: %w %s (%s): adopt never overwrites a stored value; free the key, or pick another store in adopt.yaml, then re-run adopt plan", o.ref(), ErrKeyTaken, o.RemoteKey, d)
+			return nil, fmt.Errorf("%s: %w %s (%s): adopt never overwrites a stored value; free the key (when it holds this Secret's older data, pushed before the Secret changed, e.g. by apply --push-secrets before the merge: delete it from the store), or pick another store in adopt.yaml, then re-run adopt plan", o.ref(), ErrKeyTaken, o.RemoteKey, d)
 		}
 		return &Pushed{Keys: keys, Already: true}, cleanup(ctx, kube, dyn, o)
 	}

@@ -99,6 +99,14 @@ func WaitTakeover(ctx context.Context, kube kubernetes.Interface, dyn dynamic.In
 // memory; no value is returned. ErrHistoryGone: the API server no longer
 // serves those changes (its watch window is minutes), so they are not
 // known.
+//
+// A caller that does not hold the pushed data (the push ran in another
+// process: apply --push-secrets, or an earlier finalize run) passes nil
+// and the plan's resourceVersion as pushedAt: each change up to the
+// ExternalSecret's first write (the first with its controller reference)
+// is then compared with the data that write holds, the store's value,
+// which the push proved equal to the Secret's data at the plan's
+// resourceVersion; the changes after it are the operator's.
 func Overwritten(ctx context.Context, kube kubernetes.Interface, namespace, name, pushedAt, takenAt string, pushed map[string][]byte) error {
 	if pushedAt == takenAt {
 		return nil
@@ -113,6 +121,10 @@ func Overwritten(ctx context.Context, kube kubernetes.Interface, namespace, name
 		return fmt.Errorf("read the changes of %s since the push: %w", ref, err)
 	}
 	defer w.Stop()
+	// Without the pushed data, the changes are held until the
+	// ExternalSecret's first write (its controller reference on the
+	// Secret), and compared with the data it wrote.
+	fromTakeover, seen := pushed == nil, []*corev1.Secret(nil)
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,10 +146,20 @@ func Overwritten(ctx context.Context, kube kubernetes.Interface, namespace, name
 			if ev.Type == watch.Deleted {
 				return fmt.Errorf("%s: %w: it was deleted after the push (resourceVersion %s)", ref, ErrOverwritten, s.ResourceVersion)
 			}
-			if d := Diff(pushed, liveData(s)); d != "" {
-				return fmt.Errorf("%s: %w (at resourceVersion %s: %s). The change is lost: if it was a rotation, write the new value to the store's key (the Secret now follows its ExternalSecret), then re-run adopt finalize", ref, ErrOverwritten, s.ResourceVersion, d)
+			seen = append(seen, s)
+			if fromTakeover {
+				if c := metav1.GetControllerOf(s); (c == nil || c.Kind != KindExternalSecret || c.Name != name) && s.ResourceVersion != takenAt {
+					continue
+				}
+				pushed = liveData(s)
 			}
-			if s.ResourceVersion == takenAt {
+			for _, c := range seen {
+				if d := Diff(pushed, liveData(c)); d != "" {
+					return fmt.Errorf("%s: %w (at resourceVersion %s: %s). The change is lost: if it was a rotation, write the new value to the store's key (the Secret now follows its ExternalSecret), then re-run adopt finalize", ref, ErrOverwritten, c.ResourceVersion, d)
+				}
+			}
+			seen = seen[:0]
+			if fromTakeover || s.ResourceVersion == takenAt {
 				return nil
 			}
 		}

@@ -62,7 +62,7 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 		e.Time, e.Result = time.Now().UTC(), resultNotApplied
 		_ = s.journal(e, false)
 		if errors.Is(err, esoform.ErrChanged) {
-			return "", fmt.Errorf("%w; the ExternalSecret in Git would write the store's older value over it", err)
+			return "", fmt.Errorf("%w; the ExternalSecret in Git would write the store's older value over it (if apply --push-secrets pushed it before the merge, key %s of %s holds that older value: delete it from the store before the new plan's push, which never overwrites it)", err, t.RemoteKey, store)
 		}
 		return "", err
 	}
@@ -74,19 +74,20 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 		if s.pushed == nil {
 			s.pushed = map[string]pushedData{}
 		}
-		s.pushed[ref] = pushedData{data: maps.Clone(again.Data), at: again.ResourceVersion}
+		s.pushed[ref] = pushedData{data: maps.Clone(again.Data), at: again.ResourceVersion, already: pushed.Already}
 	}
 	how := "pushed"
 	if pushed.Already {
-		how = "found already in the store"
+		how = "found already in the store (pushed before this run: by apply --push-secrets or an earlier finalize; nothing pushed)"
 	}
 	return fmt.Sprintf("%s: %d key(s) %s at key %s of %s, read back through the store equal to the live Secret (compared in memory; journaled)", ref, len(pushed.Keys), how, t.RemoteKey, store), nil
 }
 
 // proveESO is Prove for a Secret of form eso: the ExternalSecret of the
 // same name took the same Secret over (esoform.WaitTakeover) with the
-// data this run pushed (when it pushed in this process), and no change
-// made to the Secret between the push and the takeover was written over
+// data this run pushed or found in the store (when its Mark ran in this
+// process), and no change made to the Secret between that read (else
+// the plan's resourceVersion) and the takeover was written over
 // (esoform.Overwritten, read from the API server's history of it); then
 // last-applied-configuration, which the operator keeps, is removed
 // (dropLastApplied), guarded and journaled like every object's.
@@ -98,21 +99,31 @@ func (s *Sealer) proveESO(ctx context.Context, t SealedTarget) Result {
 		res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: %s", t.Ref.String(), gitops.OneLine(err.Error()))
 		return res
 	}
-	data := "its data byte-identical to what was pushed (compared in memory), and not changed between the push and the takeover"
-	if pushedHere {
-		err := esoform.Overwritten(ctx, s.Kube, t.Namespace, t.Name, before.at, took.ResourceVersion, before.data)
-		switch {
-		case errors.Is(err, esoform.ErrHistoryGone):
-			data = "its data byte-identical to what was pushed (compared in memory); whether it was changed between the push and the takeover is not known (the API server no longer serves that history)"
-		case err != nil:
-			res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: %s; last-applied-configuration left as it is", t.Ref.String(), gitops.OneLine(err.Error()))
-			return res
-		}
+	what, since := "what was pushed", "the push"
+	if before.already {
+		what, since = "what the store gave back before the sync", "that read"
+	}
+	data := fmt.Sprintf("its data byte-identical to %s (compared in memory), and not changed between %s and the takeover", what, since)
+	// A run that did not push (apply --push-secrets or an earlier run
+	// did, then someone synced) compares the changes since the plan
+	// with the data the takeover wrote: the store's, proven equal to the
+	// plan's by that push.
+	from := before.at
+	if !pushedHere {
+		from = t.SealedAt
+		data = "its data not compared with the pushed data in this run (the push, and its read-back proof, ran before it: apply --push-secrets or an earlier finalize run); no change made since the plan was written over by the takeover"
+	}
+	err = esoform.Overwritten(ctx, s.Kube, t.Namespace, t.Name, from, took.ResourceVersion, before.data)
+	switch {
+	case errors.Is(err, esoform.ErrHistoryGone) && pushedHere:
+		data = fmt.Sprintf("its data byte-identical to %s (compared in memory); whether it was changed between %s and the takeover is not known (the API server no longer serves that history)", what, since)
+	case errors.Is(err, esoform.ErrHistoryGone):
+		data = "its data not compared with the pushed data in this run (the push, and its read-back proof, ran before it: apply --push-secrets or an earlier finalize run); whether a change made since the plan was written over by the takeover is not known (the API server no longer serves that history)"
+	case err != nil:
+		res.Status, res.Reason = StatusFailed, fmt.Sprintf("%s: %s; last-applied-configuration left as it is", t.Ref.String(), gitops.OneLine(err.Error()))
+		return res
 	}
 	_ = s.journal(Entry{Time: time.Now().UTC(), Target: t.Target, ResourceVersion: took.ResourceVersion, Result: resultTakenOver}, false)
-	if !pushedHere {
-		data = "its data not compared in this run (the push ran in an earlier one, whose read-back proof is journaled)"
-	}
 	why := fmt.Sprintf("taken over in place by ExternalSecret %s/%s: the same uid %s, its controller now, %s", t.Namespace, t.Name, took.UID, data)
 	if !took.HasLastApplied {
 		res.Status, res.Reason = StatusFinalized, why+"; no last-applied-configuration"
@@ -181,13 +192,14 @@ func (s *Sealer) dropLastApplied(ctx context.Context, t SealedTarget) Result {
 }
 
 // ESONeeds is what the push and the proof of targets' Secrets of form
-// eso need beyond get and patch of the Secrets: in each namespace,
-// creating, updating and deleting Secrets (the copy, the probe's),
-// watching them (the proof reads the Secret's changes since the push:
-// esoform.Overwritten), and
-// getting, watching, creating and deleting PushSecrets and
-// ExternalSecrets (the push, the probe, the wait for the takeover). A dry
-// run only reads the Secrets, which Needs covers.
+// eso need beyond patch of the Secrets: in each namespace, what
+// esoform.Push needs (esoform.PushNeeds: reading Secrets; creating,
+// updating and deleting them, the copy and the probe's; getting,
+// watching, creating and deleting PushSecrets and ExternalSecrets, the
+// push, the probe and the wait for the takeover), and watching Secrets
+// (the proof reads the Secret's changes since the plan:
+// esoform.Overwritten). A dry run only reads the Secrets, which Needs
+// covers.
 func ESONeeds(targets []SealedTarget, dryRun bool) []Access {
 	if dryRun {
 		return nil
@@ -204,14 +216,10 @@ func ESONeeds(targets []SealedTarget, dryRun bool) []Access {
 		if t.Form != plan.SecretFormESO {
 			continue
 		}
-		for _, v := range []string{"create", "update", "delete", "watch"} {
-			add(Access{Verb: v, Resource: "secrets", Namespace: t.Namespace})
+		for _, n := range esoform.PushNeeds() {
+			add(Access{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Namespace: t.Namespace})
 		}
-		for _, r := range []string{esoform.PushSecretGVR.Resource, esoform.ExternalSecretGVR.Resource} {
-			for _, v := range []string{"get", "watch", "create", "delete"} {
-				add(Access{Verb: v, Group: esoform.Group, Resource: r, Namespace: t.Namespace})
-			}
-		}
+		add(Access{Verb: "watch", Resource: "secrets", Namespace: t.Namespace})
 	}
 	return out
 }

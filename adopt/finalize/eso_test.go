@@ -108,18 +108,19 @@ func TestESOPushProveAndDropLastApplied(t *testing.T) {
 	}
 }
 
-// TestESONeeds: the push and the proof need Secrets created, updated,
-// deleted and watched, and PushSecrets and ExternalSecrets read, watched, created and
-// deleted, in each namespace of a Secret of form eso; a sealed Secret or
-// a dry run needs none of it.
+// TestESONeeds: the push and the proof need Secrets read, created,
+// updated, deleted and watched, and PushSecrets and ExternalSecrets read,
+// watched, created and deleted (esoform.PushNeeds, and the watch), in
+// each namespace of a Secret of form eso; a sealed Secret or a dry run
+// needs none of it.
 func TestESONeeds(t *testing.T) {
 	ref := func(ns string) finalize.Target {
 		return finalize.Target{Ref: objref.Ref{Version: "v1", Kind: "Secret", Resource: "secrets", Namespace: ns, Name: "db"}}
 	}
 	ts := []finalize.SealedTarget{{Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("a"), Form: plan.SecretFormESO}, {Target: ref("b"), Form: plan.SecretFormSealed}}
 	needs := finalize.ESONeeds(ts, false)
-	if len(needs) != 12 {
-		t.Fatalf("%d needs, want 12 (4 on secrets, 4 on each resource, namespace a only): %v", len(needs), needs)
+	if len(needs) != 13 || len(needs) != len(esoform.PushNeeds())+1 {
+		t.Fatalf("%d needs, want 13 (5 on secrets, 4 on each resource, namespace a only): %v", len(needs), needs)
 	}
 	for _, n := range needs {
 		if n.Namespace != "a" {

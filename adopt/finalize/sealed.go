@@ -56,10 +56,12 @@ type Sealer struct {
 }
 
 // pushedData is a Secret's data as pushed, and the resourceVersion of
-// the read that held it.
+// the read that held it; already when the store held it before the run
+// (nothing pushed: apply --push-secrets or an earlier run pushed it).
 type pushedData struct {
-	data map[string][]byte
-	at   string
+	data    map[string][]byte
+	at      string
+	already bool
 }
 
 func (s *Sealer) journal(e Entry, durable bool) error {

@@ -59,6 +59,14 @@ func applyReport(w io.Writer, r ApplyResult) {
 	for _, sec := range s.Secrets {
 		fmt.Fprintf(w, "  secret %s left out of sync: give it a secret-management source (SealedSecret, ExternalSecret, SOPS)\n", sec.Ref)
 	}
+	for _, e := range s.ESO {
+		if note := e.PushNote(); note != "" {
+			fmt.Fprintf(w, "  secret %s: %s\n", e.Ref, note)
+		}
+		for _, line := range e.Proof() {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
 	for _, f := range s.Runbooks {
 		fix := ""
 		if s.FixRunbooks {

@@ -67,6 +67,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 // records, the groups by label, then Run over them with the seams built
 // from o. It prints nothing; the report is the caller's to print.
 func RunOnce(ctx context.Context, o RunOptions) (*Report, error) {
+	// Unattended, it never pushes a value to a store before a person
+	// merged: finalize pushes, after the merge (docs/secrets.md).
+	o.Apply.Render.PushSecrets = false
 	p, err := planner.Plan(ctx, o.Apply.Scan)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ type ApplyOptions struct {
 	Hub           hubFlags
 	Secrets       string
 	FixRunbooks   bool
+	PushSecrets   bool
 	AutoSync      bool
 	Prune         bool
 	Quiet         bool
@@ -70,7 +71,7 @@ func applyCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Use:   "apply",
 		Short: "Write the proposed Applications and clean manifests into the GitOps repo, on a branch",
 		Long: `Turn a reviewed adoption plan into one commit on a branch of the GitOps repo.
-Nothing in the cluster changes: apply only reads the live objects it exports.
+Nothing in the cluster changes (but with --push-secrets): apply reads the live objects it exports.
 
 The plan is the contract: each Application is rendered with the Argo CD
 namespace, apps directory, export directory, project, destination and
@@ -125,6 +126,7 @@ on top and pushed again (never forced unless --force).
 	f.StringVar(&o.Overrides.AppsDir, "apps-dir", "", "directory for the Application manifests (default: the plan's appsDir)")
 	f.StringVar(&o.Secrets, "secrets", o.Secrets, "Secrets: skip (leave out, exclude from the Application) or placeholder (keys only, excluded from sync)")
 	f.BoolVar(&o.FixRunbooks, "fix-runbooks", false, "rewrite runbook lines that still kubectl-apply an adopted file by hand")
+	f.BoolVar(&o.PushSecrets, "push-secrets", false, "for each Secret the plan adopts as an ExternalSecret (form eso): push its value to the store now and prove, key by key, that the store gives it back, before the pull request (a cluster write; default: finalize --sync pushes after the merge; docs/secrets.md)")
 	f.BoolVar(&o.AutoSync, "auto-sync", false, "enable automated sync on the Applications")
 	f.BoolVar(&o.Prune, "prune", false, "enable automated prune (needs --auto-sync)")
 	f.StringVar(&o.Overrides.DestServer, "dest-server", "", "spec.destination.server of the Applications (default: the plan's destination)")
@@ -195,6 +197,8 @@ func (o *ApplyOptions) Validate() error {
 		return usageErrorf("--secrets %q: use skip or placeholder", o.Secrets)
 	case o.Prune && !o.AutoSync:
 		return usageErrorf("--prune only applies to automated sync: add --auto-sync, or drop --prune")
+	case o.PushSecrets && o.DryRun:
+		return usageErrorf("--push-secrets writes to the External Secrets store and --dry-run writes nothing: drop one")
 	case o.pr.OpenPR && o.NoPush && !o.DryRun:
 		return usageErrorf("--open-pr needs the branch pushed: drop --no-push")
 	case !slices.Contains(apply.CSAModes, o.CSAMigration):

@@ -111,7 +111,7 @@ func applyCluster(c *cluster) apply.Cluster {
 // render is how the flags say every plan's Applications are written.
 func (o *ApplyOptions) render() apply.RenderOptions {
 	return apply.RenderOptions{Secrets: export.SecretMode(o.Secrets), FixRunbooks: o.FixRunbooks, AutoSync: o.AutoSync, Prune: o.Prune,
-		CSAMigration: apply.CSAMode(o.CSAMigration), Templates: o.tpl}
+		CSAMigration: apply.CSAMode(o.CSAMigration), Templates: o.tpl, PushSecrets: o.PushSecrets}
 }
 
 // writeOptions are how the flags say the change is committed.

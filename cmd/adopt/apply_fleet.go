@@ -43,6 +43,8 @@ func (o *ApplyOptions) validateFleet() error {
 	switch {
 	case o.Prune:
 		return usageErrorf("--prune: an ApplicationSet never automates prune; drop it")
+	case o.PushSecrets:
+		return usageErrorf("--push-secrets pushes one plan's Secrets; a fleet plan's are pushed by finalize --sync, per cluster: drop it")
 	case o.ConfigFile != "":
 		return usageErrorf("--config shapes a plan computed now; a fleet plan's cluster plans already record adopt.yaml's settings: drop --config")
 	case o.Overrides.DestName != "" || o.Overrides.DestServer != "":
