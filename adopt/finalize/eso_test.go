@@ -27,8 +27,10 @@ import (
 // (journaled push-pending, pushed); the ExternalSecret is applied as Argo
 // CD's first sync would; Prove finds the same Secret taken over with the
 // same data, then removes last-applied-configuration (journaled pending,
-// finalized, keeping nothing of it). A second Mark pushes nothing. The
-// journal never holds the canary, in plaintext or base64.
+// finalized, keeping nothing of it). A second Mark pushes nothing; a
+// later run's Prove, which did not push, compares the Secret's changes
+// since the plan with the data the takeover wrote. The journal never
+// holds the canary, in plaintext or base64.
 func TestESOPushProveAndDropLastApplied(t *testing.T) {
 	const canary = "finalize-eso-canary-Zr4m"
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -84,6 +86,14 @@ func TestESOPushProveAndDropLastApplied(t *testing.T) {
 	}
 	if note, err := sl.Mark(ctx, target); err != nil || !strings.Contains(note, "already controlled") {
 		t.Fatalf("a second Mark: %q, %v; want nothing pushed again", note, err)
+	}
+	// A run that did not push (apply --push-secrets or an earlier run
+	// did) reads the changes since the plan against the data the
+	// takeover wrote, and says so.
+	later := &finalize.Sealer{Kube: k, Dynamic: d, Journal: func() *finalize.Journal { return nil }}
+	if res := later.Prove(ctx, target); res.Status != finalize.StatusFinalized || !strings.Contains(res.Reason, "not compared with the pushed data in this run") ||
+		!strings.Contains(res.Reason, "no change made since the plan was written over by the takeover") {
+		t.Fatalf("Prove of a run that did not push = %s: %s", res.Status, res.Reason)
 	}
 	entries, err := j.Entries()
 	if err != nil {

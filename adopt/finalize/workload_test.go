@@ -277,7 +277,9 @@ func annotationKeys(m map[string]string) []string {
 // cannot prevent it but reports it (esoform.ErrOverwritten, from the
 // Secret's changes since the push, naming the key, never a value) and
 // leaves last-applied-configuration; the data then equals what was
-// pushed, so comparing it alone would not see the change.
+// pushed, so comparing it alone would not see the change. A later run
+// that did not push (the push was apply --push-secrets' or an earlier
+// run's) reports it too, from the plan's resourceVersion.
 func TestESOHandChangeAfterPushIsOverwritten(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -320,5 +322,12 @@ func TestESOHandChangeAfterPushIsOverwritten(t *testing.T) {
 	}
 	if _, ok := after.Annotations[budget.LastAppliedKey]; !ok {
 		t.Error("Prove removed last-applied-configuration from a Secret whose data changed")
+	}
+	// A run that did not push (apply --push-secrets or an earlier run
+	// did, then someone synced) sees it too: the changes since the
+	// plan's resourceVersion against the data the takeover wrote.
+	later := &finalize.Sealer{Kube: k, Dynamic: d, Journal: func() *finalize.Journal { return nil }}
+	if res := later.Prove(ctx, target); res.Status != finalize.StatusFailed || !strings.Contains(res.Reason, esoform.ErrOverwritten.Error()) || !strings.Contains(res.Reason, "keys with other bytes [password]") {
+		t.Fatalf("Prove of a run that did not push = %s: %s; want the changed key reported", res.Status, res.Reason)
 	}
 }
