@@ -33,20 +33,25 @@ import (
 // fresh random canaries (a password, a multi-line value, a binary one) in
 // a Secret hand-applied client-side (its last-applied-configuration holds
 // them in plaintext) beside a ConfigMap. plan --preview --out names the
-// store and the key; apply --open-pr --auto-sync writes the ExternalSecret
-// into the same commit, the Application without automated sync (saying
-// why), the pull request listing it; the merge; finalize --sync pushes
-// (a watch files every PushSecret, probe ExternalSecret and the metadata
-// of the Secrets they read or write, with the operator's status messages),
-// syncs, and proves the takeover: the same uid, the data byte-identical
-// (compared here, never printed), last-applied gone, the ConfigMap
-// finalized; then status --record --html, reconcile --metrics-file and a
-// second plan, which proposes nothing. No canary, in any form the suite
-// knows, is in any plan file, stdout, stderr, Git object, ref, commit
-// message, pull request, journal, status history, HTML report, metrics
-// file, object finalize wrote in the cluster, the store's copy's
-// metadata (without the live Secret's last-applied-configuration) or the
-// operator's log.
+// store and the key; apply --push-secrets --open-pr --auto-sync pushes the
+// value to the store and proves it reads back (a watch, from here to
+// finalize's end, files every PushSecret, probe ExternalSecret and the
+// metadata of the Secrets they read or write, with the operator's status
+// messages), writes the ExternalSecret into the same commit, the
+// Application without automated sync (saying why), the pull request
+// listing it with each key's proof and apply's report too; the merge;
+// finalize --sync finds the value in the store (nothing pushed), syncs,
+// and proves the takeover: the same uid, the data byte-identical to what
+// the store gave back (compared here, never printed), last-applied gone,
+// the ConfigMap finalized; then status --record --html, reconcile
+// --metrics-file and a second plan, which proposes nothing. No canary, in
+// any form the suite knows, is in any plan file, stdout, stderr, Git
+// object, ref, commit message, pull request, journal, status history, HTML
+// report, metrics file, object apply or finalize wrote in the cluster, the
+// store's copy's metadata (without the live Secret's
+// last-applied-configuration) or the operator's log. (finalize's own push,
+// the default, is the reconcile test's:
+// TestReconcileAdoptsExternalSecretOnRealArgoCD.)
 //
 // "changed after plan": with nothing forced (the namespace's one store
 // chosen), the Secret is written after plan and apply refuses, saying to
@@ -216,8 +221,11 @@ func TestLeakSuiteESO(t *testing.T) {
 		t.Errorf("the Secret and the ConfigMap are not in the namespace's one Application")
 	}
 
-	res = must("apply --open-pr", r.run(t, "apply --open-pr --auto-sync", kc, tokenEnv, "apply", "--plan", planFile, "--repo", cloneURL, "--git-user", g.User,
-		"--author", "Leak Suite <leak@example.invalid>", "--auto-sync", "--open-pr", "--provider", "gitea", "--pr-label", "adopt"), 0)
+	// apply --push-secrets pushes and proves before the pull request; the
+	// watch files what apply and finalize write.
+	stopWatch := watchWrites(ctx, t, c, col, ns)
+	res = must("apply --open-pr", r.run(t, "apply --push-secrets --open-pr --auto-sync", kc, tokenEnv, "apply", "--plan", planFile, "--repo", cloneURL, "--git-user", g.User,
+		"--author", "Leak Suite <leak@example.invalid>", "--push-secrets", "--auto-sync", "--open-pr", "--provider", "gitea", "--pr-label", "adopt"), 0)
 	if !strings.Contains(res.out+res.errOut, "without automated sync") {
 		t.Errorf("apply with --auto-sync does not say why the Application holding an ExternalSecret syncs by hand:\n%s", plants.hide(res.out))
 	}
@@ -225,8 +233,14 @@ func TestLeakSuiteESO(t *testing.T) {
 	if err != nil || len(prs) != 1 {
 		t.Fatalf("pull requests %d, %v; want one", len(prs), err)
 	}
-	if !strings.Contains(prs[0].Body, "Secrets as ExternalSecrets") || !strings.Contains(prs[0].Body, key) {
-		t.Errorf("the pull request's body does not list the ExternalSecret and its key:\n%s", plants.hide(prs[0].Body))
+	if !strings.Contains(prs[0].Body, "Secrets as ExternalSecrets") || !strings.Contains(prs[0].Body, key) || !strings.Contains(res.out, "pushed to key "+key) {
+		t.Errorf("the pull request's body does not list the ExternalSecret and its key, or apply does not say it pushed:\n%s\n%s", plants.hide(prs[0].Body), plants.hide(res.out))
+	}
+	for _, k := range []string{"password", "tls.key", "token"} {
+		proof := "key " + k + ": the store gives back the live value (read back through SecretStore " + ns + "/vault, key " + key + ")"
+		if !strings.Contains(prs[0].Body, proof) || !strings.Contains(res.out, proof) {
+			t.Errorf("the pull request's body or apply's report lacks %q", proof)
+		}
 	}
 	mergePR(ctx, t, g, repo, prs[0].Head.Ref)
 	giteaDir := giteaRepoDir(g, repo)
@@ -257,15 +271,15 @@ func TestLeakSuiteESO(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// finalize pushes, syncs, proves; the watch files what it wrote.
-	stopWatch := watchWrites(ctx, t, c, col, ns)
+	// finalize finds the value pushed, syncs, proves.
 	fin := []string{"finalize", "--plan", planFile, "--app", ob.App, "--poll-interval", "500ms"}
 	res = must("finalize --sync", r.run(t, "finalize --sync", kc, nil, append(fin, "--sync", "--timeout", "3m")...), 0)
 	if n := stopWatch(); n == 0 {
 		t.Errorf("the watch saw no PushSecret: the push was not scanned")
 	}
-	if !strings.Contains(res.out, "taken over in place by ExternalSecret "+ns+"/db") {
-		t.Errorf("finalize does not report the takeover:\n%s", plants.hide(res.out))
+	if !strings.Contains(res.out, "taken over in place by ExternalSecret "+ns+"/db") || !strings.Contains(res.out, "found already in the store") ||
+		!strings.Contains(res.out, "byte-identical to what the store gave back before the sync") {
+		t.Errorf("finalize does not report the value found in the store and the takeover compared with it:\n%s", plants.hide(res.out))
 	}
 	journal, err := os.ReadFile(planFile + ".journal")
 	if err != nil {
