@@ -50,7 +50,7 @@ func (s *Sealer) push(ctx context.Context, t SealedTarget) (string, error) {
 		return fmt.Sprintf("%s is already controlled by ExternalSecret %s/%s: not pushed again", ref, t.Namespace, t.Name), nil
 	}
 	if s.DryRun {
-		return fmt.Sprintf("dry run: would push %s once to key %s of %s and prove it reads back equal, before the first sync", ref, t.RemoteKey, store), nil
+		return fmt.Sprintf("dry run: would push %s once to key %s of %s (nothing if the key already holds the live data, as after apply --push-secrets) and prove it reads back equal, before the first sync", ref, t.RemoteKey, store), nil
 	}
 	e := Entry{Time: time.Now().UTC(), Target: t.Target, ResourceVersion: live.ResourceVersion, Result: resultPushPending}
 	if err := s.journal(e, true); err != nil {

@@ -28,7 +28,8 @@ func committedApp(t *testing.T, bare string, p *plan.Plan, file string) *v1alpha
 // TestApplyCommitsWhatThePlanSays takes every setting of adopt.yaml (and
 // the plan's Argo CD namespace) through plan -> apply to the committed file,
 // and checks the file against the plan; then each flag that would
-// contradict the plan is refused with exit 2, naming the plan's value.
+// contradict the plan is refused with exit 2, naming the plan's value
+// (and --push-secrets with --dry-run, which writes nothing).
 func TestApplyCommitsWhatThePlanSays(t *testing.T) {
 	ns := cp.Namespace(t)
 	kc(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shop-settings}\ndata: {mode: blue}\n"), "apply", "-n", ns, "-f", "-")
@@ -95,6 +96,7 @@ naming: "prod-{namespace}"
 		{[]string{"--apps-dir", "argocd/apps/"}, `records appsDir "clusters/prod/apps"`},
 		{[]string{"--repo-url", "https://git.example.invalid/other.git"}, `records repoURL "` + url + `"`},
 		{[]string{"--config", cfg}, "drop --config"},
+		{[]string{"--push-secrets"}, "--push-secrets writes to the External Secrets store and --dry-run writes nothing"},
 		{[]string{"--repo-url", "https://bot:ghp_CANARYt0ken@git.example.invalid/org/gitops.git"}, "carries credentials, which would be committed to Git"},
 	} {
 		args := append([]string{"apply", "--plan", planFile, "--repo", url, "-q", "--dry-run"}, tc.flags...)
