@@ -48,7 +48,7 @@ func TestPRBodyFromPlan(t *testing.T) {
 	if title != "adopt: 1 Argo CD Application for 2 hand-applied objects on prod-eu" {
 		t.Errorf("title = %q", title)
 	}
-	for _, want := range []string{
+	bodyHas(t, body,
 		"### Application `litellm-test` (namespace `litellm-test`)",
 		"| `ConfigMap litellm-test/litellm-test-usage-hook` | 257270 B | 98.1% (critical) | in Git at `k8s/system/litellm-test-usage-hook-cm.yaml:1` | live 8,126 B behind Git |",
 		"| `Service litellm-test/litellm` | 900 B | 0.3% | exported to `adopted/litellm-test/service-litellm.yaml` | n/a (exported from the cluster) |",
@@ -58,11 +58,7 @@ func TestPRBodyFromPlan(t *testing.T) {
 		"k8s/system/README.md line 12 runs `kubectl apply -f`",
 		"- `Secret litellm-test/api-token`: --secrets=skip\n- `Secret litellm-test/litellm-keys`: Secrets are never exported to Git",
 		"adopt finalize --plan plans/prod-eu.yaml",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body lacks %q\n%s", want, body)
-		}
-	}
+	)
 	// --pr-title wins over the template.
 	if title, _, _ := RenderPR(prInput(), "mine"); title != "mine" {
 		t.Errorf("--pr-title ignored: %q", title)
@@ -91,14 +87,10 @@ func TestPRBodyUsesPlanDriftAndFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	bodyHas(t, body,
 		"| live 8126 B behind Git: data.usage_hook.py |",
 		"- `ConfigMap litellm-test/litellm-test-usage-hook` (warning): live is 8126 B behind Git",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body lacks %q\n%s", want, body)
-		}
-	}
+	)
 }
 
 // TestPRBodyExplainsCSAMigration renders the embedded pull-request body for
@@ -144,7 +136,7 @@ func TestPRBodyHelm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	bodyHas(t, body,
 		"Helm release `web`: chart `web` 1.2.3 from `https://charts.example.invalid/stable` (adopt.yaml helmRepositories)",
 		"1 secret-like value(s) as placeholders (`auth.password`",
 		"Helm proof: the chart rendered with these values DIFFERS from the release's manifest: 3 object(s), 1 identical.",
@@ -152,11 +144,7 @@ func TestPRBodyHelm(t *testing.T) {
 		"- Helm hook `Job migrate` (pre-upgrade): PreSync, at every sync",
 		"kubectl -n shop delete secrets -l owner=helm,name=web",
 		"| `ConfigMap shop/web-cfg` | 0 B | 0.0% | rendered from chart `web` 1.2.3 |",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body lacks %q:\n%s", want, body)
-		}
-	}
+	)
 	if strings.Contains(body, "sh.helm.release.v1") {
 		t.Errorf("a release record is listed:\n%s", body)
 	}
@@ -184,18 +172,14 @@ func TestPRBodySealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	bodyHas(t, body,
 		"| `Secret litellm-test/db` |",
 		"sealed to `adopted/litellm-test/sealedsecret.bitnami.com-db.yaml`",
 		"### Secrets sealed",
 		"- `Secret litellm-test/db`: `adopted/litellm-test/sealedsecret.bitnami.com-db.yaml`, sealed with the Sealed Secrets controller at Service kube-system/sealed-secrets-controller, key SHA256:ab12",
 		"adopt finalize --plan plans/prod-eu.yaml --sync",
 		"before.\n\n### Secrets left out",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the body lacks %q:\n%s", want, body)
-		}
-	}
+	)
 }
 
 // TestPRBodyExternalSecret: a Secret apply wrote as an ExternalSecret is
@@ -221,20 +205,16 @@ func TestPRBodyExternalSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	bodyHas(t, body,
 		"| `Secret litellm-test/db` |",
-		"as an ExternalSecret in `" + file + "`",
+		"as an ExternalSecret in `"+file+"`",
 		"### Secrets as ExternalSecrets",
-		"- `Secret litellm-test/db`: `" + file + "`, reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault",
+		"- `Secret litellm-test/db`: `"+file+"`, reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault",
 		"so its last-applied-configuration does not travel",
 		"adopt finalize --plan plans/prod-eu.yaml --sync",
 		"to have that proof here, before the merge, run `adopt apply --push-secrets`",
 		"before the pull request is opened).\n\n### Secrets left out",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the body lacks %q:\n%s", want, body)
-		}
-	}
+	)
 
 	// Pushed by apply --push-secrets: each key proven, names only.
 	in = Summary{ESO: []ESOSummary{{Ref: db.Ref.String(), File: file, Store: db.SecretForm.Store, RemoteKey: db.SecretForm.RemoteKey,
@@ -242,21 +222,27 @@ func TestPRBodyExternalSecret(t *testing.T) {
 	if _, body, err = RenderPR(in, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault\n" +
-			"  - key cert.bin: the store gives back the live value (read back through SecretStore litellm-test/vault, key adopt-litellm-test-db)\n" +
+	bodyHas(t, body,
+		"reading key `adopt-litellm-test-db` of SecretStore litellm-test/vault\n"+
+			"  - key cert.bin: the store gives back the live value (read back through SecretStore litellm-test/vault, key adopt-litellm-test-db)\n"+
 			"  - key password: the store gives back the live value (read back through SecretStore litellm-test/vault, key adopt-litellm-test-db)\n",
 		"Proven before this pull request was opened: `adopt apply --push-secrets` pushed",
 		"if this pull request is rejected, delete the key from the store",
 		"reads each key back again before it syncs",
 		"adopt finalize --plan plans/prod-eu.yaml --sync",
 		"Do not sync them before.\n\n### Secrets left out",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the pushed body lacks %q:\n%s", want, body)
-		}
-	}
+	)
 	if strings.Contains(body, "to have that proof here") {
 		t.Errorf("the pushed body still offers --push-secrets:\n%s", body)
+	}
+}
+
+// bodyHas fails t for each of wants that body lacks.
+func bodyHas(t *testing.T, body string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body lacks %q:\n%s", want, body)
+		}
 	}
 }

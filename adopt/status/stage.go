@@ -155,7 +155,7 @@ func placeApp(o *Object, f Facts, tracked bool, cmd commands) {
 		o.Stage = StageFinalized
 		o.Reason = "taken over in place by ExternalSecret " + f.ExternalBy + ", which Application " + f.App.Name + " syncs"
 	case f.Object.ESO() && f.ExternalBy == "" && (s.Phase == "" && len(s.History) == 0):
-		o.Reason = "no sync yet: the Secret's value must be pushed to its store before the first sync applies its ExternalSecret"
+		o.Reason = "no sync yet: finalize --sync proves its store holds the Secret's value (pushing it, unless apply --push-secrets did) before the first sync applies its ExternalSecret"
 		o.Next = cmd.finalize("--sync")
 	case waiting == "" && f.Object.ESO():
 		o.Stuck = true
