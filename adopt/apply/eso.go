@@ -10,6 +10,7 @@ import (
 
 	"github.com/adopt-dev/adopt/adopt/esoform"
 	"github.com/adopt-dev/adopt/adopt/export"
+	"github.com/adopt-dev/adopt/adopt/finalize"
 )
 
 // ESOSummary is a Secret apply wrote as an ExternalSecret: where, and
@@ -112,7 +113,11 @@ func (a *Applier) pushAll(ctx context.Context, es []*exported) error {
 			continue
 		}
 		checked[ns] = true
-		missing, err := esoform.MissingForPush(ctx, a.o.Kube, ns)
+		var needs []finalize.Access
+		for _, n := range esoform.PushNeeds() {
+			needs = append(needs, finalize.Access{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Namespace: ns})
+		}
+		missing, err := finalize.Missing(ctx, a.o.Kube, needs)
 		if err != nil {
 			return &ObjectError{Ref: e.obj.Ref.String(), Op: "check the permissions --push-secrets needs to push", Err: err}
 		}
@@ -121,7 +126,7 @@ func (a *Applier) pushAll(ctx context.Context, es []*exported) error {
 			for i, n := range missing {
 				m[i] = n.String()
 			}
-			return fmt.Errorf("--push-secrets: pushing %s to its store needs, in namespace %s: %s; missing, so nothing was pushed or committed. Grant them (docs/secrets.md, What the credential needs), or apply without --push-secrets: finalize --sync then pushes after the merge", e.obj.Ref, ns, strings.Join(m, ", "))
+			return fmt.Errorf("--push-secrets: pushing %s to its store needs %s; missing, so nothing was pushed or committed. Grant them (docs/secrets.md, What the credential needs), or apply without --push-secrets: finalize --sync then pushes after the merge", e.obj.Ref, strings.Join(m, ", "))
 		}
 	}
 	for _, e := range es {
