@@ -51,6 +51,9 @@ type handSecret struct {
 	// --server-side after the client-side apply (the runbook's way):
 	// kubectl then holds fields for finalize to take back, and journal.
 	ServerSide bool
+	// Alone leaves ConfigMap settings out: the Secret is its namespace's
+	// one object, so a group of its own.
+	Alone bool
 }
 
 // plantSecret registers fresh canaries for a Secret, named after whose.
@@ -67,9 +70,10 @@ func plantSecret(t *testing.T, plants *leakPlants, whose, prefix string) handSec
 }
 
 // handApplySecret applies Secret db of ns (labels app: shop, annotation
-// team: shop, s's values) and ConfigMap settings beside it with the real
-// kubectl, client-side: the Secret's last-applied-configuration holds
-// every value in plaintext, as on a hand-applied Secret.
+// team: shop, s's values) and, unless s.Alone, ConfigMap settings beside
+// it with the real kubectl, client-side: the Secret's
+// last-applied-configuration holds every value in plaintext, as on a
+// hand-applied Secret.
 func handApplySecret(ctx context.Context, t *testing.T, c *testenv.ControlPlane, ns string, s handSecret) {
 	t.Helper()
 	stringData := map[string]any{"password": s.Password}
@@ -83,7 +87,11 @@ func handApplySecret(ctx context.Context, t *testing.T, c *testenv.ControlPlane,
 		secret["data"] = map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(s.Binary))}
 	}
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": ns}, "data": map[string]any{"mode": "leak-suite"}}
-	for _, obj := range []map[string]any{secret, cm} {
+	objs := []map[string]any{secret, cm}
+	if s.Alone {
+		objs = objs[:1]
+	}
+	for _, obj := range objs {
 		b, _ := json.Marshal(obj)
 		if _, err := c.Kubectl(ctx, b, "apply", "-f", "-"); err != nil {
 			t.Fatalf("kubectl apply in %s failed", ns) // its output would echo the manifest
