@@ -113,11 +113,7 @@ func (a *Applier) pushAll(ctx context.Context, es []*exported) error {
 			continue
 		}
 		checked[ns] = true
-		var needs []finalize.Access
-		for _, n := range esoform.PushNeeds() {
-			needs = append(needs, finalize.Access{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Namespace: ns})
-		}
-		missing, err := finalize.Missing(ctx, a.o.Kube, needs)
+		missing, err := finalize.Missing(ctx, a.o.Kube, finalize.PushAccess(ns))
 		if err != nil {
 			return &ObjectError{Ref: e.obj.Ref.String(), Op: "check the permissions --push-secrets needs to push", Err: err}
 		}

@@ -191,6 +191,17 @@ func (s *Sealer) dropLastApplied(ctx context.Context, t SealedTarget) Result {
 	return res
 }
 
+// PushAccess is what esoform.Push needs in namespace (esoform.PushNeeds),
+// as Access for Missing: finalize's push and apply --push-secrets ask for
+// it alike.
+func PushAccess(namespace string) []Access {
+	var out []Access
+	for _, n := range esoform.PushNeeds() {
+		out = append(out, Access{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Namespace: namespace})
+	}
+	return out
+}
+
 // ESONeeds is what the push and the proof of targets' Secrets of form
 // eso need beyond patch of the Secrets: in each namespace, what
 // esoform.Push needs (esoform.PushNeeds: reading Secrets; creating,
@@ -216,8 +227,8 @@ func ESONeeds(targets []SealedTarget, dryRun bool) []Access {
 		if t.Form != plan.SecretFormESO {
 			continue
 		}
-		for _, n := range esoform.PushNeeds() {
-			add(Access{Verb: n.Verb, Group: n.Group, Resource: n.Resource, Namespace: t.Namespace})
+		for _, a := range PushAccess(t.Namespace) {
+			add(a)
 		}
 		add(Access{Verb: "watch", Resource: "secrets", Namespace: t.Namespace})
 	}
